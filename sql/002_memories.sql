@@ -1,0 +1,1 @@
+-- 002_memories: guard memories (filled by the widening-scan work).

@@ -1,0 +1,1 @@
+-- 003_gate: stop-gate sessions, events, annotations (filled by the stop-gate work).

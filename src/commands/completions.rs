@@ -1,0 +1,21 @@
+//! `premerge completions <shell>`: print a completion script.
+
+use clap::{Args as ClapArgs, CommandFactory};
+use clap_complete::Shell;
+
+use super::Ctx;
+use crate::cli::Cli;
+use crate::error::{CmdResult, Exit};
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// The shell to generate for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "premerge", ctx.stdout);
+    Ok(Exit::Ok)
+}

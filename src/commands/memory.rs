@@ -1,0 +1,14 @@
+//! `premerge memory`: placeholder until its issue lands.
+
+use super::Ctx;
+use crate::error::CmdResult;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Cmd {
+    /// Not built yet.
+    Pending,
+}
+
+pub fn run(_: Cmd, _: &mut Ctx) -> CmdResult {
+    anyhow::bail!("`premerge memory` is not built yet")
+}

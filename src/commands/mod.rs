@@ -1,0 +1,121 @@
+//! One file per subcommand: thin, does the I/O, calls the pure core.
+//!
+//! Every command function has the shape `fn run(args, &mut Ctx) -> CmdResult` and
+//! writes to the injected writers of [`Ctx`], never straight to stdout, so tests can
+//! run it in-process and `premerge demo` can chain stages.
+
+pub mod blocked;
+pub mod completions;
+pub mod config;
+pub mod converge;
+pub mod demo;
+pub mod diff;
+pub mod doctor;
+pub mod drain;
+pub mod fence;
+pub mod gate;
+pub mod hook;
+pub mod install;
+pub mod memory;
+pub mod plan;
+pub mod proposal;
+pub mod review;
+pub mod scan;
+pub mod schema;
+pub mod seams;
+pub mod show;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+
+use crate::cli::{Cli, Command};
+use crate::config::Config;
+use crate::error::CmdResult;
+use crate::git::Repo;
+
+/// What a command runs against: its directory and its standard streams.
+pub struct Ctx<'a> {
+    /// The directory the command runs in (`-C`, else the process's).
+    pub cwd: PathBuf,
+    pub stdin: &'a mut dyn Read,
+    pub stdout: &'a mut dyn Write,
+    pub stderr: &'a mut dyn Write,
+}
+
+impl Ctx<'_> {
+    /// Open the repository the command runs in (honours `GIT_DIR` as git's hooks set it).
+    pub fn repo(&self) -> Result<Repo> {
+        Ok(Repo::open_for_command(&self.cwd)?)
+    }
+
+    /// Read all of stdin as UTF-8.
+    pub fn read_stdin(&mut self) -> Result<String> {
+        let mut s = String::new();
+        self.stdin.read_to_string(&mut s).context("stdin: cannot read (is it UTF-8?)")?;
+        Ok(s)
+    }
+
+    /// Print a warning line `premerge: warning: ...` on stderr.
+    pub fn warn(&mut self, msg: impl std::fmt::Display) {
+        let _ = writeln!(self.stderr, "premerge: warning: {msg}");
+    }
+}
+
+/// Load the effective configuration of a repository: `premerge.toml` at the root of
+/// its working tree, `premerge.*` git config, and the process environment.
+pub fn load_config(repo: &Repo) -> Result<Config> {
+    let file = match repo.workdir() {
+        Some(root) => read_config_file(&root.join("premerge.toml"))?,
+        None => None,
+    };
+    let entries = repo.premerge_config_entries()?;
+    let env = |k: &str| std::env::var(k).ok();
+    Ok(Config::load(file.as_ref().map(|t| ("premerge.toml", t.as_str())), &entries, &env)?)
+}
+
+/// Configuration outside any repository: defaults and the environment only.
+pub fn load_config_without_repo() -> Result<Config> {
+    let env = |k: &str| std::env::var(k).ok();
+    Ok(Config::load(None, &[], &env)?)
+}
+
+fn read_config_file(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(anyhow::anyhow!("{}: cannot read: {e}", path.display())),
+    }
+}
+
+/// Dispatch a parsed command line.
+pub fn dispatch(cli: Cli, ctx: &mut Ctx) -> CmdResult {
+    if let Some(dir) = &cli.chdir {
+        ctx.cwd = if dir.is_absolute() { dir.clone() } else { ctx.cwd.join(dir) };
+    }
+    match cli.command {
+        Command::Diff(a) => diff::run(a, ctx),
+        Command::Config(a) => config::run(a, ctx),
+        Command::Completions(a) => completions::run(a, ctx),
+        Command::Hook(c) => hook::run(c, ctx),
+        Command::Install(a) => install::run_install(a, ctx),
+        Command::Uninstall(a) => install::run_uninstall(a, ctx),
+        Command::Doctor(a) => doctor::run(a, ctx),
+        Command::Demo(a) => demo::run(a, ctx),
+        Command::Scan(a) => scan::run(a, ctx),
+        Command::Memory(c) => memory::run(c, ctx),
+        Command::Review(c) => review::run(c, ctx),
+        Command::ExplainCap(a) => review::run_explain_cap(a, ctx),
+        Command::Seams(a) => seams::run(a, ctx),
+        Command::Plan(a) => plan::run(a, ctx),
+        Command::Blocked(c) => blocked::run(c, ctx),
+        Command::Fence(c) => fence::run(c, ctx),
+        Command::Converge(a) => converge::run(a, ctx),
+        Command::Show(c) => show::run(c, ctx),
+        Command::Schema(a) => schema::run(a, ctx),
+        Command::Proposal(c) => proposal::run(c, ctx),
+        Command::Drain(a) => drain::run(a, ctx),
+        Command::Gate(c) => gate::run(c, ctx),
+    }
+}

@@ -1,0 +1,365 @@
+//! Findings input: the three shapes premerge accepts, detected automatically and
+//! normalised into one owned [`Finding`] list.
+//!
+//! - lens findings: `{"findings":[{lens, severity, path, line, title, description, suggestion}]}`
+//!   or a bare array of those;
+//! - reviewer findings: `{file, line, summary, failure_scenario, category, verdict, severity}`
+//!   (a bare array, or under `"findings"`);
+//! - SARIF 2.1.0: one finding per result location, `ruleId` as the lens.
+//!
+//! Pure: the caller reads the file (and enforces its size limit) and passes the text
+//! and the repository root used to make absolute paths and `file://` URIs relative.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Which shape a findings document had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    Lens,
+    Reviewer,
+    Sarif,
+}
+
+/// One finding, whatever shape it came in as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Position of the source record in the input (0-based; SARIF: result index).
+    pub index: usize,
+    /// Lens name (lens findings) or SARIF `ruleId`; `None` for reviewer findings.
+    pub lens: Option<String>,
+    /// `blocker`, `suggestion`, SARIF `level`, or whatever the producer wrote.
+    pub severity: Option<String>,
+    /// Repository-relative path, `/`-separated.
+    pub file: String,
+    /// 1-based line, when given.
+    pub line: Option<u64>,
+    /// Lens `title`, reviewer `summary`, SARIF `message.text`.
+    pub title: String,
+    /// Lens `description`, reviewer `failure_scenario`.
+    pub description: Option<String>,
+    pub category: Option<String>,
+    pub verdict: Option<String>,
+    pub suggestion: Option<String>,
+}
+
+/// A parsed findings document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Findings {
+    pub shape: Shape,
+    pub findings: Vec<Finding>,
+    /// SARIF results with no physical location (nothing to route to a file).
+    pub skipped_without_location: usize,
+    /// SARIF locations outside the repository root.
+    pub skipped_outside_repo: usize,
+}
+
+/// A findings document that does not fit any accepted shape.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{path}: {why}")]
+pub struct FindingsError {
+    /// JSON path of the offending value (`$.findings[3].line`).
+    pub path: String,
+    pub why: String,
+}
+
+fn err(path: &str, why: impl Into<String>) -> FindingsError {
+    FindingsError { path: path.to_string(), why: why.into() }
+}
+
+/// Parse a findings document. `repo_root` is the absolute repository root, used to
+/// relativise absolute paths and `file://` URIs.
+pub fn parse(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| err("$", format!("not valid JSON: {e}")))?;
+    match &doc {
+        Value::Object(o) if o.contains_key("runs") || o.get("version").and_then(Value::as_str) == Some("2.1.0") => {
+            parse_sarif(o, repo_root)
+        }
+        Value::Object(o) => match o.get("findings") {
+            Some(Value::Array(items)) => parse_records(items, "$.findings", repo_root),
+            Some(_) => Err(err("$.findings", "must be an array")),
+            None => Err(err("$", "expected a findings array, an object with `findings`, or a SARIF 2.1.0 log")),
+        },
+        Value::Array(items) => parse_records(items, "$", repo_root),
+        _ => Err(err("$", "expected a findings array, an object with `findings`, or a SARIF 2.1.0 log")),
+    }
+}
+
+fn parse_records(items: &[Value], base: &str, root: &str) -> Result<Findings, FindingsError> {
+    let mut shape = None;
+    let mut findings = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let p = format!("{base}[{i}]");
+        let Value::Object(o) = item else {
+            return Err(err(&p, "must be an object"));
+        };
+        let this = if o.contains_key("path") || o.contains_key("title") || o.contains_key("lens") {
+            Shape::Lens
+        } else if o.contains_key("file") || o.contains_key("summary") {
+            Shape::Reviewer
+        } else {
+            return Err(err(&p, "neither a lens finding (path, title) nor a reviewer finding (file, summary)"));
+        };
+        match shape {
+            None => shape = Some(this),
+            Some(s) if s != this => {
+                return Err(err(&p, format!("mixes {this:?} and {s:?} findings in one document").to_lowercase()));
+            }
+            _ => {}
+        }
+        let (file_key, title_key, desc_key) = match this {
+            Shape::Lens => ("path", "title", "description"),
+            _ => ("file", "summary", "failure_scenario"),
+        };
+        let file_raw = req_str(o, file_key, &p)?;
+        let file = relativise(&file_raw, root)
+            .ok_or_else(|| err(&format!("{p}.{file_key}"), "path is outside the repository"))?;
+        if file.is_empty() {
+            return Err(err(&format!("{p}.{file_key}"), "must not be empty"));
+        }
+        findings.push(Finding {
+            index: i,
+            lens: if this == Shape::Lens { opt_str(o, "lens", &p)? } else { None },
+            severity: opt_str(o, "severity", &p)?,
+            file,
+            line: opt_line(o, &p)?,
+            title: req_str(o, title_key, &p)?,
+            description: opt_str(o, desc_key, &p)?,
+            category: opt_str(o, "category", &p)?,
+            verdict: opt_str(o, "verdict", &p)?,
+            suggestion: opt_str(o, "suggestion", &p)?,
+        });
+    }
+    Ok(Findings {
+        shape: shape.unwrap_or(Shape::Reviewer),
+        findings,
+        skipped_without_location: 0,
+        skipped_outside_repo: 0,
+    })
+}
+
+fn req_str(o: &Map<String, Value>, key: &str, p: &str) -> Result<String, FindingsError> {
+    match o.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(err(&format!("{p}.{key}"), "must be a string")),
+        None => Err(err(&format!("{p}.{key}"), "is required")),
+    }
+}
+
+fn opt_str(o: &Map<String, Value>, key: &str, p: &str) -> Result<Option<String>, FindingsError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(err(&format!("{p}.{key}"), "must be a string")),
+    }
+}
+
+fn opt_line(o: &Map<String, Value>, p: &str) -> Result<Option<u64>, FindingsError> {
+    match o.get("line") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .map(Some)
+            .ok_or_else(|| err(&format!("{p}.line"), "must be a positive integer")),
+        Some(_) => Err(err(&format!("{p}.line"), "must be a positive integer or null")),
+    }
+}
+
+/// Make a path repository-relative and `/`-separated. `None` when it is absolute
+/// (or a `file://` URI) outside `root`.
+pub fn relativise(raw: &str, root: &str) -> Option<String> {
+    let mut s = raw.to_string();
+    if let Some(rest) = s.strip_prefix("file://") {
+        // file:///abs/path or file://host/abs/path; premerge only reads local paths.
+        let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+        s = percent_decode(rest);
+    }
+    let s = s.replace('\\', "/");
+    if s.starts_with('/') {
+        let root = root.trim_end_matches('/');
+        let rel = s.strip_prefix(root)?.strip_prefix('/')?;
+        return Some(clean(rel));
+    }
+    Some(clean(&s))
+}
+
+fn clean(p: &str) -> String {
+    let mut s = p;
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest;
+    }
+    s.to_string()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsError> {
+    let runs = match o.get("runs") {
+        Some(Value::Array(r)) => r,
+        _ => return Err(err("$.runs", "a SARIF log needs a `runs` array")),
+    };
+    let mut findings = Vec::new();
+    let mut no_loc = 0;
+    let mut outside = 0;
+    let mut result_index = 0;
+    for (ri, run) in runs.iter().enumerate() {
+        let rp = format!("$.runs[{ri}]");
+        let Value::Object(run) = run else { return Err(err(&rp, "must be an object")) };
+        // uriBaseId -> absolute base, from originalUriBaseIds (%SRCROOT% and friends).
+        let bases: Map<String, Value> = match run.get("originalUriBaseIds") {
+            Some(Value::Object(b)) => b.clone(),
+            _ => Map::new(),
+        };
+        let results = match run.get("results") {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(r)) => r,
+            Some(_) => return Err(err(&format!("{rp}.results"), "must be an array")),
+        };
+        for (i, res) in results.iter().enumerate() {
+            let p = format!("{rp}.results[{i}]");
+            let Value::Object(res) = res else { return Err(err(&p, "must be an object")) };
+            let rule = match res.get("ruleId") {
+                Some(Value::String(s)) => Some(s.clone()),
+                None | Some(Value::Null) => {
+                    res.get("rule").and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string)
+                }
+                Some(_) => return Err(err(&format!("{p}.ruleId"), "must be a string")),
+            };
+            let text = res
+                .get("message")
+                .and_then(|m| m.get("text").or_else(|| m.get("markdown")))
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(&format!("{p}.message.text"), "is required"))?
+                .to_string();
+            let level = res.get("level").and_then(Value::as_str).map(str::to_string);
+            let locs = match res.get("locations") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(l)) => l.clone(),
+                Some(_) => return Err(err(&format!("{p}.locations"), "must be an array")),
+            };
+            let mut any = false;
+            for (li, loc) in locs.iter().enumerate() {
+                let lp = format!("{p}.locations[{li}].physicalLocation");
+                let Some(phys) = loc.get("physicalLocation") else { continue };
+                let Some(art) = phys.get("artifactLocation") else { continue };
+                let Some(uri) = art.get("uri").and_then(Value::as_str) else {
+                    return Err(err(&format!("{lp}.artifactLocation.uri"), "is required"));
+                };
+                let full = match art.get("uriBaseId").and_then(Value::as_str) {
+                    Some(id) if !uri.starts_with("file:") && !uri.starts_with('/') => {
+                        match bases.get(id).and_then(|b| b.get("uri")).and_then(Value::as_str) {
+                            Some(base) => format!("{}/{}", base.trim_end_matches('/'), uri),
+                            // An unresolved base id (%SRCROOT% by convention) means the root.
+                            None => uri.to_string(),
+                        }
+                    }
+                    _ => uri.to_string(),
+                };
+                let Some(file) = relativise(&full, root) else {
+                    outside += 1;
+                    continue;
+                };
+                let line = match phys.get("region").and_then(|r| r.get("startLine")) {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(
+                        v.as_u64()
+                            .filter(|n| *n >= 1)
+                            .ok_or_else(|| err(&format!("{lp}.region.startLine"), "must be a positive integer"))?,
+                    ),
+                };
+                any = true;
+                findings.push(Finding {
+                    index: result_index,
+                    lens: rule.clone(),
+                    severity: level.clone(),
+                    file,
+                    line,
+                    title: text.clone(),
+                    description: None,
+                    category: None,
+                    verdict: None,
+                    suggestion: None,
+                });
+            }
+            if !any && locs.is_empty() {
+                no_loc += 1;
+            }
+            result_index += 1;
+        }
+    }
+    Ok(Findings { shape: Shape::Sarif, findings, skipped_without_location: no_loc, skipped_outside_repo: outside })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lens_object_and_bare_array() {
+        let t = r#"{"findings":[{"lens":"ARCH","severity":"high","path":"src/a.rs","line":3,"title":"Dup","description":"d"}]}"#;
+        let f = parse(t, "/repo").unwrap();
+        assert_eq!(f.shape, Shape::Lens);
+        assert_eq!(f.findings[0].file, "src/a.rs");
+        let t = r#"[{"lens":"ARCH","path":"./src/a.rs","title":"Dup"}]"#;
+        assert_eq!(parse(t, "/repo").unwrap().findings[0].file, "src/a.rs");
+    }
+
+    #[test]
+    fn reviewer_shape() {
+        let t = r#"[{"file":"/repo/a.py","line":null,"summary":"s","failure_scenario":"x","category":"bug"}]"#;
+        let f = parse(t, "/repo").unwrap();
+        assert_eq!(f.shape, Shape::Reviewer);
+        assert_eq!(f.findings[0].file, "a.py");
+        assert_eq!(f.findings[0].description.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let e =
+            parse(r#"{"findings":[{"path":"a","title":"t"},{"path":"b","title":"t","line":"x"}]}"#, "/r").unwrap_err();
+        assert_eq!(e.path, "$.findings[1].line");
+        let e = parse(r#"[{"file":"a","summary":"s"},{"path":"b","title":"t"}]"#, "/r").unwrap_err();
+        assert_eq!(e.path, "$[1]");
+        let e = parse(r#"[{"file":"/elsewhere/a","summary":"s"}]"#, "/r").unwrap_err();
+        assert_eq!(e.path, "$[0].file");
+    }
+
+    #[test]
+    fn sarif_locations_uri_forms() {
+        let t = r#"{"version":"2.1.0","runs":[{"originalUriBaseIds":{"SRC":{"uri":"file:///repo/"}},
+          "results":[{"ruleId":"E1","level":"error","message":{"text":"m"},"locations":[
+            {"physicalLocation":{"artifactLocation":{"uri":"file:///repo/src/a%20b.py"},"region":{"startLine":4}}},
+            {"physicalLocation":{"artifactLocation":{"uri":"c.py","uriBaseId":"SRC"}}},
+            {"physicalLocation":{"artifactLocation":{"uri":"file:///other/x.py"}}}]},
+            {"ruleId":"E2","message":{"text":"n"}}]}]}"#;
+        let f = parse(t, "/repo").unwrap();
+        let files: Vec<_> = f.findings.iter().map(|f| f.file.as_str()).collect();
+        assert_eq!(files, ["src/a b.py", "c.py"]);
+        assert_eq!(f.findings[0].line, Some(4));
+        assert_eq!(f.skipped_outside_repo, 1);
+        assert_eq!(f.skipped_without_location, 1);
+    }
+}

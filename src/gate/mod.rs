@@ -1,0 +1,1 @@
+//! The stop gate: placeholder, filled by the stop-gate issue.

@@ -1,0 +1,181 @@
+//! Diffs between commits, the index and the working tree, converted to `crate::diff`.
+
+use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, Oid, Patch, Tree};
+
+use super::{GitError, Repo, Result};
+use crate::diff::{Diff, EntryKind, FileChange, Hunk, Status};
+
+impl Repo {
+    fn tree_of(&self, oid: &str) -> Result<Tree<'_>> {
+        let commit = self
+            .inner
+            .find_commit(Oid::from_str(oid).map_err(|_| GitError::UnknownRevision { rev: oid.to_string() })?)
+            .map_err(|_| GitError::NotACommit { rev: oid.to_string() })?;
+        Ok(commit.tree()?)
+    }
+
+    fn head_tree(&self) -> Result<Option<Tree<'_>>> {
+        match self.head_oid() {
+            Some(oid) => Ok(Some(self.tree_of(&oid)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Diff two commits (`base = None`: the empty tree, as for a root commit).
+    pub fn diff_commits(&self, base: Option<&str>, head: &str) -> Result<Diff> {
+        let old = match base {
+            Some(b) => Some(self.tree_of(b)?),
+            None => None,
+        };
+        let new = self.tree_of(head)?;
+        let mut opts = diff_options();
+        let diff = self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut opts))?;
+        let mut d = convert(diff)?;
+        d.base = base.map(str::to_string);
+        d.head = Some(head.to_string());
+        Ok(d)
+    }
+
+    /// Diff the index against HEAD (what `git diff --cached` shows).
+    pub fn diff_staged(&self) -> Result<Diff> {
+        let old = self.head_tree()?;
+        let index = self.inner.index()?;
+        let mut opts = diff_options();
+        let diff = self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(&mut opts))?;
+        let mut d = convert(diff)?;
+        d.base = self.head_oid();
+        d.head = None;
+        Ok(d)
+    }
+
+    /// Diff the working tree against HEAD, untracked (not ignored) files included as added.
+    pub fn diff_worktree(&self) -> Result<Diff> {
+        if self.is_bare() {
+            return Err(GitError::Bare);
+        }
+        let old = self.head_tree()?;
+        let mut opts = diff_options();
+        opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
+        let diff = self.inner.diff_tree_to_workdir_with_index(old.as_ref(), Some(&mut opts))?;
+        let mut d = convert(diff)?;
+        d.base = self.head_oid();
+        d.head = None;
+        Ok(d)
+    }
+}
+
+fn diff_options() -> DiffOptions {
+    let mut o = DiffOptions::new();
+    o.context_lines(0).ignore_submodules(false).include_typechange(true).id_abbrev(40);
+    o
+}
+
+fn kind(mode: FileMode, exists: bool) -> EntryKind {
+    if !exists {
+        return EntryKind::Absent;
+    }
+    match mode {
+        FileMode::Commit => EntryKind::Submodule,
+        FileMode::Link => EntryKind::Symlink,
+        FileMode::Unreadable => EntryKind::Absent,
+        _ => EntryKind::File,
+    }
+}
+
+fn path_string(p: Option<&std::path::Path>) -> Option<String> {
+    p.map(|p| p.to_string_lossy().into_owned())
+}
+
+fn oid_string(o: Oid) -> Option<String> {
+    (!o.is_zero()).then(|| o.to_string())
+}
+
+/// Copy a git2 diff into the owned model, with rename and copy detection on.
+fn convert(mut diff: git2::Diff<'_>) -> Result<Diff> {
+    let mut find = DiffFindOptions::new();
+    find.renames(true).copies(true).for_untracked(true);
+    diff.find_similar(Some(&mut find))?;
+    let mut files = Vec::with_capacity(diff.deltas().len());
+    for idx in 0..diff.deltas().len() {
+        let delta = diff.get_delta(idx).expect("index is within deltas().len()");
+        let status = match delta.status() {
+            Delta::Added | Delta::Untracked => Status::Added,
+            Delta::Deleted => Status::Deleted,
+            Delta::Modified => Status::Modified,
+            Delta::Renamed => Status::Renamed,
+            Delta::Copied => Status::Copied,
+            Delta::Typechange => Status::Typechange,
+            // Unmodified, ignored, unreadable and conflicted entries are not changes.
+            _ => continue,
+        };
+        let old_f = delta.old_file();
+        let new_f = delta.new_file();
+        let old_exists = !matches!(status, Status::Added);
+        let new_exists = !matches!(status, Status::Deleted);
+        let old_kind = kind(old_f.mode(), old_exists);
+        let new_kind = kind(new_f.mode(), new_exists);
+        let new_path = path_string(new_f.path());
+        let old_path = path_string(old_f.path());
+        let path = if new_exists { new_path.clone() } else { old_path.clone() }.unwrap_or_default();
+        let mut change = FileChange {
+            path,
+            old_path: if status == Status::Added { None } else { old_path },
+            status,
+            binary: false,
+            old_kind,
+            new_kind,
+            old_oid: if old_exists { oid_string(old_f.id()) } else { None },
+            new_oid: if new_exists { oid_string(new_f.id()) } else { None },
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        };
+        if change.is_submodule() {
+            // A gitlink is reported, never read: there is no text to diff.
+            files.push(change);
+            continue;
+        }
+        let patch = Patch::from_diff(&diff, idx)?;
+        let delta_after = diff.get_delta(idx).expect("index is within deltas().len()");
+        change.binary =
+            delta_after.flags().is_binary() || delta_after.old_file().is_binary() || delta_after.new_file().is_binary();
+        if let Some(patch) = patch
+            && !change.binary
+        {
+            for h in 0..patch.num_hunks() {
+                let (hunk, nlines) = patch.hunk(h)?;
+                let mut out = Hunk {
+                    old_start: hunk.old_start(),
+                    old_lines: hunk.old_lines(),
+                    new_start: hunk.new_start(),
+                    new_lines: hunk.new_lines(),
+                    added: Vec::new(),
+                    removed: Vec::new(),
+                };
+                for l in 0..nlines {
+                    let line = patch.line_in_hunk(h, l)?;
+                    match line.origin() {
+                        '+' => {
+                            if let Some(n) = line.new_lineno() {
+                                out.added.push(n);
+                            }
+                        }
+                        '-' => {
+                            if let Some(n) = line.old_lineno() {
+                                out.removed.push(n);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                change.additions += out.added.len() as u32;
+                change.deletions += out.removed.len() as u32;
+                change.hunks.push(out);
+            }
+        }
+        files.push(change);
+    }
+    let mut d = Diff { base: None, head: None, files };
+    d.sort();
+    Ok(d)
+}

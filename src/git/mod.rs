@@ -1,0 +1,184 @@
+//! The only module that names git2 types. It opens repositories and converts git2's
+//! borrowed values into the owned types of `crate::diff` (and plain strings), so the
+//! rest of premerge never depends on git2 lifetimes.
+//!
+//! Submodules of this module group `impl Repo` blocks by concern: `diffs` (trees,
+//! index, working tree), `push` (pre-push and post-merge ranges).
+
+mod diffs;
+mod push;
+mod scratch;
+
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository};
+
+pub use push::{PushLine, parse_push_lines};
+
+use crate::store::StateDir;
+
+/// The all-zeros object id git uses for "no object" in hook input.
+pub const ZERO_OID: &str = "0000000000000000000000000000000000000000";
+
+/// Errors of repository access.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The directory is not inside a git repository.
+    #[error("{path}: not a git repository")]
+    NotARepository { path: String },
+    /// A revision git could not resolve.
+    #[error("unknown revision `{rev}`")]
+    UnknownRevision { rev: String },
+    /// A revision that names something other than a commit.
+    #[error("`{rev}` does not name a commit")]
+    NotACommit { rev: String },
+    /// A pre-push input line that is not four fields.
+    #[error("pre-push input line {line}: {why}")]
+    BadPushLine { line: usize, why: String },
+    /// The operation needs a working tree.
+    #[error("repository has no working tree (bare)")]
+    Bare,
+    /// Anything else libgit2 reported.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+pub type Result<T> = std::result::Result<T, GitError>;
+
+/// An open repository.
+pub struct Repo {
+    inner: Repository,
+}
+
+impl Repo {
+    /// Open the repository containing `path`, searching upwards like git does.
+    pub fn discover(path: &Path) -> Result<Repo> {
+        Repository::discover(path)
+            .map(|inner| Repo { inner })
+            .map_err(|_| GitError::NotARepository { path: path.display().to_string() })
+    }
+
+    /// Open the repository the way a git subcommand would: honouring `GIT_DIR` and
+    /// `GIT_WORK_TREE` (set by git when it runs a hook), else discovering from `cwd`.
+    pub fn open_for_command(cwd: &Path) -> Result<Repo> {
+        if std::env::var_os("GIT_DIR").is_some() {
+            return Repository::open_from_env()
+                .map(|inner| Repo { inner })
+                .map_err(|_| GitError::NotARepository { path: cwd.display().to_string() });
+        }
+        Repo::discover(cwd)
+    }
+
+    /// The working tree root, `None` for a bare repository.
+    pub fn workdir(&self) -> Option<PathBuf> {
+        self.inner.workdir().map(|p| p.to_path_buf())
+    }
+
+    /// The working tree root, or [`GitError::Bare`].
+    pub fn require_workdir(&self) -> Result<PathBuf> {
+        self.workdir().ok_or(GitError::Bare)
+    }
+
+    /// This worktree's git directory (`.git`, or `.git/worktrees/<name>`).
+    pub fn git_dir(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// The common git directory shared by all worktrees of the clone.
+    pub fn common_dir(&self) -> PathBuf {
+        self.inner.commondir().to_path_buf()
+    }
+
+    /// The per-clone premerge state directory.
+    pub fn state_dir(&self) -> StateDir {
+        StateDir::new(&self.common_dir())
+    }
+
+    /// Resolve any revision git understands to a commit id.
+    pub fn resolve_commit(&self, rev: &str) -> Result<String> {
+        let obj = self.inner.revparse_single(rev).map_err(|_| GitError::UnknownRevision { rev: rev.to_string() })?;
+        let commit = obj.peel(ObjectType::Commit).map_err(|_| GitError::NotACommit { rev: rev.to_string() })?;
+        Ok(commit.id().to_string())
+    }
+
+    /// The commit HEAD points at, `None` on an unborn branch.
+    pub fn head_oid(&self) -> Option<String> {
+        self.inner.head().ok().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id().to_string())
+    }
+
+    /// Whether an object with this id exists in the repository.
+    pub fn has_object(&self, oid: &str) -> bool {
+        Oid::from_str(oid).ok().is_some_and(|o| self.inner.find_object(o, None).is_ok())
+    }
+
+    /// Whether `ancestor` is reachable from `descendant` (or equal to it).
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+        let a = Oid::from_str(ancestor)?;
+        let d = Oid::from_str(descendant)?;
+        Ok(a == d || self.inner.graph_descendant_of(d, a)?)
+    }
+
+    /// The merge base of two commits, if they share history.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>> {
+        match self.inner.merge_base(Oid::from_str(a)?, Oid::from_str(b)?) {
+            Ok(o) => Ok(Some(o.to_string())),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The contents of a blob.
+    pub fn blob(&self, oid: &str) -> Result<Vec<u8>> {
+        Ok(self.inner.find_blob(Oid::from_str(oid)?)?.content().to_vec())
+    }
+
+    /// The contents of `path` in commit `rev`, `None` when the path is absent there.
+    pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        let commit = self.inner.find_commit(Oid::from_str(rev)?)?;
+        let tree = commit.tree()?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match entry.to_object(&self.inner)?.into_blob() {
+            Ok(b) => Ok(Some(b.content().to_vec())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Every `premerge.*` entry of the repository's effective git config, in the
+    /// order git reads them (later entries win).
+    pub fn premerge_config_entries(&self) -> Result<Vec<(String, String)>> {
+        let cfg = self.inner.config()?;
+        let mut out = Vec::new();
+        let mut entries = cfg.entries(Some("premerge\\..*"))?;
+        while let Some(e) = entries.next() {
+            let e = e?;
+            if let (Some(name), Some(value)) = (e.name(), e.value()) {
+                out.push((name.to_string(), value.to_string()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A string value of the effective git config (`core.hooksPath` and the like).
+    pub fn config_string(&self, key: &str) -> Result<Option<String>> {
+        let cfg = self.inner.config()?;
+        match cfg.get_string(key) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether the repository is bare.
+    pub fn is_bare(&self) -> bool {
+        self.inner.is_bare()
+    }
+
+    /// Whether this is a linked worktree (not the main one).
+    pub fn is_linked_worktree(&self) -> bool {
+        self.inner.is_worktree()
+    }
+}

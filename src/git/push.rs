@@ -1,0 +1,170 @@
+//! Ranges for the hooks: the commits a `git push` sends, and `ORIG_HEAD..HEAD`
+//! after a merge.
+
+use git2::{Oid, Sort};
+
+use super::{GitError, Repo, Result, ZERO_OID};
+use crate::diff::Diff;
+
+/// One line of git's pre-push input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushLine {
+    pub local_ref: String,
+    pub local_oid: String,
+    pub remote_ref: String,
+    pub remote_oid: String,
+}
+
+impl PushLine {
+    /// A deletion pushes no commits (`git push origin :branch`).
+    pub fn is_deletion(&self) -> bool {
+        self.local_oid == ZERO_OID
+    }
+    /// The remote does not have the ref yet.
+    pub fn is_new_ref(&self) -> bool {
+        self.remote_oid == ZERO_OID
+    }
+}
+
+fn is_oid(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Parse git's pre-push stdin: `<local ref> <local oid> <remote ref> <remote oid>` per
+/// line. Empty input is valid (nothing to push). Blank lines are skipped.
+pub fn parse_push_lines(input: &str) -> Result<Vec<PushLine>> {
+    let mut out = Vec::new();
+    for (i, raw) in input.lines().enumerate() {
+        let line = raw.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parts: Vec<&str> = line.split(' ').collect();
+        if parts.len() != 4 {
+            return Err(GitError::BadPushLine {
+                line: i + 1,
+                why: format!("expected 4 space-separated fields, found {}", parts.len()),
+            });
+        }
+        for (name, v) in [("local oid", parts[1]), ("remote oid", parts[3])] {
+            if !is_oid(v) {
+                return Err(GitError::BadPushLine { line: i + 1, why: format!("{name} `{v}` is not an object id") });
+            }
+        }
+        out.push(PushLine {
+            local_ref: parts[0].to_string(),
+            local_oid: parts[1].to_ascii_lowercase(),
+            remote_ref: parts[2].to_string(),
+            remote_oid: parts[3].to_ascii_lowercase(),
+        });
+    }
+    Ok(out)
+}
+
+/// The diff range one push line covers: `(base, head)` with `base = None` for the
+/// empty tree, or `None` when the line pushes no new commits.
+pub type Range = (Option<String>, String);
+
+impl Repo {
+    /// The range of one pre-push line.
+    ///
+    /// - deletion: nothing;
+    /// - the remote already has the commit's ancestor: `remote..local`;
+    /// - force push (remote oid not an ancestor) and the remote commit is known
+    ///   locally: merge base..local;
+    /// - new ref, or a remote commit we do not have: the commits reachable from
+    ///   `local` and from no ref of that remote; the base is the first parent of the
+    ///   oldest such commit (the empty tree when it is a root), as pre-commit does.
+    pub fn push_range(&self, remote: &str, line: &PushLine) -> Result<Option<Range>> {
+        if line.is_deletion() {
+            return Ok(None);
+        }
+        let local = line.local_oid.clone();
+        if !line.is_new_ref() && self.has_object(&line.remote_oid) {
+            if line.remote_oid == local {
+                return Ok(None);
+            }
+            if self.is_ancestor(&line.remote_oid, &local)? {
+                return Ok(Some((Some(line.remote_oid.clone()), local)));
+            }
+            if let Some(base) = self.merge_base(&line.remote_oid, &local)? {
+                if base == local {
+                    // Rewinding the remote to an ancestor adds nothing.
+                    return Ok(None);
+                }
+                return Ok(Some((Some(base), local)));
+            }
+        }
+        self.new_commits_range(remote, &local)
+    }
+
+    fn new_commits_range(&self, remote: &str, local: &str) -> Result<Option<Range>> {
+        let mut walk = self.inner.revwalk()?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
+        walk.push(Oid::from_str(local)?)?;
+        let prefix = format!("refs/remotes/{remote}/");
+        for r in self.inner.references()? {
+            let r = r?;
+            if r.name().is_some_and(|n| n.starts_with(&prefix))
+                && let Ok(target) = r.peel_to_commit()
+            {
+                walk.hide(target.id())?;
+            }
+        }
+        let Some(first) = walk.next() else {
+            return Ok(None);
+        };
+        let first = self.inner.find_commit(first?)?;
+        let base = first.parent_id(0).ok().map(|o| o.to_string());
+        Ok(Some((base, local.to_string())))
+    }
+
+    /// The union diff of every line of one push.
+    pub fn diff_push(&self, remote: &str, lines: &[PushLine]) -> Result<Diff> {
+        let mut diffs = Vec::new();
+        for line in lines {
+            if let Some((base, head)) = self.push_range(remote, line)? {
+                diffs.push(self.diff_commits(base.as_deref(), &head)?);
+            }
+        }
+        Ok(Diff::union(diffs))
+    }
+
+    /// The range `ORIG_HEAD..HEAD` a post-merge hook covers, `None` without ORIG_HEAD.
+    pub fn post_merge_range(&self) -> Result<Option<Range>> {
+        let Some(head) = self.head_oid() else { return Ok(None) };
+        match self.resolve_commit("ORIG_HEAD") {
+            Ok(orig) if orig != head => Ok(Some((Some(orig), head))),
+            Ok(_) => Ok(None),
+            Err(GitError::UnknownRevision { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_input_is_no_lines() {
+        assert!(parse_push_lines("").unwrap().is_empty());
+        assert!(parse_push_lines("\n\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn malformed_line_names_its_number() {
+        let good = format!("refs/heads/a {} refs/heads/a {}\n", "1".repeat(40), ZERO_OID);
+        let input = format!("{good}refs/heads/b deadbeef refs/heads/b\n");
+        let e = parse_push_lines(&input).unwrap_err();
+        assert_eq!(e.to_string(), "pre-push input line 2: expected 4 space-separated fields, found 3");
+    }
+
+    #[test]
+    fn deletion_and_new_ref_are_recognised() {
+        let l = parse_push_lines(&format!("(delete) {ZERO_OID} refs/heads/x {}\n", "a".repeat(40))).unwrap();
+        assert!(l[0].is_deletion());
+        let l = parse_push_lines(&format!("refs/heads/x {} refs/heads/x {ZERO_OID}\n", "a".repeat(40))).unwrap();
+        assert!(l[0].is_new_ref());
+    }
+}

@@ -1,0 +1,1 @@
+//! Agent instruction files and hook installation: placeholder, filled by the install issue.

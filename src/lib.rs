@@ -1,0 +1,28 @@
+//! premerge: the deterministic controller side of automated review-and-fix loops.
+//!
+//! Pure domain logic lives in one module per domain (`diff`, `widen`, `review`,
+//! `waves`, `stripe`, `gate`, ...) and never touches the file system, git, a process
+//! or the clock. The edges are `git` (the only module that names git2 types),
+//! `store` (state directory, atomic writes, locks, SQLite), `exec` (external argv
+//! templates) and `commands` (one file per subcommand).
+
+pub mod canonical;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod diff;
+pub mod error;
+pub mod exec;
+pub mod findings;
+pub mod gate;
+pub mod git;
+pub mod install;
+pub mod memory;
+pub mod review;
+pub mod store;
+pub mod stripe;
+pub mod waves;
+pub mod widen;
+
+/// Version string shown by `--version` and written into hook shims.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

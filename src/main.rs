@@ -1,0 +1,57 @@
+//! The `premerge` binary: parse arguments, run the command, map the result to an
+//! exit code (0 ok, 1 policy outcome, 2 error). Errors print as `premerge: <what>: <why>`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use premerge::cli::Cli;
+use premerge::commands::{Ctx, dispatch};
+use premerge::error::EXIT_ERROR;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version are successes; every usage error exits 2.
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(EXIT_ERROR) } else { ExitCode::SUCCESS };
+        }
+    };
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("premerge: current directory: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    let stderr = io::stderr();
+    let mut stdin = stdin.lock();
+    let mut stdout = io::LineWriter::new(stdout.lock());
+    let mut stderr = stderr.lock();
+    let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr };
+    let result = dispatch(cli, &mut ctx);
+    let flushed = ctx.stdout.flush();
+    match result {
+        Ok(exit) => {
+            if let Err(e) = flushed
+                && e.kind() != io::ErrorKind::BrokenPipe
+            {
+                eprintln!("premerge: stdout: {e}");
+                return ExitCode::from(EXIT_ERROR);
+            }
+            exit.into()
+        }
+        Err(e) => {
+            // A closed pipe (`premerge ... | head`) is a quiet exit, as in ripgrep.
+            if e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+            {
+                return ExitCode::SUCCESS;
+            }
+            let _ = writeln!(io::stderr(), "premerge: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

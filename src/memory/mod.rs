@@ -1,0 +1,1 @@
+//! Guard memories: placeholder, filled by the widening-scan issue.

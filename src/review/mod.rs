@@ -1,0 +1,1 @@
+//! Review routing and seam detection: placeholder, filled by the review issue.

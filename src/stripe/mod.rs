@@ -1,0 +1,1 @@
+//! Stripe ids and proposals: placeholder, filled by the stripes issue.

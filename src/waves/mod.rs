@@ -1,0 +1,1 @@
+//! Fixer waves, carry and fence: placeholder, filled by the waves issue.

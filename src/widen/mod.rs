@@ -1,0 +1,114 @@
+//! The widening scan's pure core: language detection, the rule data model, and the
+//! per-language detectors that compare the constraint inventories of the old and
+//! new version of one file.
+//!
+//! Contract every language module keeps (`rust`, `ts`, `python`, `go`, `sql`, `schema`):
+//! - `pub const RULES: &[RuleDef]`: the rules it can emit, as data;
+//! - `pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError>`:
+//!   parse both versions with a real parser, build an inventory of constraints per
+//!   symbol, and report each constraint that the new version loosens or removes.
+//!   Narrowing, formatting, comments, reordering, renames and a check that moved
+//!   elsewhere in the same file are never findings. A parse failure is a
+//!   `DetectError`, never a panic.
+
+pub mod go;
+pub mod python;
+pub mod rust;
+pub mod schema;
+pub mod sql;
+pub mod ts;
+
+use serde::Serialize;
+
+/// A language (or schema format) the scan understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Language {
+    Rust,
+    Typescript,
+    Javascript,
+    Python,
+    Go,
+    Sql,
+    /// JSON Schema in JSON or YAML, including OpenAPI component schemas.
+    JsonSchema,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::Typescript => "typescript",
+            Language::Javascript => "javascript",
+            Language::Python => "python",
+            Language::Go => "go",
+            Language::Sql => "sql",
+            Language::JsonSchema => "json-schema",
+        }
+    }
+
+    /// The language of a repository path, by its extension.
+    pub fn for_path(path: &str) -> Option<Language> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+        Some(match ext.as_str() {
+            "rs" => Language::Rust,
+            "ts" | "tsx" | "mts" | "cts" => Language::Typescript,
+            "js" | "jsx" | "mjs" | "cjs" => Language::Javascript,
+            "py" | "pyi" => Language::Python,
+            "go" => Language::Go,
+            "sql" => Language::Sql,
+            "json" | "yaml" | "yml" => Language::JsonSchema,
+            _ => return None,
+        })
+    }
+}
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+}
+
+/// One rule of the catalogue, as data.
+#[derive(Debug)]
+pub struct RuleDef {
+    /// Stable id, kebab-case, prefixed by language (`rust-option-widened`).
+    pub id: &'static str,
+    pub languages: &'static [Language],
+    /// The family: optionality, numeric-range, enum-erasure, type-erasure,
+    /// mutability-exposure, check-removed, unsafe.
+    pub family: &'static str,
+    /// One line: what the rule detects.
+    pub description: &'static str,
+    pub severity: Severity,
+    /// Message template; `{symbol}`, `{before}`, `{after}` are replaced.
+    pub message: &'static str,
+    /// One sentence: which invariant is lost when this fires.
+    pub invariant: &'static str,
+}
+
+/// What a detector reports, before the engine applies severity overrides, ignores,
+/// allow comments and the test-code policy.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct RawFinding {
+    /// 1-based line in the new version (the old version's line when the owner is gone).
+    pub line: u32,
+    pub rule: &'static str,
+    /// Innermost named declaration owning the constraint, dotted.
+    pub symbol: String,
+    /// The constraint as it was (source text, trimmed to one line).
+    pub before: String,
+    /// What it became (source text, or empty when removed outright).
+    pub after: String,
+    /// Whether the constraint sits in test code (`#[cfg(test)]`, a test function...).
+    pub in_test: bool,
+}
+
+/// A file one of the versions of which could not be parsed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct DetectError(pub String);

@@ -1,0 +1,189 @@
+//! Hermetic test environment: real git repositories in temporary directories, the
+//! real `premerge` binary, no user or system configuration, fixed identities and
+//! dates so commit ids are stable.
+
+#![allow(dead_code)]
+
+use std::cell::Cell;
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The fixed epoch of test commits (2026-01-01T00:00:00Z); each commit adds a minute.
+const EPOCH: i64 = 1_767_225_600;
+
+/// Path of the binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_premerge"))
+}
+
+/// Apply the hermetic environment to a command: no inherited variables but PATH,
+/// a private HOME, no global or system git config, C locale, UTC.
+pub fn hermetic(cmd: &mut Command, home: &Path) {
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_SYSTEM", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.invalid")
+        .env("GIT_COMMITTER_NAME", "Test Committer")
+        .env("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC");
+}
+
+/// The result of running a process.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_bytes: Vec<u8>,
+}
+
+impl Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            stdout_bytes: o.stdout,
+        }
+    }
+
+    /// Assert the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, code, "exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// Parse stdout as JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// A real git repository in a temporary directory.
+pub struct TestRepo {
+    pub dir: tempfile::TempDir,
+    /// The working tree.
+    pub root: PathBuf,
+    /// A private HOME for every process run against this repository.
+    pub home: PathBuf,
+    commits: Cell<i64>,
+    /// Extra environment for premerge runs (`PREMERGE_*` settings under test).
+    pub env: Vec<(String, String)>,
+}
+
+impl TestRepo {
+    /// `git init -b main` in a fresh temporary directory.
+    pub fn new() -> TestRepo {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let root = dir.path().join("repo");
+        let home = dir.path().join("home");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        let r = TestRepo { dir, root, home, commits: Cell::new(0), env: Vec::new() };
+        r.git(&["init", "-q", "-b", "main"]);
+        r
+    }
+
+    /// A repository at an existing path (a clone, a worktree) sharing this one's HOME.
+    pub fn at(&self, root: &Path) -> TestRepo {
+        let dir = tempfile::tempdir().unwrap();
+        TestRepo {
+            dir,
+            root: root.to_path_buf(),
+            home: self.home.clone(),
+            commits: Cell::new(self.commits.get() + 100),
+            env: self.env.clone(),
+        }
+    }
+
+    /// A git command in the working tree, with the hermetic environment and the next
+    /// fixed commit date.
+    pub fn git_cmd<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = Command::new("git");
+        hermetic(&mut c, &self.home);
+        let n = self.commits.get();
+        let date = format!("@{} +0000", EPOCH + 60 * n);
+        c.env("GIT_AUTHOR_DATE", &date).env("GIT_COMMITTER_DATE", &date);
+        c.current_dir(&self.root).args(args);
+        c
+    }
+
+    /// Run git and panic with its output on failure. Returns trimmed stdout.
+    #[track_caller]
+    pub fn git(&self, args: &[&str]) -> String {
+        let o = self.git_cmd(args).output().expect("git runs");
+        assert!(o.status.success(), "git {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim_end().to_string()
+    }
+
+    /// Write a file (creating directories) in the working tree.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.root.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent).unwrap();
+        }
+        fs::write(p, content).unwrap();
+    }
+
+    /// Stage everything and commit; returns the new commit id.
+    #[track_caller]
+    pub fn commit_all(&self, msg: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", msg]);
+        self.commits.set(self.commits.get() + 1);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// A `premerge` command in the working tree with the hermetic environment.
+    pub fn premerge_cmd<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = Command::new(bin());
+        hermetic(&mut c, &self.home);
+        c.env("PREMERGE_FAKE_NOW", "2026-01-02T03:04:05Z");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.current_dir(&self.root).args(args);
+        c
+    }
+
+    /// Run premerge with empty stdin.
+    pub fn premerge(&self, args: &[&str]) -> Run {
+        self.premerge_stdin(args, b"")
+    }
+
+    /// Run premerge with the given stdin bytes.
+    pub fn premerge_stdin(&self, args: &[&str], stdin: &[u8]) -> Run {
+        let mut c = self.premerge_cmd(args);
+        run_with_stdin(&mut c, stdin)
+    }
+}
+
+/// Run a command feeding `stdin`, capturing both streams.
+pub fn run_with_stdin(c: &mut Command, stdin: &[u8]) -> Run {
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("process starts");
+    {
+        let mut i = child.stdin.take().unwrap();
+        let _ = i.write_all(stdin);
+    }
+    Run::from(child.wait_with_output().expect("process finishes"))
+}

@@ -1,0 +1,1 @@
+//! Foundation: diff engine, configuration, state, hooks, demo.

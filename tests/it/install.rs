@@ -1,0 +1,1 @@
+//! Integration tests of this area (filled by its issue).
