@@ -90,10 +90,21 @@ fn oid_string(o: Oid) -> Option<String> {
     (!o.is_zero()).then(|| o.to_string())
 }
 
+/// Largest number of inexact rename candidates on either side; git's own default for
+/// `diff.renameLimit`, so premerge pairs renames exactly where `git diff -M` does.
+const RENAME_LIMIT: usize = 1000;
+
 /// Copy a git2 diff into the owned model, with rename and copy detection on.
 fn convert(mut diff: git2::Diff<'_>) -> Result<Diff> {
+    // Exact renames first, as git does: pairing identical blobs by id is cheap and takes
+    // them out of the inexact pass, whose similarity matrix is the expensive part.
+    let mut exact = DiffFindOptions::new();
+    exact.renames(true).copies(true).for_untracked(true).exact_match_only(true);
+    diff.find_similar(Some(&mut exact))?;
     let mut find = DiffFindOptions::new();
-    find.renames(true).copies(true).for_untracked(true);
+    // Inexact copies would compare every modified file against every addition, which
+    // `git diff -M` does not do either; inexact renames only.
+    find.renames(true).for_untracked(true).rename_limit(RENAME_LIMIT);
     diff.find_similar(Some(&mut find))?;
     let mut files = Vec::with_capacity(diff.deltas().len());
     for idx in 0..diff.deltas().len() {

@@ -45,6 +45,19 @@ pub enum GitError {
 
 pub type Result<T> = std::result::Result<T, GitError>;
 
+/// Process-wide libgit2 settings, applied once before the first repository opens.
+///
+/// libgit2 re-hashes every object it reads to verify its id (with the slow
+/// collision-detecting SHA-1); git itself does not on read. premerge only reads local
+/// objects that git already verified on write, and skipping the check saves about a
+/// tenth of a large diff's time.
+fn tune_libgit2() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        git2::opts::strict_hash_verification(false);
+    });
+}
+
 /// An open repository.
 pub struct Repo {
     inner: Repository,
@@ -53,6 +66,7 @@ pub struct Repo {
 impl Repo {
     /// Open the repository containing `path`, searching upwards like git does.
     pub fn discover(path: &Path) -> Result<Repo> {
+        tune_libgit2();
         Repository::discover(path)
             .map(|inner| Repo { inner })
             .map_err(|_| GitError::NotARepository { path: path.display().to_string() })
@@ -62,6 +76,7 @@ impl Repo {
     /// `GIT_WORK_TREE` (set by git when it runs a hook), else discovering from `cwd`.
     pub fn open_for_command(cwd: &Path) -> Result<Repo> {
         if std::env::var_os("GIT_DIR").is_some() {
+            tune_libgit2();
             return Repository::open_from_env()
                 .map(|inner| Repo { inner })
                 .map_err(|_| GitError::NotARepository { path: cwd.display().to_string() });
