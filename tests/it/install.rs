@@ -669,3 +669,63 @@ fn agent_docs_without_files_or_create_change_nothing() {
     assert!(!r.root.join("AGENTS.md").exists() && !r.root.join("CLAUDE.md").exists());
     assert!(!r.root.join(".git/hooks/pre-push").exists(), "--agent-docs does not install hooks");
 }
+
+#[test]
+fn install_sh_installs_the_binary_then_the_hooks_and_reruns_cleanly() {
+    // A stand-in cargo that records its arguments and "installs" the binary under
+    // test, so the script's wiring is exercised without a release build.
+    let r = TestRepo::new();
+    let rec = rec_dir(&r);
+    let root = r.dir.path().join("cargo-root");
+    let fake_cargo = r.dir.path().join("fake-cargo");
+    write_exec(
+        &fake_cargo,
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nmkdir -p \"$CARGO_INSTALL_ROOT/bin\"\ncp '{}' \"$CARGO_INSTALL_ROOT/bin/premerge\"\n",
+            rec.join("cargo.args").display(),
+            bin().display()
+        ),
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh");
+    let run_script = |cwd: &Path, args: &[&str]| {
+        let mut c = Command::new("sh");
+        hermetic(&mut c, &r.home);
+        c.current_dir(cwd).env("CARGO", &fake_cargo).env("CARGO_INSTALL_ROOT", &root).arg(&script).args(args);
+        run_with_stdin(&mut c, b"")
+    };
+    let dest = root.join("bin/premerge");
+    let run = run_script(r.dir.path(), &[r.root.to_str().unwrap()]);
+    run.expect_code(0);
+    assert!(run.stdout.contains(&format!("installed {} (premerge ", dest.display())), "{}", run.stdout);
+    let args = fs::read_to_string(rec.join("cargo.args")).unwrap();
+    assert!(args.starts_with("install\n--path\n") && args.contains("--locked\n"), "{args}");
+    let shim = fs::read_to_string(r.root.join(".git/hooks/pre-push")).unwrap();
+    assert!(shim.contains(&format!("recorded='{}'", dest.display())), "{shim}");
+
+    // Inside the repository, no argument needed; a re-run changes nothing.
+    let before = snapshot(&r.root.join(".git/hooks"));
+    let run = run_script(&r.root, &[]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("pre-push: already installed, unchanged"), "{}", run.stdout);
+    assert_eq!(snapshot(&r.root.join(".git/hooks")), before);
+}
+
+#[test]
+fn premerge_0_skips_premerge_but_not_the_users_own_hook() {
+    // The kill switch restores the behaviour without premerge exactly: the hook the
+    // user had still runs, and still blocks.
+    let (r, remote) = repo_with_remote();
+    let rec = rec_dir(&r);
+    let user = fs::read_to_string(recorder(&rec, "user", 4)).unwrap();
+    write_exec(&r.root.join(".git/hooks/pre-push"), &user);
+    r.premerge(&["install"]).expect_code(0);
+    let premerge_rec = recorder(&rec, "premerge", 0);
+    let env = [("PREMERGE", "0"), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())];
+    assert_ne!(git_env(&r, &["push", "origin", "main"], &env).code, 0);
+    assert!(recorded(&rec, "user").is_some() && recorded(&rec, "premerge").is_none());
+    let user = fs::read_to_string(recorder(&rec, "user", 0)).unwrap();
+    write_exec(&r.root.join(".git/hooks/pre-push.premerge-chained"), &user);
+    git_env(&r, &["push", "-q", "origin", "main"], &env).expect_code(0);
+    assert!(recorded(&rec, "premerge").is_none(), "PREMERGE=0: premerge never ran");
+    assert!(remote_has(&remote, "refs/heads/main"));
+}
