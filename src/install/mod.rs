@@ -216,14 +216,6 @@ impl Manager {
             Manager::Husky => "husky",
         }
     }
-
-    /// How a hook file this manager wrote must be chained.
-    pub fn chain_mode(self) -> ChainMode {
-        match self {
-            Manager::Husky => ChainMode::Source,
-            Manager::PreCommit | Manager::Lefthook => ChainMode::Exec,
-        }
-    }
 }
 
 /// Which manager wrote a hook file, from the marks each leaves in it: pre-commit's
@@ -245,6 +237,24 @@ pub fn recognise(bytes: &[u8]) -> Option<Manager> {
         return Some(Manager::Husky);
     }
     None
+}
+
+/// How a hook file must be chained: sourced when it hands control to a helper beside
+/// it that finds the hook's name from `$0` (husky v9's stub sourcing `h`, husky v4's
+/// `.git/hooks/<hook>` sourcing `husky.sh`), executed otherwise. husky v5–v8 scripts,
+/// which source `_/husky.sh` and re-run `$0`, are executed: re-running the chained
+/// file is what they need.
+pub fn chain_mode(bytes: &[u8]) -> ChainMode {
+    let text = String::from_utf8_lossy(bytes);
+    let sources_helper = text.lines().any(|l| {
+        let l = l.trim();
+        let Some(arg) = l.strip_prefix(". ") else { return false };
+        let arg = arg.trim_matches('"');
+        ["${0%/*}/", "$(dirname \"$0\")/", "$(dirname -- \"$0\")/"]
+            .iter()
+            .any(|dir| arg.strip_prefix(dir).is_some_and(|rest| rest == "h" || rest == "husky.sh"))
+    });
+    if sources_helper { ChainMode::Source } else { ChainMode::Exec }
 }
 
 /// What sits at a path, as the command layer observed it (`lstat`, then the bytes).
@@ -293,7 +303,7 @@ pub fn plan_install(
         Observed::Directory | Observed::Special => Err(InstallError::Directory(hook_path.to_string())),
         Observed::File(bytes) if parse_shim(bytes).is_some() => {
             let info = parse_shim(bytes).expect("checked just above");
-            let mode = chained_bytes.and_then(|b| recognise(b)).map_or(ChainMode::Exec, Manager::chain_mode);
+            let mode = chained_bytes.map_or(ChainMode::Exec, |b| chain_mode(b));
             let shim = shim_text(hook, version, bin, mode);
             if shim.as_bytes() == bytes.as_slice() {
                 Ok(InstallAction::Unchanged)
@@ -306,9 +316,8 @@ pub fn plan_install(
         }
         Observed::Absent => Ok(InstallAction::Write { shim: shim_text(hook, version, bin, ChainMode::Exec) }),
         Observed::File(bytes) => {
-            let manager = recognise(bytes);
-            let mode = manager.map_or(ChainMode::Exec, Manager::chain_mode);
-            Ok(InstallAction::Chain { shim: shim_text(hook, version, bin, mode), manager })
+            let shim = shim_text(hook, version, bin, chain_mode(bytes));
+            Ok(InstallAction::Chain { shim, manager: recognise(bytes) })
         }
     }
 }
@@ -459,7 +468,18 @@ mod tests {
         assert_eq!(recognise(b"#!/usr/bin/env sh\n. \"${0%/*}/h\""), Some(Manager::Husky));
         assert_eq!(recognise(b"#!/bin/sh\n. \"$(dirname -- \"$0\")/_/husky.sh\"\n"), Some(Manager::Husky));
         assert_eq!(recognise(b"#!/bin/sh\nexit 0\n"), None);
-        assert_eq!(Manager::Husky.chain_mode(), ChainMode::Source);
+        assert_eq!(chain_mode(b"#!/usr/bin/env sh\n. \"${0%/*}/h\""), ChainMode::Source, "husky v9 stub");
+        assert_eq!(
+            chain_mode(b"#!/bin/sh\n# husky\n. \"$(dirname \"$0\")/husky.sh\"\n"),
+            ChainMode::Source,
+            "husky v4"
+        );
+        assert_eq!(
+            chain_mode(b"#!/bin/sh\n. \"$(dirname -- \"$0\")/_/husky.sh\"\nnpm test\n"),
+            ChainMode::Exec,
+            "husky v5-v8"
+        );
+        assert_eq!(chain_mode(b"#!/bin/sh\n. ./lib.sh\n"), ChainMode::Exec);
     }
 
     fn plan(at_hook: Observed, at_chained: Observed) -> Result<InstallAction, InstallError> {

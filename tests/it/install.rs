@@ -729,3 +729,55 @@ fn premerge_0_skips_premerge_but_not_the_users_own_hook() {
     assert!(recorded(&rec, "premerge").is_none(), "PREMERGE=0: premerge never ran");
     assert!(remote_has(&remote, "refs/heads/main"));
 }
+
+#[test]
+fn a_husky_v5_to_v8_script_keeps_working_when_chained() {
+    // husky v5–v8 point core.hooksPath at .husky, whose scripts source _/husky.sh,
+    // which re-runs `$0` once with a guard variable set. Reproduced with that contract.
+    let (r, _) = repo_with_remote();
+    let rec = rec_dir(&r);
+    r.git(&["config", "core.hooksPath", ".husky"]);
+    r.write(
+        ".husky/_/husky.sh",
+        "if [ -z \"$husky_skip_init\" ]; then\n  export husky_skip_init=1\n  sh -e \"$0\" \"$@\"\n  exit $?\nfi\n",
+    );
+    let record = fs::read_to_string(recorder(&rec, "husky-user", 0)).unwrap().replacen("#!/bin/sh\n", "", 1);
+    write_exec(&r.root.join(".husky/pre-push"), &format!("#!/bin/sh\n. \"$(dirname -- \"$0\")/_/husky.sh\"\n{record}"));
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    let premerge_rec = recorder(&rec, "premerge", 0);
+    git_env(&r, &["push", "-q", "origin", "main"], &[("PREMERGE_BIN", premerge_rec.to_str().unwrap())]).expect_code(0);
+    let head = r.git(&["rev-parse", "HEAD"]);
+    let (args, stdin) = recorded(&rec, "husky-user").expect("the husky script ran");
+    assert_eq!(args[0], "origin");
+    assert_eq!(String::from_utf8(stdin).unwrap(), format!("refs/heads/main {head} refs/heads/main {ZERO}\n"));
+    assert!(recorded(&rec, "premerge").is_some());
+}
+
+#[test]
+fn a_lefthook_hook_keeps_working_when_chained() {
+    // lefthook writes the hook name into its hook file and calls `lefthook run`.
+    let (r, _) = repo_with_remote();
+    let rec = rec_dir(&r);
+    let fake_bin = r.dir.path().join("fakebin");
+    let fake = fs::read_to_string(recorder(&rec, "lefthook", 0)).unwrap();
+    write_exec(&fake_bin.join("lefthook"), &fake);
+    write_exec(
+        &r.root.join(".git/hooks/pre-push"),
+        "#!/bin/sh\nif [ \"$LEFTHOOK\" = \"0\" ]; then\n  exit 0\nfi\ncall_lefthook()\n{\n  lefthook \"$@\"\n}\ncall_lefthook run \"pre-push\" \"$@\"\n",
+    );
+    let run = r.premerge(&["install"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("the existing lefthook hook runs first"), "{}", run.stdout);
+    let path = format!("{}:{}", fake_bin.display(), std::env::var("PATH").unwrap());
+    let premerge_rec = recorder(&rec, "premerge", 0);
+    git_env(
+        &r,
+        &["push", "-q", "origin", "main"],
+        &[("PATH", &path), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())],
+    )
+    .expect_code(0);
+    let (args, stdin) = recorded(&rec, "lefthook").expect("lefthook ran");
+    assert_eq!(args[..3], ["run", "pre-push", "origin"]);
+    assert!(!stdin.is_empty(), "lefthook got git's ref lines");
+    assert!(recorded(&rec, "premerge").is_some());
+}
