@@ -470,3 +470,34 @@ fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
     }
     Ok(Exit::Ok)
 }
+
+/// Demo stage: chain a hook the scratch repository already has, show that a second
+/// install changes nothing, retrofit the agent files, then undo both.
+pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+    let hooks = d.root.join(".git/hooks");
+    let user_hook = hooks.join("pre-push");
+    fs::create_dir_all(&hooks)?;
+    fs::write(&user_hook, "#!/bin/sh\necho 'the team hook ran'\n")?;
+    fs::set_permissions(&user_hook, fs::Permissions::from_mode(0o755))?;
+    d.say("a pre-push hook of the team's own is in place; premerge install chains it:")?;
+    let args = |hooks: &str| InstallArgs {
+        repo: None,
+        hooks: hooks.to_string(),
+        config_hooks: false,
+        print_config: None,
+        agent_docs: false,
+        create: false,
+    };
+    d.with_ctx(b"", |ctx| run_install(args(DEFAULT_HOOKS), ctx))?;
+    d.say("installing again changes no byte:")?;
+    d.with_ctx(b"", |ctx| run_install(args("pre-push"), ctx))?;
+    d.say("agent instruction files get premerge's marker blocks (--agent-docs --create):")?;
+    d.with_ctx(b"", |ctx| run_install(InstallArgs { agent_docs: true, create: true, ..args(DEFAULT_HOOKS) }, ctx))?;
+    d.say("premerge uninstall puts the team's hook back, byte for byte:")?;
+    let un = |agent_docs| UninstallArgs { repo: None, hooks: DEFAULT_HOOKS.to_string(), agent_docs };
+    d.with_ctx(b"", |ctx| run_uninstall(un(false), ctx))?;
+    d.with_ctx(b"", |ctx| run_uninstall(un(true), ctx))?;
+    let back = fs::read_to_string(&user_hook)?;
+    d.say(format_args!("  .git/hooks/pre-push is the team's again: {}", back.lines().nth(1).unwrap_or("")))?;
+    Ok(())
+}
