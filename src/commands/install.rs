@@ -385,6 +385,15 @@ fn read_pins(root: &Path, ctx: &mut Ctx) -> std::collections::BTreeMap<String, a
     }
 }
 
+/// An agent file's text, `None` when it does not exist.
+fn read_agent_file(path: &Path, file: &str) -> Result<Option<String>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(String::from_utf8(b).map_err(|_| anyhow!("{file}: not UTF-8; nothing was changed"))?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => bail!("{file}: cannot read: {e}; nothing was changed"),
+    }
+}
+
 /// Compute the new text of every agent file, then write the changed ones.
 fn agent_docs_install(repo: &Repo, create: bool, ctx: &mut Ctx) -> CmdResult {
     let root = repo.require_workdir()?;
@@ -392,14 +401,13 @@ fn agent_docs_install(repo: &Repo, create: bool, ctx: &mut Ctx) -> CmdResult {
     let mut writes = Vec::new();
     for file in agent_docs::FILES {
         let path = root.join(file);
-        let (mut text, existed) = match fs::read(&path) {
-            Ok(b) => (String::from_utf8(b).map_err(|_| anyhow!("{file}: not UTF-8; nothing was changed"))?, true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => (String::new(), false),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let (mut text, existed) = match read_agent_file(&path, file)? {
+            Some(t) => (t, true),
+            None if create => (String::new(), false),
+            None => {
                 writeln!(ctx.stdout, "{file}: not present, skipped (--create makes it)")?;
                 continue;
             }
-            Err(e) => bail!("{file}: cannot read: {e}; nothing was changed"),
         };
         let original = text.clone();
         for block in agent_docs::BLOCKS {
@@ -429,11 +437,7 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
     let mut writes = Vec::new();
     for file in agent_docs::FILES {
         let path = root.join(file);
-        let mut text = match fs::read(&path) {
-            Ok(b) => String::from_utf8(b).map_err(|_| anyhow!("{file}: not UTF-8; nothing was changed"))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => bail!("{file}: cannot read: {e}; nothing was changed"),
-        };
+        let Some(mut text) = read_agent_file(&path, file)? else { continue };
         let original = text.clone();
         for block in agent_docs::BLOCKS {
             if pins.contains_key(block.id) {

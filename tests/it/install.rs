@@ -264,7 +264,10 @@ fn missing_binary_blocks_the_push_and_premerge_0_lets_it_through() {
     let copy_dir = r.dir.path().join("bin");
     fs::create_dir_all(&copy_dir).unwrap();
     let copy = copy_dir.join("premerge");
-    fs::copy(bin(), &copy).unwrap();
+    // Copied by a child process: a copy written through a file descriptor of this
+    // (multi-threaded) test process can be inherited by a concurrent fork and make
+    // the exec below fail with "text file busy".
+    assert!(Command::new("cp").arg(bin()).arg(&copy).status().unwrap().success());
     let mut c = Command::new(&copy);
     hermetic(&mut c, &r.home);
     c.current_dir(&r.root).arg("install");
@@ -364,29 +367,32 @@ else
 fi
 "#;
 
+/// Put `hook_text` (a hook file as `tool` writes it) in place, with a recording
+/// stand-in for `tool` on PATH; install premerge over it and push. Returns what the
+/// stand-in saw, after checking that premerge ran too.
+fn chain_manager_hook_and_push(r: &TestRepo, rec: &Path, tool: &str, hook_text: &str) -> (Vec<String>, Vec<u8>) {
+    let fake_bin = r.dir.path().join("fakebin");
+    let fake = fs::read_to_string(recorder(rec, tool, 0)).unwrap();
+    write_exec(&fake_bin.join(tool), &fake);
+    write_exec(&r.root.join(".git/hooks/pre-push"), hook_text);
+    let run = r.premerge(&["install"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains(&format!("the existing {tool} hook runs first")), "{}", run.stdout);
+    let path = format!("{}:{}", fake_bin.display(), std::env::var("PATH").unwrap());
+    let premerge_rec = recorder(rec, "premerge", 0);
+    let env = [("PATH", path.as_str()), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())];
+    git_env(r, &["push", "-q", "origin", "main"], &env).expect_code(0);
+    assert!(recorded(rec, "premerge").is_some(), "premerge ran after {tool}");
+    recorded(rec, tool).unwrap_or_else(|| panic!("{tool}'s hook ran"))
+}
+
 #[test]
 fn a_pre_commit_hook_keeps_working_when_chained() {
     let (r, remote) = repo_with_remote();
     let rec = rec_dir(&r);
-    let fake_bin = r.dir.path().join("fakebin");
-    let fake = fs::read_to_string(recorder(&rec, "pre-commit", 0)).unwrap();
-    write_exec(&fake_bin.join("pre-commit"), &fake);
     let hooks = r.root.join(".git/hooks");
-    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
-    let run = r.premerge(&["install"]);
-    run.expect_code(0);
-    assert!(run.stdout.contains("the existing pre-commit hook runs first"), "{}", run.stdout);
-
-    let path = format!("{}:{}", fake_bin.display(), std::env::var("PATH").unwrap());
-    let premerge_rec = recorder(&rec, "premerge", 0);
-    git_env(
-        &r,
-        &["push", "-q", "origin", "main"],
-        &[("PATH", &path), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())],
-    )
-    .expect_code(0);
+    let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "pre-commit", PRE_COMMIT_HOOK);
     let head = r.git(&["rev-parse", "HEAD"]);
-    let (args, stdin) = recorded(&rec, "pre-commit").expect("pre-commit's hook ran");
     let hook_dir = hooks.canonicalize().unwrap();
     assert_eq!(
         args,
@@ -758,26 +764,8 @@ fn a_lefthook_hook_keeps_working_when_chained() {
     // lefthook writes the hook name into its hook file and calls `lefthook run`.
     let (r, _) = repo_with_remote();
     let rec = rec_dir(&r);
-    let fake_bin = r.dir.path().join("fakebin");
-    let fake = fs::read_to_string(recorder(&rec, "lefthook", 0)).unwrap();
-    write_exec(&fake_bin.join("lefthook"), &fake);
-    write_exec(
-        &r.root.join(".git/hooks/pre-push"),
-        "#!/bin/sh\nif [ \"$LEFTHOOK\" = \"0\" ]; then\n  exit 0\nfi\ncall_lefthook()\n{\n  lefthook \"$@\"\n}\ncall_lefthook run \"pre-push\" \"$@\"\n",
-    );
-    let run = r.premerge(&["install"]);
-    run.expect_code(0);
-    assert!(run.stdout.contains("the existing lefthook hook runs first"), "{}", run.stdout);
-    let path = format!("{}:{}", fake_bin.display(), std::env::var("PATH").unwrap());
-    let premerge_rec = recorder(&rec, "premerge", 0);
-    git_env(
-        &r,
-        &["push", "-q", "origin", "main"],
-        &[("PATH", &path), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())],
-    )
-    .expect_code(0);
-    let (args, stdin) = recorded(&rec, "lefthook").expect("lefthook ran");
+    let hook = "#!/bin/sh\nif [ \"$LEFTHOOK\" = \"0\" ]; then\n  exit 0\nfi\ncall_lefthook()\n{\n  lefthook \"$@\"\n}\ncall_lefthook run \"pre-push\" \"$@\"\n";
+    let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "lefthook", hook);
     assert_eq!(args[..3], ["run", "pre-push", "origin"]);
     assert!(!stdin.is_empty(), "lefthook got git's ref lines");
-    assert!(recorded(&rec, "premerge").is_some());
 }
