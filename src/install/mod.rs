@@ -383,7 +383,10 @@ pub fn manager_snippet(manager: Manager) -> &'static str {
 }
 
 // pre-commit consumes the pre-push stdin itself and hands its hooks the pushed range in
-// PRE_COMMIT_* variables, so the entry rebuilds the one ref line premerge reads.
+// PRE_COMMIT_* variables, so the entry rebuilds the one ref line premerge reads. For a
+// new branch whose history the remote lacks entirely, pre-commit sets neither
+// FROM_REF nor TO_REF: the local ref is resolved and the remote side is the zero id
+// (a new branch, as in git's own ref lines).
 const PRE_COMMIT_SNIPPET: &str = r#"# .pre-commit-config.yaml: run premerge from pre-commit
 # (install the hook types with: pre-commit install -t pre-push -t post-merge)
 repos:
@@ -392,7 +395,7 @@ repos:
       - id: premerge-pre-push
         name: premerge (pre-push)
         language: system
-        entry: sh -c 'printf "%s %s %s %s\n" "$PRE_COMMIT_LOCAL_BRANCH" "$PRE_COMMIT_TO_REF" "$PRE_COMMIT_REMOTE_BRANCH" "$PRE_COMMIT_FROM_REF" | premerge hook pre-push "$PRE_COMMIT_REMOTE_NAME" "$PRE_COMMIT_REMOTE_URL"'
+        entry: sh -c 'to=${PRE_COMMIT_TO_REF:-$(git rev-parse "$PRE_COMMIT_LOCAL_BRANCH")}; printf "%s %s %s %s\n" "$PRE_COMMIT_LOCAL_BRANCH" "$to" "$PRE_COMMIT_REMOTE_BRANCH" "${PRE_COMMIT_FROM_REF:-0000000000000000000000000000000000000000}" | premerge hook pre-push "$PRE_COMMIT_REMOTE_NAME" "$PRE_COMMIT_REMOTE_URL"'
         stages: [pre-push]
         pass_filenames: false
         always_run: true

@@ -769,3 +769,54 @@ fn a_lefthook_hook_keeps_working_when_chained() {
     assert_eq!(args[..3], ["run", "pre-push", "origin"]);
     assert!(!stdin.is_empty(), "lefthook got git's ref lines");
 }
+
+#[test]
+fn the_pre_commit_entry_rebuilds_the_ref_line_premerge_reads() {
+    // pre-commit splits `entry` like a shell and executes it with PRE_COMMIT_* set;
+    // run the same argv with a recording `premerge` first on PATH.
+    let (r, remote) = repo_with_remote();
+    let rec = rec_dir(&r);
+    let fake_bin = r.dir.path().join("fakebin");
+    let fake = fs::read_to_string(recorder(&rec, "premerge", 0)).unwrap();
+    write_exec(&fake_bin.join("premerge"), &fake);
+    let path = format!("{}:{}", fake_bin.display(), std::env::var("PATH").unwrap());
+
+    let shipped = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".pre-commit-hooks.yaml")).unwrap();
+    let shipped: serde_json::Value = serde_norway::from_str(&shipped).unwrap();
+    let printed: serde_json::Value =
+        serde_norway::from_str(&r.premerge(&["install", "--print-config", "pre-commit"]).stdout).unwrap();
+    let entry = printed["repos"][0]["hooks"][0]["entry"].as_str().unwrap().to_string();
+    assert_eq!(shipped[0]["entry"].as_str().unwrap(), entry, "the shipped hook and the snippet agree");
+    let script = entry.strip_prefix("sh -c '").and_then(|s| s.strip_suffix('\'')).expect("sh -c '<script>'");
+
+    let head = r.git(&["rev-parse", "HEAD"]);
+    let url = remote.to_str().unwrap();
+    let base = [
+        ("PATH", path.as_str()),
+        ("PRE_COMMIT_REMOTE_NAME", "origin"),
+        ("PRE_COMMIT_REMOTE_URL", url),
+        ("PRE_COMMIT_LOCAL_BRANCH", "refs/heads/main"),
+        ("PRE_COMMIT_REMOTE_BRANCH", "refs/heads/main"),
+    ];
+    let run_entry = |extra: &[(&str, &str)]| {
+        let mut c = Command::new("sh");
+        hermetic(&mut c, &r.home);
+        c.current_dir(&r.root).args(["-c", script]);
+        for (k, v) in base.iter().chain(extra) {
+            c.env(k, v);
+        }
+        run_with_stdin(&mut c, b"").expect_code(0);
+        recorded(&rec, "premerge").unwrap()
+    };
+    // A new branch the remote has nothing of: pre-commit passes no range.
+    let (args, stdin) = run_entry(&[]);
+    assert_eq!(args, vec!["hook", "pre-push", "origin", url]);
+    assert_eq!(String::from_utf8(stdin).unwrap(), format!("refs/heads/main {head} refs/heads/main {ZERO}\n"));
+    // An update: pre-commit passes FROM_REF (the remote's) and TO_REF (the local one).
+    let (_, stdin) =
+        run_entry(&[("PRE_COMMIT_FROM_REF", "1111111111111111111111111111111111111111"), ("PRE_COMMIT_TO_REF", &head)]);
+    assert_eq!(
+        String::from_utf8(stdin).unwrap(),
+        format!("refs/heads/main {head} refs/heads/main 1111111111111111111111111111111111111111\n")
+    );
+}
