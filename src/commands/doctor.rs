@@ -143,6 +143,14 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                         writeln!(ctx.stdout, "{name}: chains {whose}, kept as {}{note}", chained.display())?;
                     }
                 }
+                None if legacy_shim(dir, hook).is_some() => {
+                    let legacy = dir.join(crate::install::pre_commit_legacy_name(hook));
+                    writeln!(
+                        ctx.stdout,
+                        "{name}: a pre-commit hook, which runs premerge's shim as its legacy hook {}",
+                        legacy.display()
+                    )?;
+                }
                 None => {
                     let mentions = String::from_utf8_lossy(bytes).contains("premerge");
                     let whose =
@@ -166,7 +174,7 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                 fix: "replace it with a regular file (or remove it), then premerge install".to_string(),
             }),
         }
-        let ours = matches!(&at_hook, Observed::File(b) if parse_shim(b).is_some());
+        let ours = matches!(&at_hook, Observed::File(b) if parse_shim(b).is_some()) || legacy_shim(dir, hook).is_some();
         if !ours && !matches!(at_chained, Observed::Absent) {
             problems.push(Problem {
                 what: format!("{}: left over from an interrupted install", chained.display()),
@@ -175,6 +183,14 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
         }
     }
     Ok(())
+}
+
+/// premerge's shim kept by pre-commit as its legacy hook, if that is where it is.
+fn legacy_shim(dir: &Path, hook: Hook) -> Option<crate::install::ShimInfo> {
+    match observe(&dir.join(crate::install::pre_commit_legacy_name(hook))).ok()? {
+        Observed::File(b) => parse_shim(&b),
+        _ => None,
+    }
 }
 
 fn check_config_hooks(

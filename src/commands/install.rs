@@ -21,7 +21,8 @@ use crate::git::Repo;
 use crate::install::agent_docs::{self, Injected};
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
-    UninstallAction, manager_snippet, parse_git_version, plan_install, plan_uninstall, shim_text,
+    UninstallAction, manager_snippet, parse_git_version, plan_install, plan_uninstall, plan_via_pre_commit_legacy,
+    pre_commit_legacy_name, shim_text,
 };
 
 /// Environment variable naming the git executable used for version detection
@@ -108,7 +109,24 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     for hook in &hooks {
         let path = dir.join(hook.name());
         let chained = dir.join(hook.chained_name());
-        match plan_uninstall(&observe(&path)?, &observe(&chained)?) {
+        let legacy = dir.join(pre_commit_legacy_name(*hook));
+        let at_hook = observe(&path)?;
+        let shim_under_pre_commit = matches!(&at_hook, Observed::File(b) if crate::install::recognise(b) == Some(Manager::PreCommit))
+            && matches!(observe(&legacy)?, Observed::File(b) if crate::install::parse_shim(&b).is_some());
+        if shim_under_pre_commit {
+            // pre-commit runs premerge's shim as its legacy hook: the hook premerge had
+            // chained becomes pre-commit's legacy hook, as it would have been.
+            if chained.exists() {
+                fs::rename(&chained, &legacy).with_context(|| format!("{}: cannot restore", chained.display()))?;
+                writeln!(ctx.stdout, "{hook}: pre-commit's legacy hook is again the hook premerge had chained")?;
+            } else {
+                fs::remove_file(&legacy).with_context(|| format!("{}: cannot remove", legacy.display()))?;
+                writeln!(ctx.stdout, "{hook}: removed {} (premerge's shim under pre-commit)", legacy.display())?;
+            }
+            remove_config_hook_reporting(&repo, *hook, ctx)?;
+            continue;
+        }
+        match plan_uninstall(&at_hook, &observe(&chained)?) {
             UninstallAction::NotInstalled => writeln!(ctx.stdout, "{hook}: not installed")?,
             UninstallAction::Remove => {
                 fs::remove_file(&path).with_context(|| format!("{}: cannot remove", path.display()))?;
@@ -124,10 +142,7 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
                 path.display()
             )),
         }
-        let removed = remove_config_hook(&repo, *hook)?;
-        if removed {
-            writeln!(ctx.stdout, "{hook}: removed config-declared hook hook.{CONFIG_HOOK_PREFIX}{hook}")?;
-        }
+        remove_config_hook_reporting(&repo, *hook, ctx)?;
     }
     sync_dir(&dir);
     Ok(Exit::Ok)
@@ -249,6 +264,12 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
         let path = dir.join(hook.name());
         let chained = dir.join(hook.chained_name());
         let (at_hook, at_chained) = (observe(&path)?, observe(&chained)?);
+        let legacy = dir.join(pre_commit_legacy_name(*hook));
+        let at_legacy = observe(&legacy)?;
+        if let Some(action) = plan_via_pre_commit_legacy(*hook, &at_hook, &at_legacy, crate::VERSION, bin) {
+            plans.push((*hook, legacy, chained, at_legacy, action));
+            continue;
+        }
         let plan = plan_install(
             *hook,
             &at_hook,
@@ -271,8 +292,11 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     let mut staged = Vec::new();
     for (_, _, _, _, action) in &plans {
         let shim = match action {
-            InstallAction::Unchanged => None,
-            InstallAction::Write { shim } | InstallAction::Update { shim, .. } | InstallAction::Chain { shim, .. } => {
+            InstallAction::Unchanged | InstallAction::ViaPreCommitLegacy { shim: None } => None,
+            InstallAction::ViaPreCommitLegacy { shim: Some(shim) }
+            | InstallAction::Write { shim }
+            | InstallAction::Update { shim, .. }
+            | InstallAction::Chain { shim, .. } => {
                 Some(stage(&dir, shim.as_bytes(), SHIM_MODE).context("nothing was installed")?)
             }
         };
@@ -285,6 +309,12 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     for ((hook, path, chained, at_hook, action), tmp) in plans.into_iter().zip(staged) {
         let step = (|| -> Result<String> {
             let Some(tmp) = tmp else {
+                if matches!(action, InstallAction::ViaPreCommitLegacy { .. }) {
+                    return Ok(format!(
+                        "{hook}: already installed, unchanged (pre-commit runs it as {})",
+                        path.display()
+                    ));
+                }
                 return Ok(format!("{hook}: already installed, unchanged ({})", path.display()));
             };
             let line = match &action {
@@ -297,6 +327,9 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
                 }
                 InstallAction::Update { from_version, .. } => {
                     format!("{hook}: updated {} (shim of premerge {from_version})", path.display())
+                }
+                InstallAction::ViaPreCommitLegacy { .. } => {
+                    format!("{hook}: updated {}, which pre-commit runs as its legacy hook", path.display())
                 }
                 _ => format!("{hook}: installed {}", path.display()),
             };
@@ -356,6 +389,13 @@ fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion,
     sync_dir(&dir);
     writeln!(ctx.stdout, "git {git} runs config-declared hooks beside any hook file; PREMERGE=0 skips premerge")?;
     Ok(Exit::Ok)
+}
+
+fn remove_config_hook_reporting(repo: &Repo, hook: Hook, ctx: &mut Ctx) -> Result<()> {
+    if remove_config_hook(repo, hook)? {
+        writeln!(ctx.stdout, "{hook}: removed config-declared hook hook.{CONFIG_HOOK_PREFIX}{hook}")?;
+    }
+    Ok(())
 }
 
 fn remove_config_hook(repo: &Repo, hook: Hook) -> Result<bool> {

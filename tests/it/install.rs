@@ -820,3 +820,30 @@ fn the_pre_commit_entry_rebuilds_the_ref_line_premerge_reads() {
         format!("refs/heads/main {head} refs/heads/main 1111111111111111111111111111111111111111\n")
     );
 }
+
+#[test]
+fn premerge_kept_by_pre_commit_as_its_legacy_hook_is_not_chained_again() {
+    // pre-commit installed after premerge renames premerge's shim to pre-push.legacy
+    // and runs it itself; installing premerge again must not chain pre-commit's hook
+    // (premerge would run twice), and uninstall gives pre-commit back the user's hook.
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), "#!/bin/sh\necho mine\n");
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    let before = snapshot(&hooks);
+
+    let run = r.premerge(&["install", "--hooks", "pre-push"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("pre-commit runs it as"), "{}", run.stdout);
+    assert_eq!(snapshot(&hooks), before, "nothing moved");
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(0);
+    assert!(doc.stdout.contains("runs premerge's shim as its legacy hook"), "{}", doc.stdout);
+
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push.legacy")).unwrap(), "#!/bin/sh\necho mine\n");
+    assert!(!hooks.join("pre-push.premerge-chained").exists());
+}
