@@ -138,6 +138,8 @@ fn diff_stage(d: &mut DemoRun) -> Result<()> {
         range: super::diff::RangeArgs { base: Some("HEAD~1".into()), ..Default::default() },
         format: super::diff::Format::Text,
         nul: false,
+        pre_push: None,
+        post_merge: false,
     };
     d.say("$ premerge diff --base HEAD~1")?;
     d.with_ctx(b"", |c| super::diff::run(args, c).map(|_| ()))

@@ -70,11 +70,25 @@ pub struct Args {
     /// Text format only: NUL-separated records (`<status>\0<path>\0[<old path>\0]`).
     #[arg(short = 'z')]
     pub nul: bool,
+    /// Diff what a push to REMOTE would send, reading git's pre-push ref lines on stdin
+    /// (exactly the range `premerge hook pre-push` covers).
+    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["base", "head", "staged", "worktree", "post_merge"])]
+    pub pre_push: Option<String>,
+    /// Diff `ORIG_HEAD..HEAD` (exactly the range `premerge hook post-merge` covers).
+    #[arg(long, conflicts_with_all = ["base", "head", "staged", "worktree"])]
+    pub post_merge: bool,
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
-    let diff = args.range.diff(&repo)?;
+    let diff = if let Some(remote) = &args.pre_push {
+        let input = ctx.read_stdin()?;
+        repo.diff_push(remote, &crate::git::parse_push_lines(&input)?)?
+    } else if args.post_merge {
+        repo.diff_post_merge()?
+    } else {
+        args.range.diff(&repo)?
+    };
     match args.format {
         Format::Json => ctx.stdout.write_all(crate::canonical::to_line(&json_model(&diff))?.as_bytes())?,
         Format::Text if args.nul => write_nul(&diff, ctx.stdout)?,

@@ -84,10 +84,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             (HookKind::PrePush { remote, url }, diff, format!("{pushed} ref(s)"))
         }
         Cmd::PostMerge { squash } => {
-            let diff = match repo.post_merge_range()? {
-                Some((base, head)) => repo.diff_commits(base.as_deref(), &head)?,
-                None => Diff { base: None, head: repo.head_oid(), files: Vec::new() },
-            };
+            let diff = repo.diff_post_merge()?;
             let squash = squash.as_deref() == Some("1");
             (HookKind::PostMerge { squash }, diff, "ORIG_HEAD..HEAD".to_string())
         }

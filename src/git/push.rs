@@ -130,6 +130,14 @@ impl Repo {
         Ok(Diff::union(diffs))
     }
 
+    /// The diff a post-merge hook covers: `ORIG_HEAD..HEAD`, empty without ORIG_HEAD.
+    pub fn diff_post_merge(&self) -> Result<Diff> {
+        match self.post_merge_range()? {
+            Some((base, head)) => self.diff_commits(base.as_deref(), &head),
+            None => Ok(Diff { base: None, head: self.head_oid(), files: Vec::new() }),
+        }
+    }
+
     /// The range `ORIG_HEAD..HEAD` a post-merge hook covers, `None` without ORIG_HEAD.
     pub fn post_merge_range(&self) -> Result<Option<Range>> {
         let Some(head) = self.head_oid() else { return Ok(None) };
