@@ -287,6 +287,13 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     if !refusals.is_empty() {
         bail!("nothing was installed: {}", refusals.join("; "));
     }
+    for hook in hooks {
+        if repo.config_string(&format!("hook.{CONFIG_HOOK_PREFIX}{hook}.command"))?.is_some() {
+            ctx.warn(format_args!(
+                "hook.{CONFIG_HOOK_PREFIX}{hook} is declared in git config too, so git 2.54+ would run premerge twice; `premerge uninstall --hooks {hook}` removes both, then install again"
+            ));
+        }
+    }
 
     // Write every new shim beside its target.
     let mut staged = Vec::new();
@@ -372,6 +379,16 @@ fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion,
     let state = repo.state_dir();
     let dir = state.path.join("hooks");
     fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let hooks_dir = repo.hooks_dir()?.path;
+    for hook in hooks {
+        let file = hooks_dir.join(hook.name());
+        if matches!(observe(&file)?, Observed::File(b) if crate::install::parse_shim(&b).is_some()) {
+            ctx.warn(format_args!(
+                "{}: premerge's hook file is installed too, so premerge would run twice; `premerge uninstall --hooks {hook}` removes both, then install again",
+                file.display()
+            ));
+        }
+    }
     let mut staged = Vec::new();
     for hook in hooks {
         let shim = shim_text(*hook, crate::VERSION, bin, ChainMode::Exec);

@@ -512,6 +512,9 @@ fn config_hooks_on_new_git_write_config_entries() {
 
     let doc = r.premerge(&["doctor"]);
     assert!(doc.stdout.contains("config-declared hook: hook.premerge-pre-push.command"), "{}", doc.stdout);
+    let both = r.premerge(&["install"]);
+    both.expect_code(0);
+    assert!(both.stderr.contains("would run premerge twice"), "hook files beside config hooks: {}", both.stderr);
     r.premerge(&["uninstall"]).expect_code(0);
     assert!(
         r.git_cmd(["config", "--get", "hook.premerge-pre-push.command"]).output().unwrap().status.code() == Some(1)
