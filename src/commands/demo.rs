@@ -83,6 +83,7 @@ pub const STAGES: &[(&str, Stage)] = &[
     ("fixer waves, carry, fence", super::plan::demo_stage),
     ("stripes and proposals", super::proposal::demo_stage),
     ("stop gate", super::gate::demo_stage),
+    ("install", super::install::demo_stage),
 ];
 
 /// The scratch project: a small service with a query type and three handlers.

@@ -1,11 +1,263 @@
-//! `premerge doctor`: placeholder until its issue lands.
+//! `premerge doctor`: what is installed where, which binary the shims run, what is
+//! chained, the effective configuration and the health of the state directory.
+//! Exits 1 when something is broken, naming the fix for each problem.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::Ctx;
-use crate::error::CmdResult;
+use super::diff::Format;
+use super::install::{git_version, observe, open_repo};
+use crate::error::{CmdResult, Exit};
+use crate::git::Repo;
+use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Observed, parse_shim, recognise};
+
+/// How long `<shim binary> --version` may take before doctor reports it as hung.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The repository to check (default: the one premerge runs in).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+}
 
-pub fn run(_: Args, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge doctor` is not built yet")
+/// A problem doctor found, and the fix it names.
+struct Problem {
+    what: String,
+    fix: String,
+}
+
+pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
+    let repo = open_repo(args.repo.as_deref(), ctx)?;
+    let mut problems = Vec::new();
+    let me = std::env::current_exe().map(|p| p.canonicalize().unwrap_or(p)).ok();
+    let me_text = me.as_ref().map_or("(unknown)".to_string(), |p| p.display().to_string());
+    writeln!(ctx.stdout, "premerge {} at {me_text}", crate::VERSION)?;
+    let where_ = repo.workdir().unwrap_or_else(|| repo.git_dir());
+    writeln!(ctx.stdout, "repository: {}", where_.display())?;
+
+    let git = git_version();
+    match &git {
+        Ok(v) => writeln!(ctx.stdout, "git: {v}")?,
+        Err(e) => writeln!(ctx.stdout, "git: {e:#}")?,
+    }
+
+    check_hooks(&repo, me.as_deref(), &mut problems, ctx)?;
+    check_config_hooks(&repo, git.as_ref().ok().copied(), &mut problems, ctx)?;
+    check_config(&repo, &mut problems, ctx)?;
+    check_state(&repo, &mut problems, ctx)?;
+
+    if problems.is_empty() {
+        writeln!(ctx.stdout, "ok: nothing is broken")?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(ctx.stdout, "{} problem(s):", problems.len())?;
+    for p in &problems {
+        writeln!(ctx.stdout, "  - {}\n    fix: {}", p.what, p.fix)?;
+    }
+    Ok(Exit::Policy)
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The version a premerge binary reports (`premerge X`), without running ourselves.
+fn binary_version(bin: &Path, me: Option<&Path>) -> Result<String, String> {
+    if me.is_some_and(|m| m == bin) {
+        return Ok(crate::VERSION.to_string());
+    }
+    let argv = [bin.display().to_string(), "--version".to_string()];
+    let out = crate::exec::run(&argv, b"", VERSION_TIMEOUT).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().strip_prefix("premerge ").map(str::to_string).ok_or_else(|| format!("said {:?}", text.trim()))
+}
+
+/// The file premerge would run when a shim's recorded binary is gone: `premerge` on PATH.
+fn premerge_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join("premerge")).find(|p| is_executable(p))
+}
+
+fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx: &mut Ctx) -> anyhow::Result<()> {
+    let hooks_dir = repo.hooks_dir()?;
+    let dir = &hooks_dir.path;
+    let why =
+        hooks_dir.hooks_path_config.as_ref().map_or("git's default".to_string(), |v| format!("core.hooksPath = {v}"));
+    writeln!(ctx.stdout, "hooks directory: {} ({why})", dir.display())?;
+    for name in HOOKS {
+        let hook = Hook::parse(name).expect("HOOKS holds known hooks");
+        let path = dir.join(name);
+        let chained = dir.join(hook.chained_name());
+        let at_hook = observe(&path)?;
+        let at_chained = observe(&chained)?;
+        match &at_hook {
+            Observed::File(bytes) => match parse_shim(bytes) {
+                Some(info) => {
+                    let mut line = format!("{name}: premerge shim (written by premerge {})", info.version);
+                    if info.version != crate::VERSION {
+                        problems.push(Problem {
+                            what: format!(
+                                "{name}: the shim was written by premerge {}, this is {}",
+                                info.version,
+                                crate::VERSION
+                            ),
+                            fix: "premerge install (updates the shim in place)".to_string(),
+                        });
+                    }
+                    if !is_executable(&path) {
+                        problems.push(Problem {
+                            what: format!("{}: not executable, so git skips it", path.display()),
+                            fix: format!("chmod +x {}", path.display()),
+                        });
+                    }
+                    let recorded = info.bin.as_deref().map(PathBuf::from);
+                    let runs = match std::env::var_os("PREMERGE_BIN").filter(|v| !v.is_empty()) {
+                        Some(b) => Some(PathBuf::from(b)),
+                        None => recorded.clone().filter(|p| is_executable(p)).or_else(premerge_on_path),
+                    };
+                    match runs {
+                        Some(bin) => {
+                            let v = binary_version(&bin, me).unwrap_or_else(|e| format!("unknown: {e}"));
+                            line.push_str(&format!(", runs {} (premerge {v})", bin.display()));
+                        }
+                        None => problems.push(Problem {
+                            what: format!(
+                                "{name}: the shim's binary is missing ({} is gone and no premerge is on PATH); the hook fails closed",
+                                recorded.map_or("no recorded path".to_string(), |p| p.display().to_string())
+                            ),
+                            fix: "run ./install.sh in a premerge checkout, then premerge install (or PREMERGE=0 to skip premerge)".to_string(),
+                        }),
+                    }
+                    writeln!(ctx.stdout, "{line}")?;
+                    if let Observed::File(c) = &at_chained {
+                        let whose =
+                            recognise(c).map_or("a hook of your own".to_string(), |m| format!("a {} hook", m.name()));
+                        let note = if is_executable(&chained) {
+                            ""
+                        } else {
+                            " (not executable: git would not run it either, so it is skipped)"
+                        };
+                        writeln!(ctx.stdout, "{name}: chains {whose}, kept as {}{note}", chained.display())?;
+                    }
+                }
+                None if legacy_shim(dir, hook).is_some() => {
+                    let legacy = dir.join(crate::install::pre_commit_legacy_name(hook));
+                    writeln!(
+                        ctx.stdout,
+                        "{name}: a pre-commit hook, which runs premerge's shim as its legacy hook {}",
+                        legacy.display()
+                    )?;
+                }
+                None => {
+                    let mentions = String::from_utf8_lossy(bytes).contains("premerge");
+                    let whose =
+                        recognise(bytes).map_or("a hook of your own".to_string(), |m| format!("a {} hook", m.name()));
+                    if mentions {
+                        writeln!(
+                            ctx.stdout,
+                            "{name}: {whose} that mentions premerge (premerge's shim is not installed)"
+                        )?;
+                    } else {
+                        writeln!(ctx.stdout, "{name}: {whose}; premerge's shim is not installed")?;
+                    }
+                }
+            },
+            Observed::Absent => writeln!(ctx.stdout, "{name}: not installed (premerge install puts it there)")?,
+            Observed::Symlink | Observed::Directory | Observed::Special => problems.push(Problem {
+                what: format!(
+                    "{}: not a regular file (a symbolic link or directory); premerge cannot install there",
+                    path.display()
+                ),
+                fix: "replace it with a regular file (or remove it), then premerge install".to_string(),
+            }),
+        }
+        let ours = matches!(&at_hook, Observed::File(b) if parse_shim(b).is_some()) || legacy_shim(dir, hook).is_some();
+        if !ours && !matches!(at_chained, Observed::Absent) {
+            problems.push(Problem {
+                what: format!("{}: left over from an interrupted install", chained.display()),
+                fix: format!("move it back to {} (or delete it), then premerge install", path.display()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// premerge's shim kept by pre-commit as its legacy hook, if that is where it is.
+fn legacy_shim(dir: &Path, hook: Hook) -> Option<crate::install::ShimInfo> {
+    match observe(&dir.join(crate::install::pre_commit_legacy_name(hook))).ok()? {
+        Observed::File(b) => parse_shim(&b),
+        _ => None,
+    }
+}
+
+fn check_config_hooks(
+    repo: &Repo,
+    git: Option<crate::install::GitVersion>,
+    problems: &mut Vec<Problem>,
+    ctx: &mut Ctx,
+) -> anyhow::Result<()> {
+    let entries = repo.config_entries(&format!("^hook\\.{CONFIG_HOOK_PREFIX}.*\\.command$"))?;
+    for (key, value) in entries {
+        writeln!(ctx.stdout, "config-declared hook: {key} = {value}")?;
+        if let Some(v) = git.filter(|v| *v < CONFIG_HOOKS_MIN_GIT) {
+            problems.push(Problem {
+                what: format!("{key}: git {v} ignores config-declared hooks (they need {CONFIG_HOOKS_MIN_GIT})"),
+                fix: "premerge uninstall, then premerge install (hook files)".to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_config(repo: &Repo, problems: &mut Vec<Problem>, ctx: &mut Ctx) -> anyhow::Result<()> {
+    match super::load_config(repo) {
+        Ok(cfg) => {
+            writeln!(ctx.stdout, "effective configuration:")?;
+            let mut buf = Vec::new();
+            super::config::write_config(&cfg, Format::Text, &mut buf)?;
+            for line in String::from_utf8_lossy(&buf).lines() {
+                writeln!(ctx.stdout, "  {line}")?;
+            }
+        }
+        Err(e) => problems.push(Problem {
+            what: format!("configuration: {e:#}"),
+            fix: "correct premerge.toml or the premerge.* git config (premerge config --keys lists the keys)"
+                .to_string(),
+        }),
+    }
+    Ok(())
+}
+
+fn check_state(repo: &Repo, problems: &mut Vec<Problem>, ctx: &mut Ctx) -> anyhow::Result<()> {
+    let state = repo.state_dir();
+    let db = state.db_path();
+    let health = state.open_db().and_then(|conn| {
+        let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        Ok((check, version))
+    });
+    match health {
+        Ok((check, version)) if check == "ok" => {
+            writeln!(ctx.stdout, "state: {} (database schema {version}, integrity ok)", state.path.display())?;
+        }
+        Ok((check, _)) => problems.push(Problem {
+            what: format!("{}: integrity check failed: {check}", db.display()),
+            fix: format!(
+                "move {} aside; premerge creates a new one (guard memories and gate events in it are lost)",
+                db.display()
+            ),
+        }),
+        Err(e) => problems.push(Problem {
+            what: format!("state: {e:#}"),
+            fix: format!(
+                "make {} writable, or move {} aside so premerge creates a new one",
+                state.path.display(),
+                db.display()
+            ),
+        }),
+    }
+    Ok(())
 }

@@ -1,17 +1,564 @@
-//! `premerge install`: placeholder until its issue lands.
+//! `premerge install` / `premerge uninstall`: hook shims (chaining whatever hook was
+//! there), config-declared hooks on new enough git, snippets for other hook managers,
+//! and the marker blocks of agent instruction files.
+//!
+//! Install is all-or-nothing: every check runs and every new file is written beside
+//! its target before anything is renamed into place, and a failed rename rolls the
+//! earlier ones back.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use tempfile::NamedTempFile;
 
 use super::Ctx;
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Exit};
+use crate::git::Repo;
+use crate::install::agent_docs::{self, Injected};
+use crate::install::{
+    CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
+    UninstallAction, manager_snippet, parse_git_version, plan_install, plan_uninstall, plan_via_pre_commit_legacy,
+    pre_commit_legacy_name, shim_text,
+};
+
+/// Environment variable naming the git executable used for version detection
+/// (tests point it at a stand-in that reports another version).
+pub const GIT_ENV: &str = "PREMERGE_GIT";
+/// How long `git --version` may take: it answers in milliseconds; a hung wrapper
+/// script must not hang the install.
+const GIT_VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Mode of the shims: executable by everyone, like the samples git writes.
+const SHIM_MODE: u32 = 0o755;
+
+const DEFAULT_HOOKS: &str = "pre-push,post-merge";
 
 #[derive(Debug, clap::Args)]
-pub struct InstallArgs {}
-#[derive(Debug, clap::Args)]
-pub struct UninstallArgs {}
-
-pub fn run_install(_: InstallArgs, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge install` is not built yet")
+pub struct InstallArgs {
+    /// The repository to install into (default: the one premerge runs in).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Which hooks, comma-separated.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_HOOKS)]
+    pub hooks: String,
+    /// Declare the hooks in git config (`hook.<name>.command`/`.event`, git 2.54 or
+    /// newer) instead of writing hook files; falls back to hook files on older git.
+    #[arg(long)]
+    pub config_hooks: bool,
+    /// Print the snippet that runs premerge from another hook manager, and exit.
+    #[arg(long, value_name = "MANAGER", value_parser = ["pre-commit", "lefthook", "husky"])]
+    pub print_config: Option<String>,
+    /// Add premerge's marker blocks to AGENTS.md and CLAUDE.md (hooks are not touched).
+    #[arg(long)]
+    pub agent_docs: bool,
+    /// With --agent-docs: create AGENTS.md and CLAUDE.md when missing.
+    #[arg(long, requires = "agent_docs")]
+    pub create: bool,
 }
 
-pub fn run_uninstall(_: UninstallArgs, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge uninstall` is not built yet")
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// The repository to uninstall from (default: the one premerge runs in).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Which hooks, comma-separated.
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_HOOKS)]
+    pub hooks: String,
+    /// Remove premerge's marker blocks from AGENTS.md and CLAUDE.md (hooks are not touched).
+    #[arg(long)]
+    pub agent_docs: bool,
+}
+
+pub fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
+    if let Some(name) = &args.print_config {
+        let manager = Manager::parse(name).ok_or_else(|| anyhow!("--print-config: unknown manager `{name}`"))?;
+        ctx.stdout.write_all(manager_snippet(manager).as_bytes())?;
+        return Ok(Exit::Ok);
+    }
+    let repo = open_repo(args.repo.as_deref(), ctx)?;
+    if args.agent_docs {
+        return agent_docs_install(&repo, args.create, ctx);
+    }
+    let hooks = Hook::parse_list(&args.hooks)?;
+    if hooks.is_empty() {
+        bail!("--hooks: no hook named");
+    }
+    let bin = installing_binary()?;
+    if args.config_hooks {
+        match git_version() {
+            Ok(v) if v >= CONFIG_HOOKS_MIN_GIT => return install_config_hooks(&repo, &hooks, &bin, v, ctx),
+            Ok(v) => ctx.warn(format_args!(
+                "--config-hooks: git {v} runs no config-declared hooks (they need git {CONFIG_HOOKS_MIN_GIT} or newer); installing hook files instead"
+            )),
+            Err(e) => ctx.warn(format_args!("--config-hooks: {e:#}; installing hook files instead")),
+        }
+    }
+    install_files(&repo, &hooks, &bin, ctx)
+}
+
+pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
+    let repo = open_repo(args.repo.as_deref(), ctx)?;
+    if args.agent_docs {
+        return agent_docs_uninstall(&repo, ctx);
+    }
+    let hooks = Hook::parse_list(&args.hooks)?;
+    let dir = repo.hooks_dir()?.path;
+    for hook in &hooks {
+        let path = dir.join(hook.name());
+        let chained = dir.join(hook.chained_name());
+        let legacy = dir.join(pre_commit_legacy_name(*hook));
+        let at_hook = observe(&path)?;
+        let shim_under_pre_commit = matches!(&at_hook, Observed::File(b) if crate::install::recognise(b) == Some(Manager::PreCommit))
+            && matches!(observe(&legacy)?, Observed::File(b) if crate::install::parse_shim(&b).is_some());
+        if shim_under_pre_commit {
+            // pre-commit runs premerge's shim as its legacy hook: the hook premerge had
+            // chained becomes pre-commit's legacy hook, as it would have been.
+            if chained.exists() {
+                fs::rename(&chained, &legacy).with_context(|| format!("{}: cannot restore", chained.display()))?;
+                writeln!(ctx.stdout, "{hook}: pre-commit's legacy hook is again the hook premerge had chained")?;
+            } else {
+                fs::remove_file(&legacy).with_context(|| format!("{}: cannot remove", legacy.display()))?;
+                writeln!(ctx.stdout, "{hook}: removed {} (premerge's shim under pre-commit)", legacy.display())?;
+            }
+            remove_config_hook_reporting(&repo, *hook, ctx)?;
+            continue;
+        }
+        match plan_uninstall(&at_hook, &observe(&chained)?) {
+            UninstallAction::NotInstalled => writeln!(ctx.stdout, "{hook}: not installed")?,
+            UninstallAction::Remove => {
+                fs::remove_file(&path).with_context(|| format!("{}: cannot remove", path.display()))?;
+                writeln!(ctx.stdout, "{hook}: removed {}", path.display())?;
+            }
+            UninstallAction::Restore => {
+                fs::rename(&chained, &path).with_context(|| format!("{}: cannot restore", chained.display()))?;
+                writeln!(ctx.stdout, "{hook}: removed premerge's shim, restored the hook that was there before")?;
+            }
+            UninstallAction::LeftoverChained => ctx.warn(format_args!(
+                "{}: left alone: the hook beside it is not premerge's shim; move it back to {} or delete it",
+                chained.display(),
+                path.display()
+            )),
+        }
+        remove_config_hook_reporting(&repo, *hook, ctx)?;
+    }
+    sync_dir(&dir);
+    Ok(Exit::Ok)
+}
+
+/// Open `--repo DIR` (relative to the command's directory) or the current repository.
+pub(crate) fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
+    match dir {
+        Some(d) => {
+            let d = if d.is_absolute() { d.to_path_buf() } else { ctx.cwd.join(d) };
+            Ok(Repo::discover(&d)?)
+        }
+        None => ctx.repo(),
+    }
+}
+
+/// The absolute path of the running binary, which the shims record.
+fn installing_binary() -> Result<String> {
+    let exe = std::env::current_exe().context("cannot tell where the premerge binary is")?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    exe.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow!("{}: the binary's path is not UTF-8; move premerge elsewhere", exe.display()))
+}
+
+/// The version of the git premerge would run (`PREMERGE_GIT`, else `git` on PATH).
+pub(crate) fn git_version() -> Result<GitVersion> {
+    let git = std::env::var(GIT_ENV).ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "git".to_string());
+    let out = crate::exec::run(&[git.clone(), "--version".to_string()], b"", GIT_VERSION_TIMEOUT)
+        .map_err(|e| anyhow!("cannot tell git's version: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_git_version(&text)
+        .ok_or_else(|| anyhow!("cannot tell git's version: `{git} --version` said {:?}", text.trim()))
+}
+
+/// `lstat` a path and read it when it is a regular file.
+pub(crate) fn observe(path: &Path) -> Result<Observed> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Observed::Absent),
+        Err(e) => return Err(anyhow!("{}: cannot inspect: {e}", path.display())),
+    };
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        Ok(Observed::Symlink)
+    } else if ft.is_dir() {
+        Ok(Observed::Directory)
+    } else if ft.is_file() {
+        Ok(Observed::File(fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?))
+    } else {
+        Ok(Observed::Special)
+    }
+}
+
+/// Write `bytes` to a new temporary file in `dir` with `mode`, synced: the first half
+/// of an atomic replace (the caller renames it into place).
+fn stage(dir: &Path, bytes: &[u8], mode: u32) -> Result<NamedTempFile> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".premerge-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: not writable", dir.display()))?;
+    tmp.write_all(bytes).with_context(|| format!("{}: write failed", dir.display()))?;
+    tmp.as_file()
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .with_context(|| format!("{}: cannot set file mode", dir.display()))?;
+    tmp.as_file().sync_all().with_context(|| format!("{}: fsync failed", dir.display()))?;
+    Ok(tmp)
+}
+
+fn sync_dir(dir: &Path) {
+    // Makes the renames durable; a file system that refuses a directory fsync costs
+    // durability on a crash, never correctness.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// One step of an install already carried out, for rolling back.
+enum Done {
+    /// A file was renamed from `.0` to `.1`.
+    Renamed(PathBuf, PathBuf),
+    /// A file was written at `.0`, over `.1` (its previous bytes) or over nothing.
+    Wrote(PathBuf, Option<Vec<u8>>),
+}
+
+fn roll_back(done: Vec<Done>) {
+    for step in done.into_iter().rev() {
+        // Best effort: the install already failed and says so; each undo that fails
+        // leaves a state `premerge doctor` names.
+        match step {
+            Done::Renamed(from, to) => {
+                let _ = fs::rename(&to, &from);
+            }
+            Done::Wrote(path, Some(bytes)) => {
+                let _ = fs::write(&path, bytes);
+            }
+            Done::Wrote(path, None) => {
+                let _ = fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdResult {
+    let hooks_dir = repo.hooks_dir()?;
+    let dir = hooks_dir.path.clone();
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() || m.file_type().is_symlink() && dir.is_dir() => {}
+        Ok(_) => bail!("{}: the hooks directory is not a directory", dir.display()),
+        Err(_) => {
+            fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create the hooks directory", dir.display()))?
+        }
+    }
+
+    // Decide everything before changing anything.
+    let mut plans = Vec::new();
+    let mut refusals = Vec::new();
+    for hook in hooks {
+        let path = dir.join(hook.name());
+        let chained = dir.join(hook.chained_name());
+        let (at_hook, at_chained) = (observe(&path)?, observe(&chained)?);
+        let legacy = dir.join(pre_commit_legacy_name(*hook));
+        let at_legacy = observe(&legacy)?;
+        if let Some(action) = plan_via_pre_commit_legacy(*hook, &at_hook, &at_legacy, crate::VERSION, bin) {
+            plans.push((*hook, legacy, chained, at_legacy, action));
+            continue;
+        }
+        let plan = plan_install(
+            *hook,
+            &at_hook,
+            &at_chained,
+            crate::VERSION,
+            bin,
+            &path.display().to_string(),
+            &chained.display().to_string(),
+        );
+        match plan {
+            Ok(action) => plans.push((*hook, path, chained, at_hook, action)),
+            Err(e) => refusals.push(e.to_string()),
+        }
+    }
+    if !refusals.is_empty() {
+        bail!("nothing was installed: {}", refusals.join("; "));
+    }
+    for hook in hooks {
+        if repo.config_string(&format!("hook.{CONFIG_HOOK_PREFIX}{hook}.command"))?.is_some() {
+            ctx.warn(format_args!(
+                "hook.{CONFIG_HOOK_PREFIX}{hook} is declared in git config too, so git 2.54+ would run premerge twice; `premerge uninstall --hooks {hook}` removes both, then install again"
+            ));
+        }
+    }
+
+    // Write every new shim beside its target.
+    let mut staged = Vec::new();
+    for (_, _, _, _, action) in &plans {
+        let shim = match action {
+            InstallAction::Unchanged | InstallAction::ViaPreCommitLegacy { shim: None } => None,
+            InstallAction::ViaPreCommitLegacy { shim: Some(shim) }
+            | InstallAction::Write { shim }
+            | InstallAction::Update { shim, .. }
+            | InstallAction::Chain { shim, .. } => {
+                Some(stage(&dir, shim.as_bytes(), SHIM_MODE).context("nothing was installed")?)
+            }
+        };
+        staged.push(shim);
+    }
+
+    // Rename into place; undo on the first failure.
+    let mut done = Vec::new();
+    let mut report = Vec::new();
+    for ((hook, path, chained, at_hook, action), tmp) in plans.into_iter().zip(staged) {
+        let step = (|| -> Result<String> {
+            let Some(tmp) = tmp else {
+                if matches!(action, InstallAction::ViaPreCommitLegacy { .. }) {
+                    return Ok(format!(
+                        "{hook}: already installed, unchanged (pre-commit runs it as {})",
+                        path.display()
+                    ));
+                }
+                return Ok(format!("{hook}: already installed, unchanged ({})", path.display()));
+            };
+            let line = match &action {
+                InstallAction::Chain { manager, .. } => {
+                    fs::rename(&path, &chained).with_context(|| format!("{}: cannot move aside", path.display()))?;
+                    done.push(Done::Renamed(path.clone(), chained.clone()));
+                    let whose =
+                        manager.map_or("the existing hook".to_string(), |m| format!("the existing {} hook", m.name()));
+                    format!("{hook}: installed {}; {whose} runs first, kept as {}", path.display(), chained.display())
+                }
+                InstallAction::Update { from_version, .. } => {
+                    format!("{hook}: updated {} (shim of premerge {from_version})", path.display())
+                }
+                InstallAction::ViaPreCommitLegacy { .. } => {
+                    format!("{hook}: updated {}, which pre-commit runs as its legacy hook", path.display())
+                }
+                _ => format!("{hook}: installed {}", path.display()),
+            };
+            let previous = match at_hook {
+                Observed::File(b) if !matches!(action, InstallAction::Chain { .. }) => Some(b),
+                _ => None,
+            };
+            tmp.persist(&path).map_err(|e| anyhow!("{}: rename into place failed: {}", path.display(), e.error))?;
+            done.push(Done::Wrote(path.clone(), previous));
+            Ok(line)
+        })();
+        match step {
+            Ok(line) => report.push(line),
+            Err(e) => {
+                roll_back(done);
+                return Err(e.context("nothing was installed (every change was rolled back)"));
+            }
+        }
+    }
+    sync_dir(&dir);
+    let why = match &hooks_dir.hooks_path_config {
+        Some(v) => format!("core.hooksPath = {v}"),
+        None => "git's default".to_string(),
+    };
+    writeln!(ctx.stdout, "hooks directory: {} ({why})", dir.display())?;
+    for line in report {
+        writeln!(ctx.stdout, "{line}")?;
+    }
+    writeln!(ctx.stdout, "the shims run {bin} (premerge {}); PREMERGE=0 skips premerge", crate::VERSION)?;
+    Ok(Exit::Ok)
+}
+
+/// The shims of config-declared hooks live in the state directory (they chain
+/// nothing: git runs every configured hook of an event itself).
+fn config_shim_path(repo: &Repo, hook: Hook) -> PathBuf {
+    repo.state_dir().path.join("hooks").join(hook.name())
+}
+
+fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion, ctx: &mut Ctx) -> CmdResult {
+    let state = repo.state_dir();
+    let dir = state.path.join("hooks");
+    fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let hooks_dir = repo.hooks_dir()?.path;
+    for hook in hooks {
+        let file = hooks_dir.join(hook.name());
+        if matches!(observe(&file)?, Observed::File(b) if crate::install::parse_shim(&b).is_some()) {
+            ctx.warn(format_args!(
+                "{}: premerge's hook file is installed too, so premerge would run twice; `premerge uninstall --hooks {hook}` removes both, then install again",
+                file.display()
+            ));
+        }
+    }
+    let mut staged = Vec::new();
+    for hook in hooks {
+        let shim = shim_text(*hook, crate::VERSION, bin, ChainMode::Exec);
+        staged.push((*hook, stage(&dir, shim.as_bytes(), SHIM_MODE)?));
+    }
+    for (hook, tmp) in staged {
+        let path = config_shim_path(repo, hook);
+        tmp.persist(&path).map_err(|e| anyhow!("{}: rename into place failed: {}", path.display(), e.error))?;
+        let name = format!("{CONFIG_HOOK_PREFIX}{hook}");
+        let command = crate::install::sh_quote(&path.display().to_string());
+        repo.set_local_config(&format!("hook.{name}.command"), &command)?;
+        repo.set_local_config(&format!("hook.{name}.event"), hook.name())?;
+        writeln!(ctx.stdout, "{hook}: declared in git config as hook.{name} (command {command})")?;
+    }
+    sync_dir(&dir);
+    writeln!(ctx.stdout, "git {git} runs config-declared hooks beside any hook file; PREMERGE=0 skips premerge")?;
+    Ok(Exit::Ok)
+}
+
+fn remove_config_hook_reporting(repo: &Repo, hook: Hook, ctx: &mut Ctx) -> Result<()> {
+    if remove_config_hook(repo, hook)? {
+        writeln!(ctx.stdout, "{hook}: removed config-declared hook hook.{CONFIG_HOOK_PREFIX}{hook}")?;
+    }
+    Ok(())
+}
+
+fn remove_config_hook(repo: &Repo, hook: Hook) -> Result<bool> {
+    let name = format!("{CONFIG_HOOK_PREFIX}{hook}");
+    let a = repo.unset_local_config(&format!("hook.{name}.command"))?;
+    let b = repo.unset_local_config(&format!("hook.{name}.event"))?;
+    let shim = config_shim_path(repo, hook);
+    if shim.exists() {
+        fs::remove_file(&shim).with_context(|| format!("{}: cannot remove", shim.display()))?;
+    }
+    Ok(a || b)
+}
+
+/// Read `.premerge/pins.json`; missing is empty, malformed is empty with a warning.
+fn read_pins(root: &Path, ctx: &mut Ctx) -> std::collections::BTreeMap<String, agent_docs::Pin> {
+    let path = root.join(agent_docs::PINS_PATH);
+    match fs::read_to_string(&path) {
+        Ok(text) => agent_docs::parse_pins(&text).unwrap_or_else(|why| {
+            ctx.warn(format_args!("{}: malformed, treated as empty: {why}", agent_docs::PINS_PATH));
+            Default::default()
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
+        Err(e) => {
+            ctx.warn(format_args!("{}: unreadable, treated as empty: {e}", agent_docs::PINS_PATH));
+            Default::default()
+        }
+    }
+}
+
+/// An agent file's text, `None` when it does not exist.
+fn read_agent_file(path: &Path, file: &str) -> Result<Option<String>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(String::from_utf8(b).map_err(|_| anyhow!("{file}: not UTF-8; nothing was changed"))?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => bail!("{file}: cannot read: {e}; nothing was changed"),
+    }
+}
+
+/// Compute the new text of every agent file, then write the changed ones.
+fn agent_docs_install(repo: &Repo, create: bool, ctx: &mut Ctx) -> CmdResult {
+    let root = repo.require_workdir()?;
+    let pins = read_pins(&root, ctx);
+    let mut writes = Vec::new();
+    for file in agent_docs::FILES {
+        let path = root.join(file);
+        let (mut text, existed) = match read_agent_file(&path, file)? {
+            Some(t) => (t, true),
+            None if create => (String::new(), false),
+            None => {
+                writeln!(ctx.stdout, "{file}: not present, skipped (--create makes it)")?;
+                continue;
+            }
+        };
+        let original = text.clone();
+        for block in agent_docs::BLOCKS {
+            if pins.contains_key(block.id) {
+                writeln!(ctx.stdout, "{file}: {} pinned in {}, skipped", block.id, agent_docs::PINS_PATH)?;
+                continue;
+            }
+            let (next, how) = agent_docs::inject(&text, block);
+            let what = match how {
+                Injected::AlreadyPresent => "already present".to_string(),
+                Injected::IntoSection => format!("added to section \"{}\"", block.section),
+                Injected::AppendedSection => format!("added in a new section \"{}\"", block.section),
+            };
+            writeln!(ctx.stdout, "{file}: {} {what}", block.id)?;
+            text = next;
+        }
+        if text != original || !existed {
+            writes.push((path, text, existed));
+        }
+    }
+    write_docs(writes)
+}
+
+fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
+    let root = repo.require_workdir()?;
+    let pins = read_pins(&root, ctx);
+    let mut writes = Vec::new();
+    for file in agent_docs::FILES {
+        let path = root.join(file);
+        let Some(mut text) = read_agent_file(&path, file)? else { continue };
+        let original = text.clone();
+        for block in agent_docs::BLOCKS {
+            if pins.contains_key(block.id) {
+                writeln!(ctx.stdout, "{file}: {} pinned in {}, left alone", block.id, agent_docs::PINS_PATH)?;
+                continue;
+            }
+            let (next, n) = agent_docs::remove(&text, block.id);
+            if n > 0 {
+                writeln!(ctx.stdout, "{file}: {} removed", block.id)?;
+            }
+            if agent_docs::count(&next, block.id) > 0 {
+                ctx.warn(format_args!("{file}: {} has a start marker without its end marker; left alone", block.id));
+            }
+            text = next;
+        }
+        if text != original {
+            writes.push((path, text, true));
+        }
+    }
+    write_docs(writes)
+}
+
+/// Write each file atomically, keeping the mode of a file that existed.
+fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
+    let mut staged = Vec::new();
+    for (path, text, existed) in writes {
+        let mode =
+            if existed { fs::metadata(&path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644) } else { 0o644 };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        staged.push((path, stage(&dir, text.as_bytes(), mode).context("nothing was changed")?));
+    }
+    for (path, tmp) in staged {
+        tmp.persist(&path).map_err(|e| anyhow!("{}: rename into place failed: {}", path.display(), e.error))?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// Demo stage: chain a hook the scratch repository already has, show that a second
+/// install changes nothing, retrofit the agent files, then undo both.
+pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+    let hooks = d.root.join(".git/hooks");
+    let user_hook = hooks.join("pre-push");
+    fs::create_dir_all(&hooks)?;
+    fs::write(&user_hook, "#!/bin/sh\necho 'the team hook ran'\n")?;
+    fs::set_permissions(&user_hook, fs::Permissions::from_mode(0o755))?;
+    d.say("a pre-push hook of the team's own is in place; premerge install chains it:")?;
+    let args = |hooks: &str| InstallArgs {
+        repo: None,
+        hooks: hooks.to_string(),
+        config_hooks: false,
+        print_config: None,
+        agent_docs: false,
+        create: false,
+    };
+    d.with_ctx(b"", |ctx| run_install(args(DEFAULT_HOOKS), ctx))?;
+    d.say("installing again changes no byte:")?;
+    d.with_ctx(b"", |ctx| run_install(args("pre-push"), ctx))?;
+    d.say("agent instruction files get premerge's marker blocks (--agent-docs --create):")?;
+    d.with_ctx(b"", |ctx| run_install(InstallArgs { agent_docs: true, create: true, ..args(DEFAULT_HOOKS) }, ctx))?;
+    d.say("premerge uninstall puts the team's hook back, byte for byte:")?;
+    let un = |agent_docs| UninstallArgs { repo: None, hooks: DEFAULT_HOOKS.to_string(), agent_docs };
+    d.with_ctx(b"", |ctx| run_uninstall(un(false), ctx))?;
+    d.with_ctx(b"", |ctx| run_uninstall(un(true), ctx))?;
+    let back = fs::read_to_string(&user_hook)?;
+    d.say(format_args!("  .git/hooks/pre-push is the team's again: {}", back.lines().nth(1).unwrap_or("")))?;
+    Ok(())
 }
