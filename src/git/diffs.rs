@@ -30,7 +30,7 @@ impl Repo {
         let new = self.tree_of(head)?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut opts))?;
-        let mut d = convert(diff)?;
+        let mut d = convert(diff, Some(self.inner.path()))?;
         d.base = base.map(str::to_string);
         d.head = Some(head.to_string());
         Ok(d)
@@ -42,7 +42,7 @@ impl Repo {
         let index = self.inner.index()?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(&mut opts))?;
-        let mut d = convert(diff)?;
+        let mut d = convert(diff, Some(self.inner.path()))?;
         d.base = self.head_oid();
         d.head = None;
         Ok(d)
@@ -57,7 +57,7 @@ impl Repo {
         let mut opts = diff_options();
         opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
         let diff = self.inner.diff_tree_to_workdir_with_index(old.as_ref(), Some(&mut opts))?;
-        let mut d = convert(diff)?;
+        let mut d = convert(diff, None)?;
         d.base = self.head_oid();
         d.head = None;
         Ok(d)
@@ -95,7 +95,10 @@ fn oid_string(o: Oid) -> Option<String> {
 const RENAME_LIMIT: usize = 1000;
 
 /// Copy a git2 diff into the owned model, with rename and copy detection on.
-fn convert(mut diff: git2::Diff<'_>) -> Result<Diff> {
+///
+/// `odb_dir` is the git directory when both sides are in the object database
+/// (commits and the index): patches are then computed in parallel from blob ids.
+fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>) -> Result<Diff> {
     // Exact renames first, as git does: pairing identical blobs by id is cheap and takes
     // them out of the inexact pass, whose similarity matrix is the expensive part.
     let mut exact = DiffFindOptions::new();
@@ -107,6 +110,7 @@ fn convert(mut diff: git2::Diff<'_>) -> Result<Diff> {
     find.renames(true).for_untracked(true).rename_limit(RENAME_LIMIT);
     diff.find_similar(Some(&mut find))?;
     let mut files = Vec::with_capacity(diff.deltas().len());
+    let mut pending = Vec::new();
     for idx in 0..diff.deltas().len() {
         let delta = diff.get_delta(idx).expect("index is within deltas().len()");
         let status = match delta.status() {
@@ -146,47 +150,118 @@ fn convert(mut diff: git2::Diff<'_>) -> Result<Diff> {
             files.push(change);
             continue;
         }
-        let patch = Patch::from_diff(&diff, idx)?;
-        let delta_after = diff.get_delta(idx).expect("index is within deltas().len()");
-        change.binary =
-            delta_after.flags().is_binary() || delta_after.old_file().is_binary() || delta_after.new_file().is_binary();
-        if let Some(patch) = patch
-            && !change.binary
-        {
-            for h in 0..patch.num_hunks() {
-                let (hunk, nlines) = patch.hunk(h)?;
-                let mut out = Hunk {
-                    old_start: hunk.old_start(),
-                    old_lines: hunk.old_lines(),
-                    new_start: hunk.new_start(),
-                    new_lines: hunk.new_lines(),
-                    added: Vec::new(),
-                    removed: Vec::new(),
-                };
-                for l in 0..nlines {
-                    let line = patch.line_in_hunk(h, l)?;
-                    match line.origin() {
-                        '+' => {
-                            if let Some(n) = line.new_lineno() {
-                                out.added.push(n);
-                            }
-                        }
-                        '-' => {
-                            if let Some(n) = line.old_lineno() {
-                                out.removed.push(n);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                change.additions += out.added.len() as u32;
-                change.deletions += out.removed.len() as u32;
-                change.hunks.push(out);
+        if odb_dir.is_some() {
+            // Both sides live in the object database: the patch is computed below, in
+            // parallel, from the blob ids alone.
+            pending.push(files.len());
+        } else {
+            let patch = Patch::from_diff(&diff, idx)?;
+            let delta_after = diff.get_delta(idx).expect("index is within deltas().len()");
+            change.binary = delta_after.flags().is_binary()
+                || delta_after.old_file().is_binary()
+                || delta_after.new_file().is_binary();
+            if let Some(patch) = patch
+                && !change.binary
+            {
+                fill_hunks(&mut change, &patch)?;
             }
         }
         files.push(change);
     }
+    if let Some(dir) = odb_dir {
+        patch_in_parallel(dir, &mut files, &pending)?;
+    }
     let mut d = Diff { base: None, head: None, files };
     d.sort();
     Ok(d)
+}
+
+/// Fewest files worth a thread of their own: below this, opening another repository
+/// handle costs more than the patches it would compute.
+const MIN_FILES_PER_THREAD: usize = 64;
+
+/// Compute the hunks of `files[i]` for every `i` in `pending` from their blob ids,
+/// spreading the work over rayon's threads, each with its own repository handle
+/// (a git2 `Repository` is not `Sync`).
+fn patch_in_parallel(git_dir: &std::path::Path, files: &mut [FileChange], pending: &[usize]) -> Result<()> {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let per = pending.len().div_ceil(threads).max(MIN_FILES_PER_THREAD);
+    let work: Vec<(usize, Option<String>, Option<String>, String)> = pending
+        .iter()
+        .map(|&i| (i, files[i].old_oid.clone(), files[i].new_oid.clone(), files[i].path.clone()))
+        .collect();
+    let results: Vec<Result<Vec<(usize, FileChange)>>> = work
+        .par_chunks(per)
+        .map(|chunk| {
+            let repo = git2::Repository::open(git_dir)?;
+            let mut out = Vec::with_capacity(chunk.len());
+            for (i, old, new, path) in chunk {
+                let load = |oid: &Option<String>| -> Result<Vec<u8>> {
+                    match oid {
+                        Some(o) => Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec()),
+                        None => Ok(Vec::new()),
+                    }
+                };
+                let (a, b) = (load(old)?, load(new)?);
+                let p = std::path::Path::new(path.as_str());
+                let mut opts = diff_options();
+                let patch = Patch::from_buffers(&a, Some(p), &b, Some(p), Some(&mut opts))?;
+                let mut change = FileChange {
+                    path: String::new(),
+                    old_path: None,
+                    status: Status::Modified,
+                    binary: patch.delta().flags().is_binary(),
+                    old_kind: EntryKind::Absent,
+                    new_kind: EntryKind::Absent,
+                    old_oid: None,
+                    new_oid: None,
+                    additions: 0,
+                    deletions: 0,
+                    hunks: Vec::new(),
+                };
+                if !change.binary {
+                    fill_hunks(&mut change, &patch)?;
+                }
+                out.push((*i, change));
+            }
+            Ok(out)
+        })
+        .collect();
+    for r in results {
+        for (i, c) in r? {
+            files[i].binary = c.binary;
+            files[i].additions = c.additions;
+            files[i].deletions = c.deletions;
+            files[i].hunks = c.hunks;
+        }
+    }
+    Ok(())
+}
+
+/// Copy a patch's hunks and added/removed line numbers into `change`.
+fn fill_hunks(change: &mut FileChange, patch: &Patch<'_>) -> Result<()> {
+    for h in 0..patch.num_hunks() {
+        let (hunk, nlines) = patch.hunk(h)?;
+        let mut out = Hunk {
+            old_start: hunk.old_start(),
+            old_lines: hunk.old_lines(),
+            new_start: hunk.new_start(),
+            new_lines: hunk.new_lines(),
+            added: Vec::new(),
+            removed: Vec::new(),
+        };
+        for l in 0..nlines {
+            let line = patch.line_in_hunk(h, l)?;
+            match line.origin() {
+                '+' => out.added.extend(line.new_lineno()),
+                '-' => out.removed.extend(line.old_lineno()),
+                _ => {}
+            }
+        }
+        change.additions += out.added.len() as u32;
+        change.deletions += out.removed.len() as u32;
+        change.hunks.push(out);
+    }
+    Ok(())
 }
