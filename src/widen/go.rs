@@ -132,7 +132,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
             });
         }
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &a.owners));
+    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
     Ok(finish(out))
 }
 

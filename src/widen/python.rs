@@ -146,7 +146,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     for (bs, as_) in pair_slots(&b.slots, &a.slots) {
         out.extend(classify(bs, as_, &b).into_iter().map(|r| slot_finding(r, bs, as_)));
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &a.owners));
+    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
     Ok(finish(out))
 }
 

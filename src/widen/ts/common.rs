@@ -203,11 +203,13 @@ fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
 /// owner is gone (a deleted or renamed function: the whole declaration went), when the
 /// same owner still has the same condition (a new message), when the owner has a new check
 /// reading the same identifiers (reworded), or when a new check elsewhere in the file has
-/// the same condition or shape (moved into a helper). The finding's line is the owner's
-/// line in the new version.
+/// the same condition, or the same shape in a function that is new (moved into a helper
+/// whose parameter has another name). The finding's line is the owner's line in the new
+/// version.
 pub(in crate::widen) fn removed_checks(
     before: &[Check],
     after: &[Check],
+    before_owners: &BTreeMap<String, u32>,
     after_owners: &BTreeMap<String, u32>,
 ) -> Vec<RawFinding> {
     let mut after_used = vec![false; after.len()];
@@ -233,14 +235,17 @@ pub(in crate::widen) fn removed_checks(
             before_done[i] = true;
         }
     }
-    // Moved elsewhere in the file: a new check with the same condition or shape.
+    // Moved elsewhere in the file: a new check with the same condition, or with the same
+    // shape in a function that did not exist before (a helper).
     for (i, b) in before.iter().enumerate() {
         if before_done[i] {
             continue;
         }
-        if let Some(j) =
-            (0..after.len()).find(|&j| !after_used[j] && (after[j].key == b.key || after[j].shape == b.shape))
-        {
+        if let Some(j) = (0..after.len()).find(|&j| {
+            !after_used[j]
+                && (after[j].key == b.key
+                    || (after[j].shape == b.shape && !before_owners.contains_key(&after[j].owner)))
+        }) {
             after_used[j] = true;
             before_done[i] = true;
         }

@@ -76,7 +76,7 @@ pub const RULES: &[RuleDef] = &[
     },
     RuleDef {
         id: "ts-private-made-public",
-        languages: TS,
+        languages: BOTH,
         family: "mutability-exposure",
         description: "A `private`/`protected`/`#` class member is made public.",
         severity: Severity::Low,
@@ -153,7 +153,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
             out.push(slot_finding(rule, bs, as_));
         }
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &a.owners));
+    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
     Ok(finish(out))
 }
 
