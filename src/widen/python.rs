@@ -661,6 +661,18 @@ mod tests {
     }
 
     #[test]
+    fn methods_of_test_classes_are_test_code() {
+        let before = "class TestQuery:\n    def check(self):\n        assert self.q.limit > 0\n";
+        let after = "class TestQuery:\n    def check(self):\n        pass\n";
+        let got = detect("a.py", before, after).unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].symbol, "TestQuery.check");
+        assert!(got[0].in_test);
+        let plain = detect("a.py", &before.replace("TestQuery", "Query"), &after.replace("TestQuery", "Query"));
+        assert!(!plain.unwrap()[0].in_test);
+    }
+
+    #[test]
     fn every_nullable_spelling_is_nullable() {
         for t in ["Optional[int]", "int | None", "Union[int, None]", "typing.Optional[int]", "None | int"] {
             let parsed = py_type(t);
