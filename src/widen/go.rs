@@ -488,6 +488,11 @@ mod tests {
     }
 
     #[test]
+    fn damaged_input_never_panics() {
+        common::fixtures::survives_damage(RULES, detect, &["go"]);
+    }
+
+    #[test]
     fn syntax_error_is_a_detect_error() {
         let err = detect("a.go", "package a\n", "package a\nfunc (\n").unwrap_err();
         assert!(err.0.contains("new version"), "{err}");

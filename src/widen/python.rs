@@ -645,6 +645,11 @@ mod tests {
     }
 
     #[test]
+    fn damaged_input_never_panics() {
+        common::fixtures::survives_damage(RULES, detect, &["py", "pyi"]);
+    }
+
+    #[test]
     fn syntax_error_is_a_detect_error() {
         let err = detect("a.py", "def f(:\n", "x = 1\n").unwrap_err();
         assert!(err.0.contains("old version"), "{err}");

@@ -350,6 +350,31 @@ pub(in crate::widen) mod fixtures {
         checked
     }
 
+    /// Feeds every fixture's old version against damaged copies of its new version (a
+    /// window of bytes cut at many points): the detector must answer, never panic.
+    pub fn survives_damage(rules: &[RuleDef], detect: Detect, exts: &[&str]) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        for rule in rules {
+            for case in std::fs::read_dir(root.join(rule.id)).unwrap() {
+                let case = case.unwrap().path();
+                let (before, after, ext) = read_pair(&case, exts);
+                let path = format!("src/fixture.{ext}");
+                let step = (after.len() / 12).max(1);
+                for start in (0..after.len()).step_by(step) {
+                    for width in [5] {
+                        let end = (start + width).min(after.len());
+                        let (Some(head), Some(tail)) = (after.get(..start), after.get(end..)) else {
+                            continue;
+                        };
+                        let damaged = format!("{head}{tail}");
+                        let _ = detect(&path, &before, &damaged);
+                        let _ = detect(&path, &damaged, &before);
+                    }
+                }
+            }
+        }
+    }
+
     fn read_pair(case: &Path, exts: &[&str]) -> (String, String, String) {
         for ext in exts {
             let b = case.join(format!("before.{ext}"));

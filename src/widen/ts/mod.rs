@@ -646,6 +646,11 @@ mod tests {
     }
 
     #[test]
+    fn damaged_input_never_panics() {
+        common::fixtures::survives_damage(RULES, detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+    }
+
+    #[test]
     fn syntax_error_is_a_detect_error() {
         let err = detect("src/a.ts", "let x = 1;", "function (").unwrap_err();
         assert!(err.0.contains("new version"), "{err}");
