@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::ts::common::{
-    self, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding, text,
+    self, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding,
+    text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -132,7 +133,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
             });
         }
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
+    out.extend(removed_checks(&b.body, &a.body));
     Ok(finish(out))
 }
 
@@ -171,8 +172,7 @@ struct SlotInfo {
 #[derive(Default)]
 struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
-    checks: Vec<Check>,
-    owners: BTreeMap<String, u32>,
+    body: Body,
     /// Package-level constants and variables: name to (line, shown text).
     consts: BTreeMap<String, (u32, String)>,
     vars: BTreeMap<String, (u32, String)>,
@@ -241,6 +241,12 @@ impl Walker<'_> {
             "function_declaration" | "method_declaration" => self.function(node),
             "if_statement" => {
                 self.guard(node);
+                self.visit_children(node);
+            }
+            "call_expression" => {
+                if let (Some(owner), Some(f)) = (self.owner(), node.child_by_field_name("function")) {
+                    self.inv.body.note_call(&owner, f, self.src);
+                }
                 self.visit_children(node);
             }
             "expression_statement" => {
@@ -340,7 +346,7 @@ impl Walker<'_> {
             Some(t) => format!("{}.{name}", self.symbol(&t)),
             None => self.symbol(&name),
         };
-        self.inv.owners.entry(symbol.clone()).or_insert(line(node));
+        self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let params = node.child_by_field_name("parameters");
         let is_test = ["Test", "Benchmark", "Fuzz"].iter().any(|p| name.starts_with(p))
             && params.is_some_and(|p| text(p, self.src).contains("testing."));
@@ -389,6 +395,7 @@ impl Walker<'_> {
         else {
             return;
         };
+        self.inv.body.note_condition(&owner, cond, self.src);
         let cond_text = one_line(text(cond, self.src));
         for stmt in Self::statements(cons) {
             let rule = if is_panic(stmt, self.src) {
@@ -402,7 +409,7 @@ impl Walker<'_> {
             };
             let display = format!("if {cond_text} {{ {} }}", one_line(text(stmt, self.src)));
             let check = Check::new(rule, &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-            self.inv.checks.push(check);
+            self.inv.body.checks.push(check);
             return;
         }
     }
@@ -422,7 +429,7 @@ impl Walker<'_> {
             self.test_depth > 0,
             IDENTS,
         );
-        self.inv.checks.push(check);
+        self.inv.body.checks.push(check);
     }
 
     /// `return ..., errors.New(..)` / `fmt.Errorf(..)` / `ErrSentinel` / `&FooError{..}`.

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::ts::common::{
-    self, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding, text,
+    self, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding,
+    text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -146,7 +147,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     for (bs, as_) in pair_slots(&b.slots, &a.slots) {
         out.extend(classify(bs, as_, &b).into_iter().map(|r| slot_finding(r, bs, as_)));
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
+    out.extend(removed_checks(&b.body, &a.body));
     Ok(finish(out))
 }
 
@@ -369,8 +370,7 @@ struct SlotInfo {
 #[derive(Default)]
 struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
-    checks: Vec<Check>,
-    owners: BTreeMap<String, u32>,
+    body: Body,
     /// Enum classes declared in the file, with the plain types their values may have.
     enums: BTreeMap<String, BTreeSet<&'static str>>,
 }
@@ -427,6 +427,12 @@ impl Walker<'_> {
             }
             "class_definition" => self.class(node, decorators),
             "function_definition" => self.function(node),
+            "call" => {
+                if let (Some(owner), Some(f)) = (self.owner(), node.child_by_field_name("function")) {
+                    self.inv.body.note_call(&owner, f, self.src);
+                }
+                self.visit_children(node);
+            }
             "assignment" => {
                 self.assignment(node);
                 self.visit_children(node);
@@ -442,7 +448,7 @@ impl Walker<'_> {
                         self.test_depth > 0,
                         IDENTS,
                     );
-                    self.inv.checks.push(check);
+                    self.inv.body.checks.push(check);
                 }
                 self.visit_children(node);
             }
@@ -516,7 +522,7 @@ impl Walker<'_> {
             return;
         };
         let symbol = self.symbol(&name);
-        self.inv.owners.entry(symbol.clone()).or_insert(line(node));
+        self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let is_test = name.starts_with("test");
         self.test_depth += usize::from(is_test);
         if let Some(params) = node.child_by_field_name("parameters") {
@@ -625,12 +631,13 @@ impl Walker<'_> {
         else {
             return;
         };
+        self.inv.body.note_condition(&owner, cond, self.src);
         let Some(raise) = named_children(cons).into_iter().find(|s| s.kind() == "raise_statement") else {
             return;
         };
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
         let check = Check::new("py-raise-guard-removed", &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-        self.inv.checks.push(check);
+        self.inv.body.checks.push(check);
     }
 }
 

@@ -199,63 +199,113 @@ fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
     }
 }
 
+/// The checks of one version of a file, by owning function.
+#[derive(Debug, Default)]
+pub(in crate::widen) struct Body {
+    pub checks: Vec<Check>,
+    /// Every function-like owner of checks, with its line.
+    pub owners: BTreeMap<String, u32>,
+    /// Every `if` condition, by owner, formatting-blind: a guard whose condition still
+    /// guards something in the same function was reworked (another error, a log and a
+    /// return), not removed.
+    pub conditions: BTreeSet<(String, String)>,
+    /// Every call by owner, as (owner, callee's last name segment): a guard replaced by a
+    /// new call to a checking helper of the same file moved, it did not vanish.
+    pub calls: BTreeSet<(String, String)>,
+}
+
+impl Body {
+    /// Records that `owner` calls `callee` (`this.#check`, `pkg.Validate`, `validate`).
+    pub(in crate::widen) fn note_call(&mut self, owner: &str, callee: Node, src: &str) {
+        let t = compact(text(callee, src));
+        let last = t.rsplit('.').next().unwrap_or(&t);
+        if !last.is_empty() {
+            self.calls.insert((owner.to_string(), last.to_string()));
+        }
+    }
+
+    /// Whether `owner` newly calls (compared with `before`) a function of this version
+    /// that holds checks.
+    fn calls_new_checking_helper(&self, before: &Body, owner: &str) -> bool {
+        let helpers: BTreeSet<&str> =
+            self.checks.iter().map(|c| c.owner.rsplit('.').next().unwrap_or(&c.owner)).collect();
+        self.calls.range((owner.to_string(), String::new())..).take_while(|(o, _)| o == owner).any(|(o, callee)| {
+            helpers.contains(callee.as_str()) && !before.calls.contains(&(o.clone(), callee.clone()))
+        })
+    }
+
+    pub(in crate::widen) fn note_condition(&mut self, owner: &str, cond: Node, src: &str) {
+        let key = compact(text(strip_parens(cond), src));
+        self.conditions.insert((owner.to_string(), key));
+    }
+}
+
+/// Two conditions this alike (character-level similarity ratio) in the same function are
+/// one check reworded: `!inSlice(v, cmd.Valid)` to `!inSlice(v, valid)`.
+const REWORDED_RATIO: f32 = 0.75;
+
 /// The checks of `before` that are gone from `after`. A check is not reported when its
 /// owner is gone (a deleted or renamed function: the whole declaration went), when the
-/// same owner still has the same condition (a new message), when the owner has a new check
-/// reading the same identifiers (reworded), or when a new check elsewhere in the file has
-/// the same condition, or the same shape in a function that is new (moved into a helper
-/// whose parameter has another name). The finding's line is the owner's line in the new
-/// version.
-pub(in crate::widen) fn removed_checks(
-    before: &[Check],
-    after: &[Check],
-    before_owners: &BTreeMap<String, u32>,
-    after_owners: &BTreeMap<String, u32>,
-) -> Vec<RawFinding> {
-    let mut after_used = vec![false; after.len()];
-    let mut before_done = vec![false; before.len()];
+/// same owner still has the same condition (a new message, another error), when the owner
+/// has a new check reading at least the identifiers the old one read or a nearly identical
+/// condition (reworded, extended), when a new check elsewhere in the file has the same
+/// condition, or the same shape in a function that is new (moved into a helper whose
+/// parameter has another name), or when the owner newly calls a function of the file that
+/// holds checks (replaced by a checking helper). The finding's line is the owner's line in
+/// the new version.
+pub(in crate::widen) fn removed_checks(before: &Body, after: &Body) -> Vec<RawFinding> {
+    let (b_checks, a_checks) = (&before.checks, &after.checks);
+    let mut after_used = vec![false; a_checks.len()];
+    let mut before_done = vec![false; b_checks.len()];
     // Same owner, same condition.
-    for (i, b) in before.iter().enumerate() {
+    for (i, b) in b_checks.iter().enumerate() {
         if let Some(j) =
-            (0..after.len()).find(|&j| !after_used[j] && after[j].owner == b.owner && after[j].key == b.key)
+            (0..a_checks.len()).find(|&j| !after_used[j] && a_checks[j].owner == b.owner && a_checks[j].key == b.key)
         {
             after_used[j] = true;
             before_done[i] = true;
+        } else if after.conditions.contains(&(b.owner.clone(), b.key.clone())) {
+            before_done[i] = true;
         }
     }
-    // Same owner, reworded: a new check reading the same identifiers.
-    for (i, b) in before.iter().enumerate() {
-        if before_done[i] || b.idents.is_empty() {
+    // Same owner, reworded: a new check reading the same identifiers, or nearly the same.
+    for (i, b) in b_checks.iter().enumerate() {
+        if before_done[i] {
             continue;
         }
-        if let Some(j) =
-            (0..after.len()).find(|&j| !after_used[j] && after[j].owner == b.owner && after[j].idents == b.idents)
-        {
+        if let Some(j) = (0..a_checks.len()).find(|&j| {
+            let a = &a_checks[j];
+            !after_used[j]
+                && a.owner == b.owner
+                && ((!b.idents.is_empty() && b.idents.is_subset(&a.idents))
+                    || similar::TextDiff::from_chars(b.key.as_str(), a.key.as_str()).ratio() >= REWORDED_RATIO)
+        }) {
             after_used[j] = true;
             before_done[i] = true;
         }
     }
     // Moved elsewhere in the file: a new check with the same condition, or with the same
     // shape in a function that did not exist before (a helper).
-    for (i, b) in before.iter().enumerate() {
+    for (i, b) in b_checks.iter().enumerate() {
         if before_done[i] {
             continue;
         }
-        if let Some(j) = (0..after.len()).find(|&j| {
+        if let Some(j) = (0..a_checks.len()).find(|&j| {
             !after_used[j]
-                && (after[j].key == b.key
-                    || (after[j].shape == b.shape && !before_owners.contains_key(&after[j].owner)))
+                && (a_checks[j].key == b.key
+                    || (a_checks[j].shape == b.shape && !before.owners.contains_key(&a_checks[j].owner)))
         }) {
             after_used[j] = true;
             before_done[i] = true;
         }
     }
-    before
+    b_checks
         .iter()
         .zip(before_done)
         .filter(|(_, done)| !done)
+        .filter(|(b, _)| !after.calls_new_checking_helper(before, &b.owner))
         .filter_map(|(b, _)| {
-            let line = *after_owners.get(&b.owner)?;
+            let line = *after.owners.get(&b.owner)?;
             Some(RawFinding {
                 line,
                 rule: b.rule,

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use self::common::{
-    Check, Slot, children, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding,
-    text,
+    Body, Check, Slot, children, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -153,7 +153,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
             out.push(slot_finding(rule, bs, as_));
         }
     }
-    out.extend(removed_checks(&b.checks, &a.checks, &b.owners, &a.owners));
+    out.extend(removed_checks(&b.body, &a.body));
     Ok(finish(out))
 }
 
@@ -298,9 +298,7 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
 #[derive(Default)]
 struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
-    checks: Vec<Check>,
-    /// Every function-like owner of checks, with its line.
-    owners: BTreeMap<String, u32>,
+    body: Body,
     enums: BTreeSet<String>,
     /// Type aliases that are unions of literals, with the primitives they draw from.
     literal_aliases: BTreeMap<String, BTreeSet<&'static str>>,
@@ -456,7 +454,11 @@ impl Walker<'_> {
         };
         match (name, value) {
             (Some(n), Some(v))
-                if matches!(v.kind(), "arrow_function" | "function_expression" | "function" | "generator_function") =>
+                if !text(n, self.src).contains(['[', '('])
+                    && matches!(
+                        v.kind(),
+                        "arrow_function" | "function_expression" | "function" | "generator_function"
+                    ) =>
             {
                 let name = text(n, self.src);
                 let name = name.rsplit('.').next().unwrap_or(name).to_string();
@@ -468,7 +470,7 @@ impl Walker<'_> {
 
     fn function(&mut self, name: String, node: Node) {
         let symbol = self.symbol(&name);
-        self.inv.owners.entry(symbol.clone()).or_insert(line(node));
+        self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         if let Some(params) = node.child_by_field_name("parameters") {
             for p in named_children(params) {
                 self.parameter(&symbol, p);
@@ -543,6 +545,7 @@ impl Walker<'_> {
         else {
             return;
         };
+        self.inv.body.note_condition(&owner, cond, self.src);
         let throw = if cons.kind() == "throw_statement" {
             Some(cons)
         } else if cons.kind() == "statement_block" {
@@ -553,7 +556,7 @@ impl Walker<'_> {
         let Some(throw) = throw else { return };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
         let check = Check::new("ts-throw-guard-removed", &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-        self.inv.checks.push(check);
+        self.inv.body.checks.push(check);
     }
 
     /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
@@ -594,13 +597,16 @@ impl Walker<'_> {
             self.test_depth > 0,
             IDENTS,
         );
-        self.inv.checks.push(check);
+        self.inv.body.checks.push(check);
     }
 
     /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
     /// named by its title.
     fn call(&mut self, node: Node) {
         let func = node.child_by_field_name("function");
+        if let (Some(owner), Some(f)) = (self.owner(), func) {
+            self.inv.body.note_call(&owner, f, self.src);
+        }
         let head = func.map(|f| {
             let t = compact(text(f, self.src));
             t.split(['.', '(']).next().unwrap_or("").to_string()
