@@ -601,22 +601,26 @@ impl Walker<'_> {
             default_none: default.is_some_and(|d| d.kind() == "none"),
             ..SlotInfo::default()
         };
-        if let Some(d) = default
-            && d.kind() == "call"
-            && d.child_by_field_name("function").is_some_and(|f| text(f, self.src).rsplit('.').next() == Some("Field"))
-            && let Some(args) = d.child_by_field_name("arguments")
-        {
-            for kw in named_children(args) {
-                if kw.kind() == "keyword_argument"
-                    && let Some(k) = kw.child_by_field_name("name")
-                    && BOUND_KEYWORDS.contains(&text(k, self.src))
-                {
-                    info.bounds.insert(text(k, self.src).to_string());
+        // `Field(...)` (pydantic) and `field(...)` (dataclasses): bounds, and a default
+        // of None given as `default=None` or as pydantic's first positional argument.
+        let callee = default
+            .filter(|d| d.kind() == "call")
+            .and_then(|d| Some((d.child_by_field_name("function")?, d.child_by_field_name("arguments")?)));
+        if let Some((f, args)) = callee {
+            let name = text(f, self.src).rsplit('.').next().unwrap_or("");
+            if name != "Field" && name != "field" {
+                return info;
+            }
+            for (i, arg) in named_children(args).into_iter().enumerate() {
+                if arg.kind() != "keyword_argument" {
+                    info.default_none |= i == 0 && name == "Field" && arg.kind() == "none";
+                    continue;
                 }
-                if kw.kind() == "keyword_argument"
-                    && kw.child_by_field_name("name").is_some_and(|k| text(k, self.src) == "default")
-                    && kw.child_by_field_name("value").is_some_and(|v| v.kind() == "none")
-                {
+                let key = arg.child_by_field_name("name").map(|k| text(k, self.src)).unwrap_or("");
+                if name == "Field" && BOUND_KEYWORDS.contains(&key) {
+                    info.bounds.insert(key.to_string());
+                }
+                if key == "default" && arg.child_by_field_name("value").is_some_and(|v| v.kind() == "none") {
                     info.default_none = true;
                 }
             }
