@@ -230,6 +230,12 @@ impl Walker<'_> {
         }
     }
 
+    /// Records a check of the current owner.
+    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+        let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.body.checks.push(check);
+    }
+
     fn visit(&mut self, node: Node) {
         match node.kind() {
             "type_spec" => self.type_spec(node),
@@ -408,8 +414,7 @@ impl Walker<'_> {
                 continue;
             };
             let display = format!("if {cond_text} {{ {} }}", one_line(text(stmt, self.src)));
-            let check = Check::new(rule, &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-            self.inv.body.checks.push(check);
+            self.push_check(rule, &owner, cond, display);
             return;
         }
     }
@@ -420,16 +425,7 @@ impl Walker<'_> {
         }
         let Some(owner) = self.owner() else { return };
         let Some(call) = node.named_child(0) else { return };
-        let check = Check::new(
-            "go-panic-removed",
-            &owner,
-            call,
-            self.src,
-            one_line(text(node, self.src)),
-            self.test_depth > 0,
-            IDENTS,
-        );
-        self.inv.body.checks.push(check);
+        self.push_check("go-panic-removed", &owner, call, one_line(text(node, self.src)));
     }
 
     /// `return ..., errors.New(..)` / `fmt.Errorf(..)` / `ErrSentinel` / `&FooError{..}`.

@@ -417,6 +417,12 @@ impl Walker<'_> {
         }
     }
 
+    /// Records a check of the current owner.
+    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+        let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.body.checks.push(check);
+    }
+
     fn visit(&mut self, node: Node, decorators: &[Node]) {
         match node.kind() {
             "decorated_definition" => {
@@ -439,16 +445,7 @@ impl Walker<'_> {
             }
             "assert_statement" => {
                 if let (Some(owner), Some(cond)) = (self.owner(), node.named_child(0)) {
-                    let check = Check::new(
-                        "py-assert-removed",
-                        &owner,
-                        cond,
-                        self.src,
-                        one_line(text(node, self.src)),
-                        self.test_depth > 0,
-                        IDENTS,
-                    );
-                    self.inv.body.checks.push(check);
+                    self.push_check("py-assert-removed", &owner, cond, one_line(text(node, self.src)));
                 }
                 self.visit_children(node);
             }
@@ -640,8 +637,7 @@ impl Walker<'_> {
             return;
         };
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
-        let check = Check::new("py-raise-guard-removed", &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-        self.inv.body.checks.push(check);
+        self.push_check("py-raise-guard-removed", &owner, cond, display);
     }
 }
 

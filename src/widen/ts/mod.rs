@@ -337,6 +337,12 @@ impl Walker<'_> {
         }
     }
 
+    /// Records a check of the current owner.
+    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+        let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.body.checks.push(check);
+    }
+
     fn scoped(&mut self, name: String, node: Node) {
         self.scope.push(name);
         self.visit_children(node);
@@ -555,8 +561,7 @@ impl Walker<'_> {
         };
         let Some(throw) = throw else { return };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
-        let check = Check::new("ts-throw-guard-removed", &owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-        self.inv.body.checks.push(check);
+        self.push_check("ts-throw-guard-removed", &owner, cond, display);
     }
 
     /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
@@ -588,16 +593,7 @@ impl Walker<'_> {
             None
         };
         let Some(subject) = subject else { return };
-        let check = Check::new(
-            "ts-invariant-removed",
-            &owner,
-            subject,
-            self.src,
-            one_line(text(call, self.src)),
-            self.test_depth > 0,
-            IDENTS,
-        );
-        self.inv.body.checks.push(check);
+        self.push_check("ts-invariant-removed", &owner, subject, one_line(text(call, self.src)));
     }
 
     /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
