@@ -151,6 +151,9 @@ pub(in crate::widen) struct Check {
     pub shape: String,
     /// The identifiers the condition reads: a reworded check reads the same ones.
     pub idents: BTreeSet<String>,
+    /// The alternatives of a condition `a || b` (`a or b`), formatting-blind; empty when
+    /// the condition is not a disjunction.
+    pub disjuncts: Vec<String>,
     pub display: String,
     pub in_test: bool,
 }
@@ -182,7 +185,46 @@ impl Check {
                 shape.push_str(&compact(t));
             }
         });
-        Check { rule, owner: owner.to_string(), key: compact(text(cond, src)), shape, idents, display, in_test }
+        let mut disjuncts = Vec::new();
+        collect_disjuncts(cond, src, &mut disjuncts);
+        if disjuncts.len() < 2 {
+            disjuncts.clear();
+        }
+        Check {
+            rule,
+            owner: owner.to_string(),
+            key: compact(text(cond, src)),
+            shape,
+            idents,
+            disjuncts,
+            display,
+            in_test,
+        }
+    }
+}
+
+/// Whether `after` keeps only some of the alternatives of `before`'s condition
+/// (`a || b` to `a`): a weakened check, not a reworded one.
+fn drops_alternatives(before: &Check, after: &Check) -> bool {
+    let kept: Vec<&String> =
+        if after.disjuncts.is_empty() { vec![&after.key] } else { after.disjuncts.iter().collect() };
+    !before.disjuncts.is_empty()
+        && kept.len() < before.disjuncts.len()
+        && kept.iter().all(|k| before.disjuncts.contains(k))
+}
+
+/// `a || b || c` (`a or b or c`) as its alternatives.
+fn collect_disjuncts(node: Node, src: &str, out: &mut Vec<String>) {
+    let node = strip_parens(node);
+    let op = node.child_by_field_name("operator").map(|o| text(o, src));
+    if matches!(node.kind(), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
+        for side in ["left", "right"] {
+            if let Some(n) = node.child_by_field_name(side) {
+                collect_disjuncts(n, src, out);
+            }
+        }
+    } else {
+        out.push(compact(text(node, src)));
     }
 }
 
@@ -264,7 +306,11 @@ pub(in crate::widen) fn removed_checks(before: &Body, after: &Body) -> Vec<RawFi
         {
             after_used[j] = true;
             before_done[i] = true;
-        } else if after.conditions.contains(&(b.owner.clone(), b.key.clone())) {
+        } else if after.conditions.contains(&(b.owner.clone(), b.key.clone()))
+            || (!b.disjuncts.is_empty()
+                && b.disjuncts.iter().all(|d| after.conditions.contains(&(b.owner.clone(), d.clone()))))
+        {
+            // The condition still guards something, whole or split into its alternatives.
             before_done[i] = true;
         }
     }
@@ -277,6 +323,7 @@ pub(in crate::widen) fn removed_checks(before: &Body, after: &Body) -> Vec<RawFi
             let a = &a_checks[j];
             !after_used[j]
                 && a.owner == b.owner
+                && !drops_alternatives(b, a)
                 && ((!b.idents.is_empty() && b.idents.is_subset(&a.idents))
                     || similar::TextDiff::from_chars(b.key.as_str(), a.key.as_str()).ratio() >= REWORDED_RATIO)
         }) {

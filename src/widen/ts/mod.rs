@@ -441,8 +441,9 @@ impl Walker<'_> {
             None => one_line(text(node, self.src)),
         };
         self.inv.slots.push(Slot {
+            // `#x` and `x` pair (the private-to-public change); the symbol keeps the spelling.
             key: self.symbol(&name),
-            symbol: self.symbol(&name),
+            symbol: self.symbol(raw),
             line: line(node),
             display,
             in_test: self.test_depth > 0,
