@@ -260,6 +260,11 @@ fn generic(s: &str) -> Option<(&str, &str)> {
 
 fn py_type(annotation: &str) -> PyType {
     let key = compact(annotation);
+    // A forward reference (`"Optional[Node]"`) is the same type as its unquoted spelling.
+    let key = match key.strip_prefix(['"', '\'']) {
+        Some(inner) if inner.ends_with(['"', '\'']) => inner[..inner.len() - 1].to_string(),
+        _ => key,
+    };
     let mut t = PyType { key: key.clone(), ..PyType::default() };
     let mut body = key.as_str();
     loop {

@@ -207,6 +207,15 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
     if !b_null && a_null && !bcore.is_empty() && bcore.is_subset(&acore) {
         return Some("ts-nullable-widened");
     }
+    // The same container on both sides: compare what it holds.
+    let a_core_members: Vec<&Member> = a.members.iter().filter(|m| !m.nullish).collect();
+    if let ([bm], [am]) = (b_core_members.as_slice(), a_core_members.as_slice())
+        && let (Some((bh, bargs)), Some((ah, aargs))) = (&bm.args, &am.args)
+        && bh == ah
+        && bargs.len() == aargs.len()
+    {
+        return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
+    }
     None
 }
 
@@ -252,6 +261,9 @@ struct Member {
     nullish: bool,
     /// For a literal type, the primitive it belongs to (`string`, `number`, `boolean`).
     literal: Option<&'static str>,
+    /// For a generic or array type, the container (`Promise`, `[]`) and its arguments, so
+    /// that `Promise<User>` to `Promise<User | undefined>` is seen.
+    args: Option<(String, Vec<TsType>)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -290,7 +302,18 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
             } else {
                 None
             };
-            out.push(Member { nullish: key == "null" || key == "undefined", key, text: one_line(t), literal });
+            let args = match node.kind() {
+                "generic_type" => node.child_by_field_name("name").map(|n| {
+                    let args = node
+                        .child_by_field_name("type_arguments")
+                        .map(|ta| named_children(ta).into_iter().map(|a| ts_type(a, src)).collect())
+                        .unwrap_or_default();
+                    (compact(text(n, src)), args)
+                }),
+                "array_type" => node.named_child(0).map(|e| ("[]".to_string(), vec![ts_type(e, src)])),
+                _ => None,
+            };
+            out.push(Member { nullish: key == "null" || key == "undefined", key, text: one_line(t), literal, args });
         }
     }
 }
