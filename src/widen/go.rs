@@ -138,16 +138,19 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
 }
 
 fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Option<&'static str> {
-    let (b, a) = (&bs.info.ty, &as_.info.ty);
+    let (b, a) = (bs.info.ty.as_str(), as_.info.ty.as_str());
     if b == a {
         return None;
     }
+    if bs.info.field && a.strip_prefix('*') == Some(b) {
+        return Some("go-pointer-widened");
+    }
+    // The one type that differs inside an unchanged shell: `[]uint8` to `[]int`,
+    // `map[string]Event` to `map[string]any`.
+    let (b, a) = differing_part(b, a);
     let erased = |t: &str| t == "any" || t == "interface{}";
     if erased(a) && !erased(b) {
         return Some("go-type-erased");
-    }
-    if bs.info.field && a.strip_prefix('*') == Some(b.as_str()) {
-        return Some("go-pointer-widened");
     }
     let range = |t: &str| INT_RANGES.iter().find(|(n, _, _)| *n == t).map(|(_, lo, hi)| (*lo, *hi));
     if let (Some((blo, bhi)), Some((alo, ahi))) = (range(b), range(a))
@@ -159,6 +162,29 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Op
         return Some("go-enum-erased");
     }
     None
+}
+
+/// Two formatting-blind types without their common prefix and suffix, cut only between
+/// tokens so that `uint8`/`int` never shrink to `uint8`/`int` minus a shared `int`.
+fn differing_part<'t>(b: &'t str, a: &'t str) -> (&'t str, &'t str) {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '.';
+    let mut start = b.chars().zip(a.chars()).take_while(|(x, y)| x == y).map(|(x, _)| x.len_utf8()).sum::<usize>();
+    while start > 0 && b[..start].ends_with(word) {
+        start -= b[..start].chars().next_back().map_or(1, char::len_utf8);
+    }
+    let (b_rest, a_rest) = (&b[start..], &a[start..]);
+    let mut end = b_rest
+        .chars()
+        .rev()
+        .zip(a_rest.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum::<usize>()
+        .min(b_rest.len().min(a_rest.len()));
+    while end > 0 && b_rest[b_rest.len() - end..].starts_with(word) {
+        end -= b_rest[b_rest.len() - end..].chars().next().map_or(1, char::len_utf8);
+    }
+    (&b_rest[..b_rest.len() - end], &a_rest[..a_rest.len() - end])
 }
 
 #[derive(Debug, Clone, Default)]
@@ -493,6 +519,14 @@ mod tests {
     #[test]
     fn damaged_input_never_panics() {
         common::fixtures::survives_damage(RULES, detect, &["go"]);
+    }
+
+    #[test]
+    fn the_differing_part_is_whole_tokens() {
+        assert_eq!(differing_part("[]uint8", "[]int"), ("uint8", "int"));
+        assert_eq!(differing_part("map[string]Event", "map[string]any"), ("Event", "any"));
+        assert_eq!(differing_part("int32", "int64"), ("int32", "int64"));
+        assert_eq!(differing_part("chan<- int8", "chan<- int16"), ("int8", "int16"));
     }
 
     #[test]
