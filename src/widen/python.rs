@@ -166,8 +166,17 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
     if bt.final_ && !at.final_ {
         rules.push("py-final-removed");
     }
+    rules.extend(classify_type(bt, at, b.default_none, before));
+    rules.sort();
+    rules.dedup();
+    rules
+}
+
+/// How an annotation loosened, if it did. `b_default_none`: the old slot defaulted to
+/// None, so it already admitted None.
+fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Inventory) -> Option<&'static str> {
     if bt.key == at.key {
-        return rules;
+        return None;
     }
     let core =
         |t: &PyType| -> BTreeSet<String> { t.members.iter().filter(|m| !m.none).map(|m| m.key.clone()).collect() };
@@ -175,9 +184,11 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
     let erased =
         |s: &BTreeSet<String>| s.iter().any(|m| matches!(m.as_str(), "Any" | "typing.Any" | "t.Any" | "object"));
     let b_members: Vec<&PyMember> = bt.members.iter().filter(|m| !m.none).collect();
+    let a_members: Vec<&PyMember> = at.members.iter().filter(|m| !m.none).collect();
     if erased(&acore) && !erased(&bcore) {
-        rules.push("py-type-erased");
-    } else if !b_members.is_empty()
+        return Some("py-type-erased");
+    }
+    if !b_members.is_empty()
         && b_members.iter().all(|m| {
             let plains = match &m.literal {
                 Some(kinds) => kinds.clone(),
@@ -186,25 +197,33 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
             !plains.is_empty() && plains.iter().any(|p| acore.contains(*p))
         })
     {
-        rules.push("py-literal-erased");
-    } else if !b_members.is_empty()
-        && b_members.iter().all(|m| m.constrained.is_some_and(|plain| acore.contains(plain)))
+        return Some("py-literal-erased");
+    }
+    if !b_members.is_empty() && b_members.iter().all(|m| m.constrained.is_some_and(|plain| acore.contains(plain))) {
+        return Some("py-constrained-type-erased");
+    }
+    // A default of None already admitted None: `x: X = None` to `x: Optional[X] = None`
+    // only writes down what was true.
+    let b_none = b_default_none || bt.members.iter().any(|m| m.none);
+    let a_none = at.members.iter().any(|m| m.none);
+    let unwrapped: BTreeSet<String> = b_members.iter().map(|m| m.plain.clone()).collect();
+    let a_plain: BTreeSet<String> = a_members.iter().map(|m| m.plain.clone()).collect();
+    if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
+        return Some("py-optional-widened");
+    }
+    // The same container on both sides (`list[int]` to `list[int | None]`): compare what
+    // it holds.
+    if let ([bm], [am]) = (b_members.as_slice(), a_members.as_slice())
+        && let (Some((bh, bargs)), Some((ah, aargs))) = (generic(&bm.key), generic(&am.key))
+        && bh == ah
+        && !matches!(bh, "Literal" | "Annotated" | "Optional" | "Union" | "Final" | "ClassVar")
     {
-        rules.push("py-constrained-type-erased");
-    } else {
-        // A default of None already admitted None: `x: X = None` to `x: Optional[X] = None`
-        // only writes down what was true.
-        let b_none = b.default_none || bt.members.iter().any(|m| m.none);
-        let a_none = at.members.iter().any(|m| m.none);
-        let unwrapped: BTreeSet<String> = b_members.iter().map(|m| m.plain.clone()).collect();
-        let a_plain: BTreeSet<String> = at.members.iter().filter(|m| !m.none).map(|m| m.plain.clone()).collect();
-        if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
-            rules.push("py-optional-widened");
+        let (bargs, aargs) = (split_top(bargs, ','), split_top(aargs, ','));
+        if bargs.len() == aargs.len() {
+            return bargs.iter().zip(&aargs).find_map(|(b, a)| classify_type(&py_type(b), &py_type(a), false, before));
         }
     }
-    rules.sort();
-    rules.dedup();
-    rules
+    None
 }
 
 /// An annotation, read as a type expression.
