@@ -456,18 +456,16 @@ impl Walker<'_> {
         }
         let type_node = node.child_by_field_name("type");
         info.ty = type_node.map(|t| ts_type(t, self.src));
-        // Drop an initialiser from what is shown: the constraint is the declaration.
-        let display = match node.child_by_field_name("value") {
-            Some(v) => {
-                one_line(&self.src[node.start_byte()..v.start_byte()]).trim_end_matches('=').trim_end().to_string()
-            }
-            None => one_line(text(node, self.src)),
-        };
+        // Show the declaration without decorators or initialiser: that is the constraint.
+        let from =
+            children(node).into_iter().find(|c| c.kind() != "decorator").map_or(node.start_byte(), |c| c.start_byte());
+        let to = node.child_by_field_name("value").map_or(node.end_byte(), |v| v.start_byte());
+        let display = one_line(self.src.get(from..to).unwrap_or("")).trim_end_matches('=').trim_end().to_string();
         self.inv.slots.push(Slot {
             // `#x` and `x` pair (the private-to-public change); the symbol keeps the spelling.
             key: self.symbol(&name),
             symbol: self.symbol(raw),
-            line: line(node),
+            line: line(name_node),
             display,
             in_test: self.test_depth > 0,
             info,
