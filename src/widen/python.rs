@@ -1,9 +1,719 @@
-//! Placeholder: this language's detector is filled by the widening-scan work.
+//! Python detector: annotated class attributes (dataclasses, pydantic models, typed
+//! classes), module constants, function parameters and return types, frozen dataclasses
+//! and models, and the guards of function bodies (`assert`, `if ...: raise`).
+//!
+//! Annotations are read as type expressions (`Optional[X]`, `Union[X, None]`, `X | None`,
+//! `Literal[...]`, `Annotated[X, ...]`, `Final[X]`), whichever spelling a codebase uses, so
+//! that respelling one nullable form as another is never reported.
 
-use super::{DetectError, RawFinding, RuleDef};
+use std::collections::{BTreeMap, BTreeSet};
 
-pub const RULES: &[RuleDef] = &[];
+use tree_sitter::Node;
 
-pub fn detect(_path: &str, _before: &str, _after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    Ok(Vec::new())
+use super::ts::common::{
+    self, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding,
+    text,
+};
+use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+
+const PY: &[Language] = &[Language::Python];
+
+pub const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: "py-optional-widened",
+        languages: PY,
+        family: "optionality",
+        description: "An annotation that did not admit `None` now does (`X` to `Optional[X]` or `X | None`); a slot whose default was already `None` is not reported.",
+        severity: Severity::High,
+        message: "`{symbol}` may now be None: `{before}` became `{after}`",
+        invariant: "Code reading the value could rely on it never being None.",
+    },
+    RuleDef {
+        id: "py-literal-erased",
+        languages: PY,
+        family: "enum-erasure",
+        description: "A `Literal[...]` annotation, or an `Enum` class declared in the file, is replaced by its plain type (`str`, `int`, `bool`).",
+        severity: Severity::Medium,
+        message: "`{symbol}` accepts any value of the plain type now: `{before}` became `{after}`",
+        invariant: "The value was one of a closed set that every branch on it could handle exhaustively.",
+    },
+    RuleDef {
+        id: "py-type-erased",
+        languages: PY,
+        family: "type-erasure",
+        description: "A concrete annotation is replaced by `Any`, `typing.Any` or `object`.",
+        severity: Severity::Medium,
+        message: "`{symbol}` lost its type: `{before}` became `{after}`",
+        invariant: "Type checkers verified every use of the value against its concrete type.",
+    },
+    RuleDef {
+        id: "py-constrained-type-erased",
+        languages: PY,
+        family: "numeric-range",
+        description: "A constrained type (`conint(...)`, `PositiveInt`, `Annotated[int, Field(ge=0)]`, a `Field(ge=..., max_length=...)` bound) loses its constraint.",
+        severity: Severity::Medium,
+        message: "`{symbol}` lost a validated bound: `{before}` became `{after}`",
+        invariant: "Validation rejected values outside the bound, so code downstream never saw them.",
+    },
+    RuleDef {
+        id: "py-final-removed",
+        languages: PY,
+        family: "mutability-exposure",
+        description: "A `Final` annotation is removed from a constant or attribute.",
+        severity: Severity::Low,
+        message: "`{symbol}` may be reassigned now: `{before}` became `{after}`",
+        invariant: "The name kept its first value for the whole program, as type checkers enforced.",
+    },
+    RuleDef {
+        id: "py-frozen-dataclass-unfrozen",
+        languages: PY,
+        family: "mutability-exposure",
+        description: "A frozen dataclass, attrs class or pydantic model (`frozen=True`) becomes mutable.",
+        severity: Severity::Medium,
+        message: "instances of `{symbol}` are mutable now: `{before}` became `{after}`",
+        invariant: "Instances never changed after construction, so they could be shared, hashed and cached safely.",
+    },
+    RuleDef {
+        id: "py-assert-removed",
+        languages: PY,
+        family: "check-removed",
+        description: "An `assert` statement is removed from a function body.",
+        severity: Severity::High,
+        message: "the assertion `{before}` was removed from `{symbol}`",
+        invariant: "The asserted condition held at that point on every run that got past it.",
+    },
+    RuleDef {
+        id: "py-raise-guard-removed",
+        languages: PY,
+        family: "check-removed",
+        description: "An `if ...: raise` guard is removed from a function body.",
+        severity: Severity::High,
+        message: "the guard `{before}` was removed from `{symbol}`",
+        invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
+    },
+];
+
+/// Identifier node kinds of the Python grammar.
+const IDENTS: &[&str] = &["identifier"];
+
+/// Pydantic `Field(...)` / `constr(...)` keywords that bound a value.
+const BOUND_KEYWORDS: &[&str] = &[
+    "ge",
+    "gt",
+    "le",
+    "lt",
+    "min_length",
+    "max_length",
+    "min_items",
+    "max_items",
+    "pattern",
+    "regex",
+    "multiple_of",
+    "max_digits",
+    "decimal_places",
+];
+
+/// Constrained types and the plain type each one narrows (pydantic and annotated-types).
+const CONSTRAINED: &[(&str, &str)] = &[
+    ("PositiveInt", "int"),
+    ("NegativeInt", "int"),
+    ("NonNegativeInt", "int"),
+    ("NonPositiveInt", "int"),
+    ("PositiveFloat", "float"),
+    ("NegativeFloat", "float"),
+    ("NonNegativeFloat", "float"),
+    ("NonPositiveFloat", "float"),
+    ("conint", "int"),
+    ("confloat", "float"),
+    ("constr", "str"),
+    ("conbytes", "bytes"),
+    ("condecimal", "Decimal"),
+    ("conlist", "list"),
+    ("conset", "set"),
+];
+
+/// Metadata calls inside `Annotated[...]` that bound a value.
+const BOUND_METADATA: &[&str] =
+    &["Field", "Ge", "Gt", "Le", "Lt", "MinLen", "MaxLen", "Len", "Interval", "MultipleOf", "StringConstraints"];
+
+pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+    let b_tree = common::parse(lang.clone(), before, "old", path)?;
+    let a_tree = common::parse(lang, after, "new", path)?;
+    let b = Inventory::build(b_tree.root_node(), before);
+    let a = Inventory::build(a_tree.root_node(), after);
+
+    let mut out = Vec::new();
+    for (bs, as_) in pair_slots(&b.slots, &a.slots) {
+        out.extend(classify(bs, as_, &b).into_iter().map(|r| slot_finding(r, bs, as_)));
+    }
+    out.extend(removed_checks(&b.body, &a.body));
+    Ok(finish(out))
+}
+
+fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Vec<&'static str> {
+    let (b, a) = (&bs.info, &as_.info);
+    let mut rules = Vec::new();
+    if b.frozen && !a.frozen {
+        rules.push("py-frozen-dataclass-unfrozen");
+    }
+    if b.bounds.iter().any(|k| !a.bounds.contains(k)) {
+        rules.push("py-constrained-type-erased");
+    }
+    let (Some(bt), Some(at)) = (&b.ty, &a.ty) else {
+        return rules;
+    };
+    if bt.final_ && !at.final_ {
+        rules.push("py-final-removed");
+    }
+    rules.extend(classify_type(bt, at, b.default_none, before));
+    rules.sort();
+    rules.dedup();
+    rules
+}
+
+/// How an annotation loosened, if it did. `b_default_none`: the old slot defaulted to
+/// None, so it already admitted None.
+fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Inventory) -> Option<&'static str> {
+    if bt.key == at.key {
+        return None;
+    }
+    let core =
+        |t: &PyType| -> BTreeSet<String> { t.members.iter().filter(|m| !m.none).map(|m| m.key.clone()).collect() };
+    let (bcore, acore) = (core(bt), core(at));
+    let erased =
+        |s: &BTreeSet<String>| s.iter().any(|m| matches!(m.as_str(), "Any" | "typing.Any" | "t.Any" | "object"));
+    let b_members: Vec<&PyMember> = bt.members.iter().filter(|m| !m.none).collect();
+    let a_members: Vec<&PyMember> = at.members.iter().filter(|m| !m.none).collect();
+    if erased(&acore) && !erased(&bcore) {
+        return Some("py-type-erased");
+    }
+    if !b_members.is_empty()
+        && b_members.iter().all(|m| {
+            let plains = match &m.literal {
+                Some(kinds) => kinds.clone(),
+                None => before.enums.get(&m.key).cloned().unwrap_or_default(),
+            };
+            !plains.is_empty() && plains.iter().any(|p| acore.contains(*p))
+        })
+    {
+        return Some("py-literal-erased");
+    }
+    if !b_members.is_empty() && b_members.iter().all(|m| m.constrained.is_some_and(|plain| acore.contains(plain))) {
+        return Some("py-constrained-type-erased");
+    }
+    // A default of None already admitted None: `x: X = None` to `x: Optional[X] = None`
+    // only writes down what was true.
+    let b_none = b_default_none || bt.members.iter().any(|m| m.none);
+    let a_none = at.members.iter().any(|m| m.none);
+    let unwrapped: BTreeSet<String> = b_members.iter().map(|m| m.plain.clone()).collect();
+    let a_plain: BTreeSet<String> = a_members.iter().map(|m| m.plain.clone()).collect();
+    if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
+        return Some("py-optional-widened");
+    }
+    // The same container on both sides (`list[int]` to `list[int | None]`): compare what
+    // it holds.
+    if let ([bm], [am]) = (b_members.as_slice(), a_members.as_slice())
+        && let (Some((bh, bargs)), Some((ah, aargs))) = (generic(&bm.key), generic(&am.key))
+        && bh == ah
+        && !matches!(bh, "Literal" | "Annotated" | "Optional" | "Union" | "Final" | "ClassVar")
+    {
+        let (bargs, aargs) = (split_top(bargs, ','), split_top(aargs, ','));
+        if bargs.len() == aargs.len() {
+            return bargs.iter().zip(&aargs).find_map(|(b, a)| classify_type(&py_type(b), &py_type(a), false, before));
+        }
+    }
+    None
+}
+
+/// An annotation, read as a type expression.
+#[derive(Debug, Clone, Default)]
+struct PyType {
+    key: String,
+    final_: bool,
+    members: Vec<PyMember>,
+}
+
+#[derive(Debug, Clone)]
+struct PyMember {
+    /// Formatting-blind text.
+    key: String,
+    /// The member with `Annotated`/constraints unwrapped to its plain type.
+    plain: String,
+    none: bool,
+    /// For `Literal[...]`, the plain types of its values.
+    literal: Option<BTreeSet<&'static str>>,
+    /// For a constrained type, the plain type it narrows.
+    constrained: Option<&'static str>,
+}
+
+/// Splits `s` at top-level occurrences of `sep` (outside brackets and quotes).
+fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '(' | '{') => depth += 1,
+            (None, ']' | ')' | '}') => depth -= 1,
+            (None, c) if c == sep && depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// `Name[args]` as (`Name`'s last dotted segment, `args`).
+fn generic(s: &str) -> Option<(&str, &str)> {
+    let open = s.find('[')?;
+    let inner = s[open + 1..].strip_suffix(']')?;
+    let head = &s[..open];
+    Some((head.rsplit('.').next().unwrap_or(head), inner))
+}
+
+fn py_type(annotation: &str) -> PyType {
+    let key = compact(annotation);
+    // A forward reference (`"Optional[Node]"`) is the same type as its unquoted spelling.
+    let key = match key.strip_prefix(['"', '\'']) {
+        Some(inner) if inner.ends_with(['"', '\'']) => inner[..inner.len() - 1].to_string(),
+        _ => key,
+    };
+    let mut t = PyType { key: key.clone(), ..PyType::default() };
+    let mut body = key.as_str();
+    loop {
+        match generic(body) {
+            Some(("Final", inner)) => {
+                t.final_ = true;
+                body = inner;
+            }
+            Some(("ClassVar", inner)) => body = inner,
+            _ => break,
+        }
+    }
+    if body.rsplit('.').next() == Some("Final") {
+        // Bare `Final`: the type is inferred from the value.
+        t.final_ = true;
+        return t;
+    }
+    collect_members(body, &mut t.members);
+    t
+}
+
+fn collect_members(s: &str, out: &mut Vec<PyMember>) {
+    let parts = split_top(s, '|');
+    if parts.len() > 1 {
+        for p in parts {
+            collect_members(p, out);
+        }
+        return;
+    }
+    match generic(s) {
+        Some(("Optional", inner)) => {
+            collect_members(inner, out);
+            out.push(member("None"));
+        }
+        Some(("Union", inner)) => {
+            for p in split_top(inner, ',') {
+                collect_members(p, out);
+            }
+        }
+        _ => out.push(member(s)),
+    }
+}
+
+fn member(s: &str) -> PyMember {
+    let mut m =
+        PyMember { key: s.to_string(), plain: s.to_string(), none: s == "None", literal: None, constrained: None };
+    let head = s.split(['(', '[']).next().unwrap_or(s);
+    let head = head.rsplit('.').next().unwrap_or(head);
+    if let Some((_, plain)) = CONSTRAINED.iter().find(|(c, _)| *c == head) {
+        m.constrained = Some(plain);
+        m.plain = plain.to_string();
+    }
+    match generic(s) {
+        Some(("Literal", values)) => {
+            m.literal = Some(split_top(values, ',').into_iter().filter_map(literal_kind).collect());
+        }
+        Some(("Annotated", inner)) => {
+            let parts = split_top(inner, ',');
+            let base = member(parts[0]);
+            let bounded = parts[1..].iter().any(|meta| {
+                let name = meta.split('(').next().unwrap_or(meta);
+                let name = name.rsplit('.').next().unwrap_or(name);
+                BOUND_METADATA.contains(&name)
+                    && (name != "Field" || BOUND_KEYWORDS.iter().any(|k| meta.contains(&format!("{k}="))))
+            });
+            m.plain = base.plain.clone();
+            m.literal = base.literal;
+            m.none = base.none;
+            m.constrained = base.constrained;
+            if bounded {
+                m.constrained = CONSTRAINED
+                    .iter()
+                    .map(|(_, p)| *p)
+                    .chain(["int", "float", "str", "bytes", "Decimal", "list", "set"])
+                    .find(|p| *p == base.plain);
+            }
+        }
+        _ => {}
+    }
+    m
+}
+
+fn literal_kind(v: &str) -> Option<&'static str> {
+    let v = v.trim();
+    if v.starts_with(['"', '\'']) {
+        Some("str")
+    } else if v.starts_with(['b', 'B']) && v[1..].starts_with(['"', '\'']) {
+        Some("bytes")
+    } else if v == "True" || v == "False" {
+        Some("bool")
+    } else if v.trim_start_matches('-').parse::<i64>().is_ok() {
+        Some("int")
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct SlotInfo {
+    ty: Option<PyType>,
+    default_none: bool,
+    /// Bounding keywords of a `Field(...)` default (`ge=0`), by keyword.
+    bounds: BTreeSet<String>,
+    /// For a class slot: the class is frozen.
+    frozen: bool,
+}
+
+#[derive(Default)]
+struct Inventory {
+    slots: Vec<Slot<SlotInfo>>,
+    body: Body,
+    /// Enum classes declared in the file, with the plain types their values may have.
+    enums: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Class,
+    Function,
+}
+
+struct Walker<'s> {
+    src: &'s str,
+    inv: Inventory,
+    scope: Vec<(String, Scope)>,
+    test_depth: usize,
+}
+
+impl Inventory {
+    fn build(root: Node, src: &str) -> Inventory {
+        let mut w = Walker { src, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
+        w.visit(root, &[]);
+        w.inv
+    }
+}
+
+impl Walker<'_> {
+    fn symbol(&self, name: &str) -> String {
+        let mut parts: Vec<&str> = self.scope.iter().map(|(n, _)| n.as_str()).collect();
+        parts.push(name);
+        parts.join(".")
+    }
+
+    fn in_function(&self) -> bool {
+        self.scope.iter().any(|(_, s)| *s == Scope::Function)
+    }
+
+    fn owner(&self) -> Option<String> {
+        self.in_function().then(|| self.scope.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join("."))
+    }
+
+    fn visit_children(&mut self, node: Node) {
+        for child in named_children(node) {
+            self.visit(child, &[]);
+        }
+    }
+
+    /// Records a check of the current owner.
+    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+        let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.body.checks.push(check);
+    }
+
+    fn visit(&mut self, node: Node, decorators: &[Node]) {
+        match node.kind() {
+            "decorated_definition" => {
+                let decos: Vec<Node> = named_children(node).into_iter().filter(|c| c.kind() == "decorator").collect();
+                if let Some(def) = node.child_by_field_name("definition") {
+                    self.visit(def, &decos);
+                }
+            }
+            "class_definition" => self.class(node, decorators),
+            "function_definition" => self.function(node),
+            "call" => {
+                if let (Some(owner), Some(f)) = (self.owner(), node.child_by_field_name("function")) {
+                    self.inv.body.note_call(&owner, f, self.src);
+                }
+                self.visit_children(node);
+            }
+            "assignment" => {
+                self.assignment(node);
+                self.visit_children(node);
+            }
+            "assert_statement" => {
+                if let (Some(owner), Some(cond)) = (self.owner(), node.named_child(0)) {
+                    self.push_check("py-assert-removed", &owner, cond, one_line(text(node, self.src)));
+                }
+                self.visit_children(node);
+            }
+            "if_statement" | "elif_clause" => {
+                self.raise_guard(node);
+                self.visit_children(node);
+            }
+            _ => self.visit_children(node),
+        }
+    }
+
+    fn class(&mut self, node: Node, decorators: &[Node]) {
+        let Some(name) = node.child_by_field_name("name").map(|n| text(n, self.src).to_string()) else {
+            return;
+        };
+        let symbol = self.symbol(&name);
+        let bases = node.child_by_field_name("superclasses").map(|s| compact(text(s, self.src))).unwrap_or_default();
+        let enum_kinds: Option<BTreeSet<&'static str>> = split_top(bases.trim_matches(['(', ')']), ',')
+            .into_iter()
+            .map(|b| b.rsplit('.').next().unwrap_or(b))
+            .find_map(|b| match b {
+                "StrEnum" => Some(BTreeSet::from(["str"])),
+                "IntEnum" | "IntFlag" => Some(BTreeSet::from(["int"])),
+                "Enum" | "Flag" => Some(BTreeSet::from(["str", "int"])),
+                _ => None,
+            });
+        if let Some(kinds) = enum_kinds {
+            self.inv.enums.insert(name.clone(), kinds);
+        }
+        // Frozen by decorator (`@dataclass(frozen=True)`, `@attrs.frozen`) or by pydantic
+        // configuration (`model_config = ConfigDict(frozen=True)`).
+        let mut frozen_by: Option<Node> = decorators.iter().copied().find(|d| {
+            let t = compact(text(*d, self.src));
+            let head = t.trim_start_matches('@').split('(').next().unwrap_or("").to_string();
+            t.contains("frozen=True") || head.rsplit('.').next() == Some("frozen")
+        });
+        let body = node.child_by_field_name("body");
+        if frozen_by.is_none()
+            && let Some(body) = body
+        {
+            frozen_by = named_children(body).into_iter().filter_map(|s| s.named_child(0)).find(|a| {
+                a.kind() == "assignment"
+                    && a.child_by_field_name("left").is_some_and(|l| text(l, self.src) == "model_config")
+                    && compact(text(*a, self.src)).contains("frozen=True")
+            });
+        }
+        let shown = frozen_by
+            .or_else(|| decorators.first().copied())
+            .map(|d| one_line(text(d, self.src)))
+            .unwrap_or_else(|| format!("class {name}"));
+        self.inv.slots.push(Slot {
+            key: format!("class {symbol}"),
+            symbol: symbol.clone(),
+            line: line(node),
+            display: shown,
+            in_test: self.test_depth > 0,
+            info: SlotInfo { frozen: frozen_by.is_some(), ..SlotInfo::default() },
+        });
+        let is_test = name.starts_with("Test");
+        self.test_depth += usize::from(is_test);
+        self.scope.push((name, Scope::Class));
+        if let Some(body) = body {
+            self.visit_children(body);
+        }
+        self.scope.pop();
+        self.test_depth -= usize::from(is_test);
+    }
+
+    fn function(&mut self, node: Node) {
+        let Some(name) = node.child_by_field_name("name").map(|n| text(n, self.src).to_string()) else {
+            return;
+        };
+        let symbol = self.symbol(&name);
+        self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
+        let is_test = name.starts_with("test");
+        self.test_depth += usize::from(is_test);
+        if let Some(params) = node.child_by_field_name("parameters") {
+            for p in named_children(params) {
+                self.parameter(&symbol, p);
+            }
+        }
+        if let Some(ret) = node.child_by_field_name("return_type") {
+            self.inv.slots.push(Slot {
+                key: format!("{symbol}->"),
+                symbol: symbol.clone(),
+                line: line(ret),
+                display: format!("-> {}", one_line(text(ret, self.src))),
+                in_test: self.test_depth > 0,
+                info: SlotInfo { ty: Some(py_type(text(ret, self.src))), ..SlotInfo::default() },
+            });
+        }
+        self.scope.push((name, Scope::Function));
+        if let Some(body) = node.child_by_field_name("body") {
+            self.visit_children(body);
+        }
+        self.scope.pop();
+        self.test_depth -= usize::from(is_test);
+    }
+
+    fn parameter(&mut self, symbol: &str, p: Node) {
+        let (name, ty, default) = match p.kind() {
+            "typed_parameter" => {
+                (named_children(p).into_iter().find(|c| c.kind() == "identifier"), p.child_by_field_name("type"), None)
+            }
+            "typed_default_parameter" => {
+                (p.child_by_field_name("name"), p.child_by_field_name("type"), p.child_by_field_name("value"))
+            }
+            _ => return,
+        };
+        let (Some(name), Some(ty)) = (name, ty) else {
+            return;
+        };
+        let info = self.slot_info(ty, default);
+        self.inv.slots.push(Slot {
+            key: format!("{symbol}({})", text(name, self.src)),
+            symbol: symbol.to_string(),
+            line: line(p),
+            display: one_line(text(p, self.src)),
+            in_test: self.test_depth > 0,
+            info,
+        });
+    }
+
+    /// `name: T` or `name: T = value` in a class body or at module level.
+    fn assignment(&mut self, node: Node) {
+        if self.in_function() {
+            return;
+        }
+        let (Some(left), Some(ty)) = (node.child_by_field_name("left"), node.child_by_field_name("type")) else {
+            return;
+        };
+        if left.kind() != "identifier" {
+            return;
+        }
+        let name = text(left, self.src);
+        let info = self.slot_info(ty, node.child_by_field_name("right"));
+        self.inv.slots.push(Slot {
+            key: self.symbol(name),
+            symbol: self.symbol(name),
+            line: line(node),
+            display: one_line(text(node, self.src)),
+            in_test: self.test_depth > 0,
+            info,
+        });
+    }
+
+    fn slot_info(&self, ty: Node, default: Option<Node>) -> SlotInfo {
+        let mut info = SlotInfo {
+            ty: Some(py_type(text(ty, self.src))),
+            default_none: default.is_some_and(|d| d.kind() == "none"),
+            ..SlotInfo::default()
+        };
+        // `Field(...)` (pydantic) and `field(...)` (dataclasses): bounds, and a default
+        // of None given as `default=None` or as pydantic's first positional argument.
+        let callee = default
+            .filter(|d| d.kind() == "call")
+            .and_then(|d| Some((d.child_by_field_name("function")?, d.child_by_field_name("arguments")?)));
+        if let Some((f, args)) = callee {
+            let name = text(f, self.src).rsplit('.').next().unwrap_or("");
+            if name != "Field" && name != "field" {
+                return info;
+            }
+            for (i, arg) in named_children(args).into_iter().enumerate() {
+                if arg.kind() != "keyword_argument" {
+                    info.default_none |= i == 0 && name == "Field" && arg.kind() == "none";
+                    continue;
+                }
+                let key = arg.child_by_field_name("name").map(|k| text(k, self.src)).unwrap_or("");
+                if name == "Field" && BOUND_KEYWORDS.contains(&key) {
+                    info.bounds.insert(key.to_string());
+                }
+                if key == "default" && arg.child_by_field_name("value").is_some_and(|v| v.kind() == "none") {
+                    info.default_none = true;
+                }
+            }
+        }
+        info
+    }
+
+    /// `if cond: raise ...` (also in an `elif`).
+    fn raise_guard(&mut self, node: Node) {
+        let (Some(owner), Some(cond), Some(cons)) =
+            (self.owner(), node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
+        else {
+            return;
+        };
+        self.inv.body.note_condition(&owner, cond, self.src);
+        let Some(raise) = named_children(cons).into_iter().find(|s| s.kind() == "raise_statement") else {
+            return;
+        };
+        let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
+        self.push_check("py-raise-guard-removed", &owner, cond, display);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixtures_match_expected() {
+        let n = common::fixtures::check_all(RULES, detect, &["py", "pyi"]);
+        assert!(n >= 2 * RULES.len());
+    }
+
+    #[test]
+    fn damaged_input_never_panics() {
+        common::fixtures::survives_damage(RULES, detect, &["py", "pyi"]);
+    }
+
+    #[test]
+    fn syntax_error_is_a_detect_error() {
+        let err = detect("a.py", "def f(:\n", "x = 1\n").unwrap_err();
+        assert!(err.0.contains("old version"), "{err}");
+    }
+
+    #[test]
+    fn asserts_in_test_functions_are_marked() {
+        let before = "def test_limit():\n    q = Query()\n    assert q.limit == 10\n";
+        let after = "def test_limit():\n    q = Query()\n";
+        let got = detect("a.py", before, after).unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].symbol, "test_limit");
+        assert!(got[0].in_test);
+    }
+
+    #[test]
+    fn methods_of_test_classes_are_test_code() {
+        let before = "class TestQuery:\n    def check(self):\n        assert self.q.limit > 0\n";
+        let after = "class TestQuery:\n    def check(self):\n        pass\n";
+        let got = detect("a.py", before, after).unwrap();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].symbol, "TestQuery.check");
+        assert!(got[0].in_test);
+        let plain = detect("a.py", &before.replace("TestQuery", "Query"), &after.replace("TestQuery", "Query"));
+        assert!(!plain.unwrap()[0].in_test);
+    }
+
+    #[test]
+    fn every_nullable_spelling_is_nullable() {
+        for t in ["Optional[int]", "int | None", "Union[int, None]", "typing.Optional[int]", "None | int"] {
+            let parsed = py_type(t);
+            assert!(parsed.members.iter().any(|m| m.none), "{t}");
+            assert!(parsed.members.iter().any(|m| m.key == "int"), "{t}");
+        }
+    }
 }

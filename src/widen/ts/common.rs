@@ -1,0 +1,486 @@
+//! Machinery shared by the TypeScript/JavaScript, Python and Go detectors: parsing with
+//! tree-sitter (a tree with errors is a `DetectError`), one-line source text, and the
+//! comparison of two constraint inventories (typed slots paired by key, checks matched by
+//! condition so that a reworded or moved check is not reported as removed).
+//!
+//! It lives under `ts/` only because the language modules may not add modules to
+//! `widen/mod.rs`; Python and Go reach it as `super::ts::common`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::{Node, Parser, Tree};
+
+use crate::widen::{DetectError, RawFinding};
+
+/// Parses one version of a file; a tree with syntax errors is refused, so a half-parsed
+/// file never yields findings built on a guess.
+pub(in crate::widen) fn parse(
+    lang: tree_sitter::Language,
+    src: &str,
+    which: &str,
+    path: &str,
+) -> Result<Tree, DetectError> {
+    let mut parser = Parser::new();
+    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
+    let tree = parser
+        .parse(src, None)
+        .ok_or_else(|| DetectError(format!("{path}: the {which} version could not be parsed")))?;
+    let root = tree.root_node();
+    if root.has_error() {
+        let line = first_error_line(root).unwrap_or(1);
+        return Err(DetectError(format!("{path}: the {which} version does not parse (syntax error near line {line})")));
+    }
+    Ok(tree)
+}
+
+fn first_error_line(node: Node) -> Option<u32> {
+    if node.is_error() || node.is_missing() {
+        return Some(line(node));
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.has_error()
+            && let Some(l) = first_error_line(child)
+        {
+            return Some(l);
+        }
+    }
+    None
+}
+
+/// The source text of a node.
+pub(in crate::widen) fn text<'s>(node: Node, src: &'s str) -> &'s str {
+    src.get(node.byte_range()).unwrap_or("")
+}
+
+/// 1-based line of a node's first byte.
+pub(in crate::widen) fn line(node: Node) -> u32 {
+    u32::try_from(node.start_position().row + 1).unwrap_or(u32::MAX)
+}
+
+/// Source text on one line: whitespace runs collapsed, trailing `;`/`,` dropped.
+pub(in crate::widen) fn one_line(s: &str) -> String {
+    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    joined.trim_end_matches([';', ',']).trim_end().to_string()
+}
+
+/// Text with every whitespace character removed: the formatting-blind comparison key.
+pub(in crate::widen) fn compact(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Named children of a node, in order.
+pub(in crate::widen) fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// All children of a node (named or not), in order.
+pub(in crate::widen) fn children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).collect()
+}
+
+/// Unwraps `( expr )` so that `if ((x))` and `if x` compare equal.
+pub(in crate::widen) fn strip_parens(mut node: Node) -> Node {
+    while node.kind() == "parenthesized_expression" && node.named_child_count() == 1 {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+/// A typed declaration slot (a field, a parameter, a return type, a type alias): one
+/// constraint whose old and new versions are compared when the same `key` exists in both.
+#[derive(Debug, Clone)]
+pub(in crate::widen) struct Slot<T> {
+    /// Identity within one version: owner symbol plus member (`Query.limit`, `f(x)`).
+    pub key: String,
+    /// The symbol a finding names.
+    pub symbol: String,
+    pub line: u32,
+    /// The declaration as a reader sees it, on one line.
+    pub display: String,
+    pub in_test: bool,
+    pub info: T,
+}
+
+/// Pairs the slots present in both versions; a key declared twice in one version is
+/// ambiguous (overloads, redeclarations) and left out rather than guessed.
+pub(in crate::widen) fn pair_slots<'a, T>(
+    before: &'a [Slot<T>],
+    after: &'a [Slot<T>],
+) -> Vec<(&'a Slot<T>, &'a Slot<T>)> {
+    let index = |slots: &'a [Slot<T>]| {
+        let mut map: BTreeMap<&'a str, Option<&'a Slot<T>>> = BTreeMap::new();
+        for slot in slots {
+            map.entry(slot.key.as_str()).and_modify(|v| *v = None).or_insert(Some(slot));
+        }
+        map
+    };
+    let b = index(before);
+    let a = index(after);
+    b.iter().filter_map(|(key, slot)| Some(((*slot)?, (*a.get(key)?)?))).collect()
+}
+
+/// A finding for a slot that loosened between the two versions.
+pub(in crate::widen) fn slot_finding<T>(rule: &'static str, before: &Slot<T>, after: &Slot<T>) -> RawFinding {
+    RawFinding {
+        line: after.line,
+        rule,
+        symbol: after.symbol.clone(),
+        before: before.display.clone(),
+        after: after.display.clone(),
+        in_test: after.in_test,
+    }
+}
+
+/// A runtime check inside a function body (a guard that throws/raises/returns an error,
+/// an assertion, a panic).
+#[derive(Debug, Clone)]
+pub(in crate::widen) struct Check {
+    pub rule: &'static str,
+    /// The owning function's symbol.
+    pub owner: String,
+    /// The condition, formatting-blind: equal keys are the same check.
+    pub key: String,
+    /// The condition with identifiers numbered by first appearance, so that a check moved
+    /// into a helper whose parameter has another name still matches.
+    pub shape: String,
+    /// The identifiers the condition reads: a reworded check reads the same ones.
+    pub idents: BTreeSet<String>,
+    /// The alternatives of a condition `a || b` (`a or b`), formatting-blind; empty when
+    /// the condition is not a disjunction.
+    pub disjuncts: Vec<String>,
+    pub display: String,
+    pub in_test: bool,
+}
+
+impl Check {
+    /// Builds a check from its condition node; `ident_kinds` are the grammar's identifier
+    /// node kinds.
+    pub(in crate::widen) fn new(
+        rule: &'static str,
+        owner: &str,
+        cond: Node,
+        src: &str,
+        display: String,
+        in_test: bool,
+        ident_kinds: &[&str],
+    ) -> Check {
+        let cond = strip_parens(cond);
+        let mut shape = String::new();
+        let mut idents = BTreeSet::new();
+        let mut numbering: BTreeMap<String, usize> = BTreeMap::new();
+        leaves(cond, &mut |leaf| {
+            let t = text(leaf, src);
+            if ident_kinds.contains(&leaf.kind()) {
+                idents.insert(t.to_string());
+                let next = numbering.len();
+                let n = *numbering.entry(t.to_string()).or_insert(next);
+                shape.push_str(&format!("${n}"));
+            } else {
+                shape.push_str(&compact(t));
+            }
+        });
+        let mut disjuncts = Vec::new();
+        collect_disjuncts(cond, src, &mut disjuncts);
+        if disjuncts.len() < 2 {
+            disjuncts.clear();
+        }
+        Check {
+            rule,
+            owner: owner.to_string(),
+            key: compact(text(cond, src)),
+            shape,
+            idents,
+            disjuncts,
+            display,
+            in_test,
+        }
+    }
+}
+
+/// Whether `after` keeps only some of the alternatives of `before`'s condition
+/// (`a || b` to `a`): a weakened check, not a reworded one.
+fn drops_alternatives(before: &Check, after: &Check) -> bool {
+    let kept: Vec<&String> =
+        if after.disjuncts.is_empty() { vec![&after.key] } else { after.disjuncts.iter().collect() };
+    !before.disjuncts.is_empty()
+        && kept.len() < before.disjuncts.len()
+        && kept.iter().all(|k| before.disjuncts.contains(k))
+}
+
+/// `a || b || c` (`a or b or c`) as its alternatives.
+fn collect_disjuncts(node: Node, src: &str, out: &mut Vec<String>) {
+    let node = strip_parens(node);
+    let op = node.child_by_field_name("operator").map(|o| text(o, src));
+    if matches!(node.kind(), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
+        for side in ["left", "right"] {
+            if let Some(n) = node.child_by_field_name(side) {
+                collect_disjuncts(n, src, out);
+            }
+        }
+    } else {
+        out.push(compact(text(node, src)));
+    }
+}
+
+fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
+    // A string literal is one token, whatever the grammar splits it into.
+    if node.child_count() == 0
+        || matches!(node.kind(), "string" | "interpreted_string_literal" | "raw_string_literal" | "template_string")
+    {
+        f(node);
+        return;
+    }
+    for child in children(node) {
+        leaves(child, f);
+    }
+}
+
+/// The checks of one version of a file, by owning function.
+#[derive(Debug, Default)]
+pub(in crate::widen) struct Body {
+    pub checks: Vec<Check>,
+    /// Every function-like owner of checks, with its line.
+    pub owners: BTreeMap<String, u32>,
+    /// Every `if` condition, by owner, formatting-blind: a guard whose condition still
+    /// guards something in the same function was reworked (another error, a log and a
+    /// return), not removed.
+    pub conditions: BTreeSet<(String, String)>,
+    /// Every call by owner, as (owner, callee's last name segment): a guard replaced by a
+    /// new call to a checking helper of the same file moved, it did not vanish.
+    pub calls: BTreeSet<(String, String)>,
+}
+
+impl Body {
+    /// Records that `owner` calls `callee` (`this.#check`, `pkg.Validate`, `validate`).
+    pub(in crate::widen) fn note_call(&mut self, owner: &str, callee: Node, src: &str) {
+        let t = compact(text(callee, src));
+        let last = t.rsplit('.').next().unwrap_or(&t);
+        if !last.is_empty() {
+            self.calls.insert((owner.to_string(), last.to_string()));
+        }
+    }
+
+    /// Whether `owner` newly calls (compared with `before`) a function of this version
+    /// that holds checks.
+    fn calls_new_checking_helper(&self, before: &Body, owner: &str) -> bool {
+        let helpers: BTreeSet<&str> =
+            self.checks.iter().map(|c| c.owner.rsplit('.').next().unwrap_or(&c.owner)).collect();
+        self.calls.range((owner.to_string(), String::new())..).take_while(|(o, _)| o == owner).any(|(o, callee)| {
+            helpers.contains(callee.as_str()) && !before.calls.contains(&(o.clone(), callee.clone()))
+        })
+    }
+
+    pub(in crate::widen) fn note_condition(&mut self, owner: &str, cond: Node, src: &str) {
+        let key = compact(text(strip_parens(cond), src));
+        self.conditions.insert((owner.to_string(), key));
+    }
+}
+
+/// Two conditions this alike (character-level similarity ratio) in the same function are
+/// one check reworded: `!inSlice(v, cmd.Valid)` to `!inSlice(v, valid)`.
+const REWORDED_RATIO: f32 = 0.75;
+
+/// The checks of `before` that are gone from `after`. A check is not reported when its
+/// owner is gone (a deleted or renamed function: the whole declaration went), when the
+/// same owner still has the same condition (a new message, another error), when the owner
+/// has a new check reading at least the identifiers the old one read or a nearly identical
+/// condition (reworded, extended), when a new check elsewhere in the file has the same
+/// condition, or the same shape in a function that is new (moved into a helper whose
+/// parameter has another name), or when the owner newly calls a function of the file that
+/// holds checks (replaced by a checking helper). The finding's line is the owner's line in
+/// the new version.
+pub(in crate::widen) fn removed_checks(before: &Body, after: &Body) -> Vec<RawFinding> {
+    let (b_checks, a_checks) = (&before.checks, &after.checks);
+    let mut after_used = vec![false; a_checks.len()];
+    let mut before_done = vec![false; b_checks.len()];
+    // Same owner, same condition.
+    for (i, b) in b_checks.iter().enumerate() {
+        if let Some(j) =
+            (0..a_checks.len()).find(|&j| !after_used[j] && a_checks[j].owner == b.owner && a_checks[j].key == b.key)
+        {
+            after_used[j] = true;
+            before_done[i] = true;
+        } else if after.conditions.contains(&(b.owner.clone(), b.key.clone()))
+            || (!b.disjuncts.is_empty()
+                && b.disjuncts.iter().all(|d| after.conditions.contains(&(b.owner.clone(), d.clone()))))
+        {
+            // The condition still guards something, whole or split into its alternatives.
+            before_done[i] = true;
+        }
+    }
+    // Same owner, reworded: a new check reading the same identifiers, or nearly the same.
+    for (i, b) in b_checks.iter().enumerate() {
+        if before_done[i] {
+            continue;
+        }
+        if let Some(j) = (0..a_checks.len()).find(|&j| {
+            let a = &a_checks[j];
+            !after_used[j]
+                && a.owner == b.owner
+                && !drops_alternatives(b, a)
+                && ((!b.idents.is_empty() && b.idents.is_subset(&a.idents))
+                    || similar::TextDiff::from_chars(b.key.as_str(), a.key.as_str()).ratio() >= REWORDED_RATIO)
+        }) {
+            after_used[j] = true;
+            before_done[i] = true;
+        }
+    }
+    // Moved elsewhere in the file: a new check with the same condition, or with the same
+    // shape in a function that did not exist before (a helper).
+    for (i, b) in b_checks.iter().enumerate() {
+        if before_done[i] {
+            continue;
+        }
+        if let Some(j) = (0..a_checks.len()).find(|&j| {
+            !after_used[j]
+                && (a_checks[j].key == b.key
+                    || (a_checks[j].shape == b.shape && !before.owners.contains_key(&a_checks[j].owner)))
+        }) {
+            after_used[j] = true;
+            before_done[i] = true;
+        }
+    }
+    b_checks
+        .iter()
+        .zip(before_done)
+        .filter(|(_, done)| !done)
+        .filter(|(b, _)| !after.calls_new_checking_helper(before, &b.owner))
+        .filter_map(|(b, _)| {
+            let line = *after.owners.get(&b.owner)?;
+            Some(RawFinding {
+                line,
+                rule: b.rule,
+                symbol: b.owner.clone(),
+                before: b.display.clone(),
+                after: String::new(),
+                in_test: b.in_test,
+            })
+        })
+        .collect()
+}
+
+/// Sorts findings the way every consumer expects them: by line, rule, symbol.
+pub(in crate::widen) fn finish(mut findings: Vec<RawFinding>) -> Vec<RawFinding> {
+    findings.sort();
+    findings.dedup();
+    findings
+}
+
+#[cfg(test)]
+pub(in crate::widen) mod fixtures {
+    //! Runs a language's fixtures (`fixtures/<rule-id>/<case>/`) through its `detect` and
+    //! compares with `expected.json`, until the engine's harness covers them.
+
+    use std::path::Path;
+
+    use crate::widen::{RawFinding, RuleDef};
+
+    type Detect = fn(&str, &str, &str) -> Result<Vec<RawFinding>, crate::widen::DetectError>;
+
+    /// Checks every case of every rule in `rules` (files with an extension in `exts`);
+    /// returns the number of cases checked.
+    pub fn check_all(rules: &[RuleDef], detect: Detect, exts: &[&str]) -> usize {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        for rule in rules {
+            let dir = root.join(rule.id);
+            let mut cases: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.unwrap().path())
+                .collect();
+            cases.sort();
+            let (mut fires, mut quiet) = (0, 0);
+            for case in cases {
+                let name = case.file_name().unwrap().to_string_lossy().to_string();
+                let (before, after, ext) = read_pair(&case, exts);
+                let path = std::fs::read_to_string(case.join("path.txt"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| format!("src/fixture.{ext}"));
+                let got = detect(&path, &before, &after).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+                assert!(
+                    got.iter().all(|f| !f.in_test),
+                    "{}: fixtures avoid test code (the engine's policy decides it)",
+                    case.display()
+                );
+                let got: Vec<serde_json::Value> = got
+                    .iter()
+                    .map(|f| {
+                        serde_json::json!({"rule": f.rule, "symbol": f.symbol, "line": f.line,
+                            "before": f.before, "after": f.after})
+                    })
+                    .collect();
+                let expected: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(case.join("expected.json")).unwrap()).unwrap();
+                let expected = expected["findings"].as_array().unwrap().clone();
+                if got != expected {
+                    failures.push(format!(
+                        "{}:\n  expected {}\n  got      {}",
+                        case.display(),
+                        serde_json::Value::Array(expected.clone()),
+                        serde_json::Value::Array(got.clone())
+                    ));
+                }
+                let own = expected.iter().any(|f| f["rule"] == rule.id);
+                if name.starts_with("fires") {
+                    if !own {
+                        failures.push(format!("{}: a `fires` case must fire its rule", case.display()));
+                    }
+                    fires += 1;
+                } else {
+                    if own {
+                        failures.push(format!("{}: a near-miss must not fire its rule", case.display()));
+                    }
+                    quiet += 1;
+                }
+                checked += 1;
+            }
+            assert!(fires > 0 && quiet > 0, "{}: needs a fires and a near-miss case", rule.id);
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        checked
+    }
+
+    /// Feeds every fixture's old version against damaged copies of its new version (a
+    /// window of bytes cut at many points): the detector must answer, never panic.
+    pub fn survives_damage(rules: &[RuleDef], detect: Detect, exts: &[&str]) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        for rule in rules {
+            for case in std::fs::read_dir(root.join(rule.id)).unwrap() {
+                let case = case.unwrap().path();
+                let (before, after, ext) = read_pair(&case, exts);
+                let path = format!("src/fixture.{ext}");
+                let step = (after.len() / 12).max(1);
+                for start in (0..after.len()).step_by(step) {
+                    for width in [5] {
+                        let end = (start + width).min(after.len());
+                        let (Some(head), Some(tail)) = (after.get(..start), after.get(end..)) else {
+                            continue;
+                        };
+                        let damaged = format!("{head}{tail}");
+                        let _ = detect(&path, &before, &damaged);
+                        let _ = detect(&path, &damaged, &before);
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_pair(case: &Path, exts: &[&str]) -> (String, String, String) {
+        for ext in exts {
+            let b = case.join(format!("before.{ext}"));
+            let a = case.join(format!("after.{ext}"));
+            if b.exists() || a.exists() {
+                let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+                return (read(&b), read(&a), ext.to_string());
+            }
+        }
+        panic!("{}: no before/after file with extension {exts:?}", case.display());
+    }
+}

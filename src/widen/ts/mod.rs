@@ -1,0 +1,711 @@
+//! TypeScript and JavaScript detector: the typed members of interfaces, type literals,
+//! type aliases and classes, function parameters and return types (TypeScript only), and
+//! the guards of function bodies (`if (...) throw`, `invariant(...)`, `assert(...)`) in
+//! both languages. `.ts`/`.mts`/`.cts` use the TypeScript grammar, `.tsx` the TSX
+//! grammar, `.js`/`.jsx`/`.mjs`/`.cjs` the JavaScript grammar.
+
+pub(in crate::widen) mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::Node;
+
+use self::common::{
+    Body, Check, Slot, children, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
+};
+use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+
+const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
+const TS: &[Language] = &[Language::Typescript];
+
+pub const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: "ts-nullable-widened",
+        languages: TS,
+        family: "optionality",
+        description: "A property, parameter or return type gains `null` or `undefined` in its union (`T` to `T | null`).",
+        severity: Severity::High,
+        message: "`{symbol}` may now be null or undefined: `{before}` became `{after}`",
+        invariant: "Readers of the value could rely on it always being present.",
+    },
+    RuleDef {
+        id: "ts-property-made-optional",
+        languages: TS,
+        family: "optionality",
+        description: "A required property or parameter is made optional (`name: T` to `name?: T`).",
+        severity: Severity::High,
+        message: "`{symbol}` is no longer required: `{before}` became `{after}`",
+        invariant: "Every object or call had to supply the value, so code reading it never saw it missing.",
+    },
+    RuleDef {
+        id: "ts-literal-union-erased",
+        languages: TS,
+        family: "enum-erasure",
+        description: "A union of literal types (or an alias of one) is replaced by `string`, `number` or `boolean`.",
+        severity: Severity::Medium,
+        message: "`{symbol}` accepts any value of the primitive type now: `{before}` became `{after}`",
+        invariant: "The value was one of a closed set of literals that switch statements and lookups could handle exhaustively.",
+    },
+    RuleDef {
+        id: "ts-enum-erased",
+        languages: TS,
+        family: "enum-erasure",
+        description: "A property or parameter typed by an enum declared in the file becomes `string` or `number`.",
+        severity: Severity::Medium,
+        message: "`{symbol}` is no longer restricted to the enum's members: `{before}` became `{after}`",
+        invariant: "The value was one of the enum's members, so every consumer could handle each case.",
+    },
+    RuleDef {
+        id: "ts-type-erased",
+        languages: TS,
+        family: "type-erasure",
+        description: "A concrete type is replaced by `any`, `unknown`, `object`, `Object` or `{}`.",
+        severity: Severity::Medium,
+        message: "`{symbol}` lost its type: `{before}` became `{after}`",
+        invariant: "The compiler checked every use of the value against its concrete shape.",
+    },
+    RuleDef {
+        id: "ts-readonly-removed",
+        languages: TS,
+        family: "mutability-exposure",
+        description: "A `readonly` modifier, `readonly T[]`, `ReadonlyArray`, `ReadonlyMap`, `ReadonlySet` or `Readonly<T>` is removed.",
+        severity: Severity::Medium,
+        message: "`{symbol}` can be mutated now: `{before}` became `{after}`",
+        invariant: "Nobody could reassign or mutate the value after construction, so holders could share it safely.",
+    },
+    RuleDef {
+        id: "ts-private-made-public",
+        languages: BOTH,
+        family: "mutability-exposure",
+        description: "A `private`/`protected`/`#` class member is made public.",
+        severity: Severity::Low,
+        message: "`{symbol}` is exposed outside its class now: `{before}` became `{after}`",
+        invariant: "Only the class itself could read or write the member, so its methods kept it consistent.",
+    },
+    RuleDef {
+        id: "ts-throw-guard-removed",
+        languages: BOTH,
+        family: "check-removed",
+        description: "An `if (...) throw` guard is removed from a function body.",
+        severity: Severity::High,
+        message: "the guard `{before}` was removed from `{symbol}`",
+        invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
+    },
+    RuleDef {
+        id: "ts-invariant-removed",
+        languages: BOTH,
+        family: "check-removed",
+        description: "An `invariant(...)`, `assert(...)`, `assert.*(...)` or `console.assert(...)` call is removed from a function body.",
+        severity: Severity::High,
+        message: "the assertion `{before}` was removed from `{symbol}`",
+        invariant: "The asserted condition held at that point on every run that got past it.",
+    },
+];
+
+/// Identifier node kinds of the TypeScript and JavaScript grammars.
+const IDENTS: &[&str] =
+    &["identifier", "property_identifier", "private_property_identifier", "shorthand_property_identifier", "this"];
+
+/// Test-framework calls whose callback is test code (mocha, jest, vitest, node:test).
+const TEST_CALLS: &[&str] = &[
+    "describe",
+    "it",
+    "test",
+    "suite",
+    "context",
+    "beforeEach",
+    "afterEach",
+    "beforeAll",
+    "afterAll",
+    "before",
+    "after",
+];
+
+/// Calls that assert their first argument.
+const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
+
+pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    let lang: tree_sitter::Language = match Language::for_path(path) {
+        Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
+        _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+    };
+    let b_tree = common::parse(lang.clone(), before, "old", path)?;
+    let a_tree = common::parse(lang, after, "new", path)?;
+    let b = Inventory::build(b_tree.root_node(), before);
+    let a = Inventory::build(a_tree.root_node(), after);
+
+    let mut out = Vec::new();
+    for (bs, as_) in pair_slots(&b.slots, &a.slots) {
+        if bs.info.private && !as_.info.private {
+            out.push(slot_finding("ts-private-made-public", bs, as_));
+        }
+        if bs.info.readonly && !as_.info.readonly {
+            out.push(slot_finding("ts-readonly-removed", bs, as_));
+        }
+        if !bs.info.optional && as_.info.optional {
+            out.push(slot_finding("ts-property-made-optional", bs, as_));
+        }
+        if let (Some(bt), Some(at)) = (&bs.info.ty, &as_.info.ty)
+            && let Some(rule) = classify(bt, at, bs.info.optional, &b)
+        {
+            out.push(slot_finding(rule, bs, as_));
+        }
+    }
+    out.extend(removed_checks(&b.body, &a.body));
+    Ok(finish(out))
+}
+
+/// How a type annotation changed, or `None` when it did not loosen.
+/// `b_optional`: the old slot was optional, so it already admitted `undefined`.
+fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Option<&'static str> {
+    if b.key == a.key {
+        return None;
+    }
+    let core =
+        |t: &TsType| -> BTreeSet<String> { t.members.iter().filter(|m| !m.nullish).map(|m| m.key.clone()).collect() };
+    let (bcore, acore) = (core(b), core(a));
+    let erased = |set: &BTreeSet<String>| {
+        set.iter().any(|m| matches!(m.as_str(), "any" | "unknown" | "object" | "Object" | "{}"))
+    };
+    if erased(&acore) && !erased(&bcore) {
+        return Some("ts-type-erased");
+    }
+    let b_core_members: Vec<&Member> = b.members.iter().filter(|m| !m.nullish).collect();
+    // Every literal kind of the old union is covered by its primitive in the new type.
+    let literal_primitives: Option<BTreeSet<&str>> =
+        b_core_members.iter().map(|m| m.literal).collect::<Option<BTreeSet<&str>>>().or_else(|| {
+            match b_core_members.as_slice() {
+                [only] => before.literal_aliases.get(&only.key).cloned(),
+                _ => None,
+            }
+        });
+    if let Some(prims) = literal_primitives
+        && !prims.is_empty()
+        && prims.iter().all(|p| acore.contains(*p))
+    {
+        return Some("ts-literal-union-erased");
+    }
+    if let [only] = b_core_members.as_slice()
+        && before.enums.contains(&only.key)
+        && (acore.contains("string") || acore.contains("number"))
+    {
+        return Some("ts-enum-erased");
+    }
+    if let [only] = b_core_members.as_slice()
+        && let Some(mutable) = strip_readonly(&only.text)
+        && acore.len() == 1
+        && mutable.iter().any(|m| acore.contains(&compact(m)))
+    {
+        return Some("ts-readonly-removed");
+    }
+    // A type that already admitted absence (a nullish member, or `?`) does not widen by
+    // spelling it differently.
+    let b_null = b_optional || b.members.iter().any(|m| m.nullish);
+    let a_null = a.members.iter().any(|m| m.nullish);
+    if !b_null && a_null && !bcore.is_empty() && bcore.is_subset(&acore) {
+        return Some("ts-nullable-widened");
+    }
+    // The same container on both sides: compare what it holds.
+    let a_core_members: Vec<&Member> = a.members.iter().filter(|m| !m.nullish).collect();
+    if let ([bm], [am]) = (b_core_members.as_slice(), a_core_members.as_slice())
+        && let (Some((bh, bargs)), Some((ah, aargs))) = (&bm.args, &am.args)
+        && bh == ah
+        && bargs.len() == aargs.len()
+    {
+        return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
+    }
+    None
+}
+
+/// The mutable spellings of a read-only type, or `None` when the type is not read-only.
+fn strip_readonly(t: &str) -> Option<Vec<String>> {
+    if let Some(rest) = t.strip_prefix("readonly ") {
+        let rest = rest.trim();
+        let mut out = vec![rest.to_string()];
+        if let Some(elem) = rest.strip_suffix("[]") {
+            out.push(format!("Array<{elem}>"));
+        }
+        return Some(out);
+    }
+    let generic =
+        |prefix: &str| t.strip_prefix(prefix).and_then(|r| r.strip_suffix('>')).map(|inner| inner.trim().to_string());
+    if let Some(inner) = generic("ReadonlyArray<") {
+        return Some(vec![format!("{inner}[]"), format!("Array<{inner}>")]);
+    }
+    if let Some(inner) = generic("Readonly<") {
+        return Some(vec![inner]);
+    }
+    for (ro, rw) in [("ReadonlyMap<", "Map"), ("ReadonlySet<", "Set")] {
+        if let Some(inner) = generic(ro) {
+            return Some(vec![format!("{rw}<{inner}>")]);
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone)]
+struct TsType {
+    /// The whole type, formatting-blind.
+    key: String,
+    members: Vec<Member>,
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    /// Formatting-blind text.
+    key: String,
+    /// One-line text.
+    text: String,
+    nullish: bool,
+    /// For a literal type, the primitive it belongs to (`string`, `number`, `boolean`).
+    literal: Option<&'static str>,
+    /// For a generic or array type, the container (`Promise`, `[]`) and its arguments, so
+    /// that `Promise<User>` to `Promise<User | undefined>` is seen.
+    args: Option<(String, Vec<TsType>)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct SlotInfo {
+    ty: Option<TsType>,
+    optional: bool,
+    readonly: bool,
+    private: bool,
+}
+
+fn ts_type(node: Node, src: &str) -> TsType {
+    let mut members = Vec::new();
+    collect_members(node, src, &mut members);
+    TsType { key: compact(text(node, src)), members }
+}
+
+fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
+    match node.kind() {
+        "union_type" | "parenthesized_type" | "type_annotation" => {
+            for child in named_children(node) {
+                collect_members(child, src, out);
+            }
+        }
+        _ => {
+            let t = text(node, src);
+            let key = compact(t);
+            let literal = if node.kind() == "template_literal_type" {
+                Some("string")
+            } else if node.kind() == "literal_type" {
+                match node.named_child(0).map(|c| c.kind()) {
+                    Some("string") => Some("string"),
+                    Some("number") | Some("unary_expression") => Some("number"),
+                    Some("true") | Some("false") => Some("boolean"),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            let args = match node.kind() {
+                "generic_type" => node.child_by_field_name("name").map(|n| {
+                    let args = node
+                        .child_by_field_name("type_arguments")
+                        .map(|ta| named_children(ta).into_iter().map(|a| ts_type(a, src)).collect())
+                        .unwrap_or_default();
+                    (compact(text(n, src)), args)
+                }),
+                "array_type" => node.named_child(0).map(|e| ("[]".to_string(), vec![ts_type(e, src)])),
+                _ => None,
+            };
+            out.push(Member { nullish: key == "null" || key == "undefined", key, text: one_line(t), literal, args });
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inventory {
+    slots: Vec<Slot<SlotInfo>>,
+    body: Body,
+    enums: BTreeSet<String>,
+    /// Type aliases that are unions of literals, with the primitives they draw from.
+    literal_aliases: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+struct Walker<'s> {
+    src: &'s str,
+    inv: Inventory,
+    scope: Vec<String>,
+    /// How many test-framework callbacks enclose the current node.
+    test_depth: usize,
+}
+
+impl Inventory {
+    fn build(root: Node, src: &str) -> Inventory {
+        let mut w = Walker { src, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
+        w.visit(root);
+        w.inv
+    }
+}
+
+impl Walker<'_> {
+    fn symbol(&self, name: &str) -> String {
+        let mut parts = self.scope.clone();
+        parts.push(name.to_string());
+        parts.join(".")
+    }
+
+    fn field_text(&self, node: Node, field: &str) -> Option<String> {
+        node.child_by_field_name(field).map(|n| text(n, self.src).to_string())
+    }
+
+    fn visit_children(&mut self, node: Node) {
+        for child in named_children(node) {
+            self.visit(child);
+        }
+    }
+
+    /// Records a check of the current owner.
+    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+        let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.body.checks.push(check);
+    }
+
+    fn scoped(&mut self, name: String, node: Node) {
+        self.scope.push(name);
+        self.visit_children(node);
+        self.scope.pop();
+    }
+
+    fn visit(&mut self, node: Node) {
+        match node.kind() {
+            "interface_declaration"
+            | "class_declaration"
+            | "abstract_class_declaration"
+            | "class"
+            | "internal_module"
+            | "module" => match self.field_text(node, "name") {
+                Some(name) => self.scoped(name, node),
+                None => self.visit_children(node),
+            },
+            "enum_declaration" => {
+                if let Some(name) = self.field_text(node, "name") {
+                    self.inv.enums.insert(name);
+                }
+            }
+            "type_alias_declaration" => self.type_alias(node),
+            "property_signature" | "public_field_definition" | "field_definition" => self.member(node),
+            "function_declaration"
+            | "generator_function_declaration"
+            | "method_definition"
+            | "function_signature"
+            | "method_signature"
+            | "abstract_method_signature" => match self.field_text(node, "name") {
+                Some(name) => self.function(name, node),
+                None => self.visit_children(node),
+            },
+            "variable_declarator" | "pair" | "assignment_expression" => self.binding(node),
+            "if_statement" => {
+                self.throw_guard(node);
+                self.visit_children(node);
+            }
+            "expression_statement" => {
+                self.assertion(node);
+                self.visit_children(node);
+            }
+            "call_expression" => self.call(node),
+            _ => self.visit_children(node),
+        }
+    }
+
+    fn type_alias(&mut self, node: Node) {
+        let (Some(name), Some(value)) = (self.field_text(node, "name"), node.child_by_field_name("value")) else {
+            return;
+        };
+        if value.kind() == "object_type" {
+            self.scoped(name, value);
+            return;
+        }
+        let ty = ts_type(value, self.src);
+        let literals: Option<BTreeSet<&'static str>> =
+            ty.members.iter().filter(|m| !m.nullish).map(|m| m.literal).collect();
+        if let Some(prims) = literals.filter(|p| !p.is_empty()) {
+            self.inv.literal_aliases.insert(name.clone(), prims);
+        }
+        self.inv.slots.push(Slot {
+            key: format!("type {}", self.symbol(&name)),
+            symbol: self.symbol(&name),
+            line: line(node),
+            display: one_line(text(node, self.src)),
+            in_test: self.test_depth > 0,
+            info: SlotInfo { ty: Some(ty), ..SlotInfo::default() },
+        });
+        self.scoped(name, value);
+    }
+
+    /// A property of an interface, type literal or class.
+    fn member(&mut self, node: Node) {
+        let Some(name_node) = node.child_by_field_name("name").or_else(|| node.child_by_field_name("property")) else {
+            return self.visit_children(node);
+        };
+        let raw = text(name_node, self.src);
+        let name = raw.trim_start_matches('#').to_string();
+        let mut info = SlotInfo { private: raw.starts_with('#'), ..SlotInfo::default() };
+        for child in children(node) {
+            match child.kind() {
+                "?" => info.optional = true,
+                "readonly" => info.readonly = true,
+                "accessibility_modifier" => info.private |= matches!(text(child, self.src), "private" | "protected"),
+                _ => {}
+            }
+        }
+        let type_node = node.child_by_field_name("type");
+        info.ty = type_node.map(|t| ts_type(t, self.src));
+        // Show the declaration without decorators or initialiser: that is the constraint.
+        let from =
+            children(node).into_iter().find(|c| c.kind() != "decorator").map_or(node.start_byte(), |c| c.start_byte());
+        let to = node.child_by_field_name("value").map_or(node.end_byte(), |v| v.start_byte());
+        let display = one_line(self.src.get(from..to).unwrap_or("")).trim_end_matches('=').trim_end().to_string();
+        self.inv.slots.push(Slot {
+            // `#x` and `x` pair (the private-to-public change); the symbol keeps the spelling.
+            key: self.symbol(&name),
+            symbol: self.symbol(raw),
+            line: line(name_node),
+            display,
+            in_test: self.test_depth > 0,
+            info,
+        });
+        self.scoped(name, node);
+    }
+
+    /// `const f = (...) => ...`, `{ f: function () {} }`, `obj.f = () => ...`.
+    fn binding(&mut self, node: Node) {
+        let (name, value) = match node.kind() {
+            "variable_declarator" => (node.child_by_field_name("name"), node.child_by_field_name("value")),
+            "pair" => (node.child_by_field_name("key"), node.child_by_field_name("value")),
+            _ => (node.child_by_field_name("left"), node.child_by_field_name("right")),
+        };
+        match (name, value) {
+            (Some(n), Some(v))
+                if !text(n, self.src).contains(['[', '('])
+                    && matches!(
+                        v.kind(),
+                        "arrow_function" | "function_expression" | "function" | "generator_function"
+                    ) =>
+            {
+                let name = text(n, self.src);
+                let name = name.rsplit('.').next().unwrap_or(name).to_string();
+                self.function(name, v)
+            }
+            _ => self.visit_children(node),
+        }
+    }
+
+    fn function(&mut self, name: String, node: Node) {
+        let symbol = self.symbol(&name);
+        self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
+        if let Some(params) = node.child_by_field_name("parameters") {
+            for p in named_children(params) {
+                self.parameter(&symbol, p);
+            }
+        }
+        if let Some(ret) = node.child_by_field_name("return_type")
+            && let Some(ty) = named_children(ret).first().copied()
+        {
+            self.inv.slots.push(Slot {
+                key: format!("{symbol}->"),
+                symbol: symbol.clone(),
+                line: line(ret),
+                display: format!("returns {}", one_line(text(ty, self.src))),
+                in_test: self.test_depth > 0,
+                info: SlotInfo { ty: Some(ts_type(ty, self.src)), ..SlotInfo::default() },
+            });
+        }
+        self.scope.push(name);
+        if let Some(body) = node.child_by_field_name("body") {
+            self.visit(body);
+        }
+        self.scope.pop();
+    }
+
+    fn parameter(&mut self, symbol: &str, p: Node) {
+        if !matches!(p.kind(), "required_parameter" | "optional_parameter") {
+            return;
+        }
+        let Some(pattern) = p.child_by_field_name("pattern") else {
+            return;
+        };
+        let name = text(pattern, self.src);
+        let mut info = SlotInfo {
+            optional: p.kind() == "optional_parameter",
+            ty: p.child_by_field_name("type").map(|t| ts_type(t, self.src)),
+            ..SlotInfo::default()
+        };
+        for child in children(p) {
+            match child.kind() {
+                "readonly" => info.readonly = true,
+                "accessibility_modifier" => info.private |= matches!(text(child, self.src), "private" | "protected"),
+                _ => {}
+            }
+        }
+        // A default value makes a parameter optional to callers without loosening the
+        // value the body sees.
+        if p.child_by_field_name("value").is_some() {
+            info.optional = false;
+        }
+        let display = match p.child_by_field_name("value") {
+            Some(v) => one_line(&self.src[p.start_byte()..v.start_byte()]).trim_end_matches('=').trim_end().to_string(),
+            None => one_line(text(p, self.src)),
+        };
+        self.inv.slots.push(Slot {
+            key: format!("{symbol}({})", compact(name)),
+            symbol: symbol.to_string(),
+            line: line(p),
+            display,
+            in_test: self.test_depth > 0,
+            info,
+        });
+    }
+
+    fn owner(&self) -> Option<String> {
+        (!self.scope.is_empty()).then(|| self.scope.join("."))
+    }
+
+    /// `if (cond) throw ...` or `if (cond) { ...; throw ...; }`.
+    fn throw_guard(&mut self, node: Node) {
+        let (Some(owner), Some(cond), Some(cons)) =
+            (self.owner(), node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
+        else {
+            return;
+        };
+        self.inv.body.note_condition(&owner, cond, self.src);
+        let throw = if cons.kind() == "throw_statement" {
+            Some(cons)
+        } else if cons.kind() == "statement_block" {
+            named_children(cons).into_iter().find(|s| s.kind() == "throw_statement")
+        } else {
+            None
+        };
+        let Some(throw) = throw else { return };
+        let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
+        self.push_check("ts-throw-guard-removed", &owner, cond, display);
+    }
+
+    /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
+    fn assertion(&mut self, node: Node) {
+        let Some(owner) = self.owner() else { return };
+        let Some(mut call) = node.named_child(0) else {
+            return;
+        };
+        if call.kind() == "await_expression"
+            && let Some(inner) = call.named_child(0)
+        {
+            call = inner;
+        }
+        if call.kind() != "call_expression" {
+            return;
+        }
+        let (Some(func), Some(args)) = (call.child_by_field_name("function"), call.child_by_field_name("arguments"))
+        else {
+            return;
+        };
+        let fname = compact(text(func, self.src));
+        let args = named_children(args);
+        let subject = if ASSERT_FIRST_ARG.contains(&fname.as_str()) {
+            args.first().copied()
+        } else if fname.starts_with("assert.") {
+            // `assert.equal(actual, expected, message)`: the comparison is the check.
+            Some(call)
+        } else {
+            None
+        };
+        let Some(subject) = subject else { return };
+        self.push_check("ts-invariant-removed", &owner, subject, one_line(text(call, self.src)));
+    }
+
+    /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
+    /// named by its title.
+    fn call(&mut self, node: Node) {
+        let func = node.child_by_field_name("function");
+        if let (Some(owner), Some(f)) = (self.owner(), func) {
+            self.inv.body.note_call(&owner, f, self.src);
+        }
+        let head = func.map(|f| {
+            let t = compact(text(f, self.src));
+            t.split(['.', '(']).next().unwrap_or("").to_string()
+        });
+        let args = node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+        let is_test = head.as_deref().is_some_and(|h| TEST_CALLS.contains(&h));
+        let callback = args
+            .iter()
+            .rev()
+            .find(|a| matches!(a.kind(), "arrow_function" | "function_expression" | "function"))
+            .copied();
+        match (is_test, callback) {
+            (true, Some(cb)) => {
+                let title = args
+                    .first()
+                    .filter(|a| matches!(a.kind(), "string" | "template_string"))
+                    .map(|a| text(*a, self.src).trim_matches(['"', '\'', '`']).to_string())
+                    .unwrap_or_else(|| head.unwrap_or_default());
+                if let Some(f) = func {
+                    self.visit(f);
+                }
+                self.test_depth += 1;
+                self.function(title, cb);
+                self.test_depth -= 1;
+            }
+            _ => self.visit_children(node),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(before: &str, after: &str) -> Vec<RawFinding> {
+        detect("src/a.ts", before, after).expect("parses")
+    }
+
+    #[test]
+    fn fixtures_match_expected() {
+        let n = common::fixtures::check_all(RULES, detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+        assert!(n >= 2 * RULES.len());
+    }
+
+    #[test]
+    fn damaged_input_never_panics() {
+        common::fixtures::survives_damage(RULES, detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+    }
+
+    #[test]
+    fn syntax_error_is_a_detect_error() {
+        let err = detect("src/a.ts", "let x = 1;", "function (").unwrap_err();
+        assert!(err.0.contains("new version"), "{err}");
+    }
+
+    #[test]
+    fn checks_in_test_callbacks_are_marked() {
+        let before = "describe('q', () => {\n  it('works', () => {\n    invariant(x > 0);\n  });\n});\n";
+        let after = "describe('q', () => {\n  it('works', () => {\n    run();\n  });\n});\n";
+        let got = run(before, after);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].symbol, "q.works");
+        assert!(got[0].in_test);
+    }
+
+    #[test]
+    fn javascript_guards_are_seen() {
+        let before = "function f(x) {\n  if (x < 0) throw new Error('neg');\n  return x;\n}\n";
+        let after = "function f(x) {\n  return x;\n}\n";
+        let got = detect("lib/a.js", before, after).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].rule, "ts-throw-guard-removed");
+        assert_eq!(got[0].before, "if (x < 0) throw new Error('neg')");
+    }
+
+    #[test]
+    fn tsx_parses_with_the_tsx_grammar() {
+        let before = "interface P { n: number }\nconst C = (p: P) => <div>{p.n}</div>;\n";
+        let after = "interface P { n?: number }\nconst C = (p: P) => <div>{p.n}</div>;\n";
+        let got = detect("src/c.tsx", before, after).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].rule, "ts-property-made-optional");
+    }
+}
