@@ -42,10 +42,10 @@ pub enum EvidenceError {
     #[error("expected a JSON array of row objects or {{\"rows\": [...]}}")]
     Shape,
     /// A row is not a JSON object.
-    #[error("row {index} is not an object (every evidence row must be a JSON object with an `id`)")]
+    #[error("rows[{index}] is not an object (every evidence row must be a JSON object with an `id`)")]
     RowNotObject { index: usize },
     /// A row has no usable `id`.
-    #[error("row {index} has no `id` (a non-empty string or a number)")]
+    #[error("rows[{index}] has no `id` (a non-empty string or a number)")]
     RowId { index: usize },
 }
 
