@@ -56,7 +56,7 @@ fn first_emit_writes_one_proposal_with_every_section() {
     assert_eq!(v["outcome"], "emitted");
     assert_eq!(v["stripe"], SEAM_STRIPE);
     let name = format!("{SEAM_STRIPE}-20260102T030405Z.md");
-    assert_eq!(proposals(&r, "open"), [name.clone()]);
+    assert_eq!(proposals(&r, "open"), vec![name.clone()]);
     assert_eq!(v["path"].as_str().unwrap(), r.root.join("docs/proposals/open").join(&name).to_str().unwrap());
     assert!(out.stdout.ends_with("}\n") && out.stdout.starts_with(r#"{"outcome":"#), "canonical line: {}", out.stdout);
     let text = fs::read_to_string(r.root.join("docs/proposals/open").join(&name)).unwrap();
