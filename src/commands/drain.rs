@@ -113,9 +113,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         Some(r) => ctx.cwd.join(r),
         None => super::proposal::default_root(&repo, &cfg)?,
     };
-    if root.exists() && !root.is_dir() {
-        return Err(crate::error::input_error(root.display(), "proposal root is not a directory"));
-    }
+    super::proposal::check_root(&root)?;
     let run_dir = repo.state_dir().run_dir(args.root.run_dir.as_ref().map(|d| ctx.cwd.join(d)).as_deref());
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);
     let out = run_dir.join(DRAIN_HALT_FILE);

@@ -290,15 +290,14 @@ fn halt(
 
 /// Refuse a root that exists but is not a directory; create `<root>/open/`.
 fn ensure_root(root: &Path) -> Result<PathBuf> {
-    if root.exists() && !root.is_dir() {
-        return Err(input_error(root.display(), "proposal root is not a directory"));
-    }
+    check_root(root)?;
     let open = root.join("open");
     fs::create_dir_all(&open).with_context(|| format!("{}: cannot create", open.display()))?;
     Ok(open)
 }
 
-fn check_root(root: &Path) -> Result<()> {
+/// Refuse a proposal root that exists but is not a directory (exit 2).
+pub fn check_root(root: &Path) -> Result<()> {
     if root.exists() && !root.is_dir() {
         return Err(input_error(root.display(), "proposal root is not a directory"));
     }
