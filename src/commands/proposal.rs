@@ -784,3 +784,30 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say(format!("  (exit {}: the halt is resolved)", drained.code()))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_emit_suppresses_emits_then_halts() {
+        let d = tempfile::tempdir().unwrap();
+        let (root, events) = (d.path().join("proposals"), d.path().join("run"));
+        let none = emit(&root, &events, "premerge", "fence_violation", &[json!({"id": 1})], None, None).unwrap();
+        assert_eq!((none.outcome, none.stripe, none.path), (Outcome::Suppressed, None, None));
+        let rows = [json!({"id": "a", "path": "src/x.rs"}), json!({"id": "b", "path": "src/y.rs"})];
+        let first = emit(&root, &events, "premerge", "fence_violation", &rows, Some("w"), None).unwrap();
+        assert_eq!(first.outcome, Outcome::Emitted);
+        let path = first.path.clone().unwrap();
+        assert!(path.starts_with(root.join("open")) && path.is_file());
+        assert_eq!(find_open(&root, first.stripe.as_ref().unwrap()).unwrap(), Some(path.clone()));
+        let rows = [json!({"id": "c", "path": "src/y.rs"}), json!({"id": "d", "path": "src/x.rs"})];
+        let again = emit(&root, &events, "premerge", "fence_violation", &rows, None, None).unwrap();
+        assert_eq!((again.outcome, again.path), (Outcome::StripeRepeatHalt, Some(path)));
+        assert_eq!(again.stripe, first.stripe);
+        let kinds: Vec<String> =
+            store::read_events(&events).unwrap().iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        assert_eq!(kinds, ["refinement_proposal_emitted", "stripe_repeat_halt"]);
+        assert!(emit(&root, &events, "premerge", "fence_violation", &[json!("x")], None, None).is_err());
+    }
+}
