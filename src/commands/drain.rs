@@ -44,7 +44,10 @@ pub struct PendingHalt {
 pub fn pending_halts(root: &Path, events: &[Value]) -> Vec<PendingHalt> {
     let mut by_file: BTreeMap<String, PendingHalt> = BTreeMap::new();
     for ev in events {
-        if ev.get("kind").and_then(Value::as_str) != Some("stripe_repeat_halt") {
+        // A shadow-mode halt was decided and logged but never meant to stop anything.
+        if ev.get("kind").and_then(Value::as_str) != Some("stripe_repeat_halt")
+            || ev.get("mode").and_then(Value::as_str) == Some("shadow")
+        {
             continue;
         }
         let (Some(stripe), Some(existing)) =

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::config::Config;
+use crate::config::{Config, Mode};
 use crate::error::{CmdResult, Exit, input_error};
 use crate::git::Repo;
 use crate::store;
@@ -158,9 +158,16 @@ pub struct EmitOutcome {
     pub path: Option<PathBuf>,
     /// Things the caller may want to show (a generator that failed, ...).
     pub warnings: Vec<String>,
+    /// The halt authority's mode this decision was made in.
+    pub mode: Mode,
 }
 
 impl EmitOutcome {
+    /// Whether the workflow must stop: a repeat under an enforced halt.
+    pub fn halts(&self) -> bool {
+        self.outcome == Outcome::StripeRepeatHalt && self.mode == Mode::Enforce
+    }
+
     /// The `{"outcome","stripe","path"}` object printed by `premerge proposal emit`.
     pub fn to_json(&self) -> Value {
         json!({
@@ -176,7 +183,7 @@ impl EmitOutcome {
 ///
 /// Errors (bad scope or signal, rows that are not objects or lack an `id`, a root that
 /// is a file, I/O) leave nothing written. A generator that fails is a warning and the
-/// deterministic outline is used instead.
+/// deterministic outline is used instead. The halt is enforced; see [`emit_in_mode`].
 pub fn emit(
     root: &Path,
     events_dir: &Path,
@@ -186,18 +193,37 @@ pub fn emit(
     workflow: Option<&str>,
     generator: Option<&GeneratorCfg>,
 ) -> Result<EmitOutcome> {
+    emit_in_mode(root, events_dir, scope, signal, rows, workflow, generator, Mode::Enforce)
+}
+
+/// [`emit`] with the halt authority in `mode`: `enforce` halts on a repeat, `shadow`
+/// decides and logs the halt (event field `mode: "shadow"`, ignored by drain) but
+/// [`EmitOutcome::halts`] is false, `off` skips the open-stripe check so every
+/// emission writes a proposal (the behaviour without stripes).
+#[allow(clippy::too_many_arguments)]
+pub fn emit_in_mode(
+    root: &Path,
+    events_dir: &Path,
+    scope: &str,
+    signal: &str,
+    rows: &[Value],
+    workflow: Option<&str>,
+    generator: Option<&GeneratorCfg>,
+    mode: Mode,
+) -> Result<EmitOutcome> {
     validate_scope(scope).map_err(|e| input_error("--scope", e))?;
     validate_signal(signal).map_err(|e| input_error("--signal", e))?;
     let evidence = Evidence::from_rows(rows).map_err(|e| input_error("evidence", e))?;
     let projection = project(signal, &evidence);
     if projection.is_empty() {
-        return Ok(EmitOutcome { outcome: Outcome::Suppressed, stripe: None, path: None, warnings: Vec::new() });
+        return Ok(EmitOutcome { outcome: Outcome::Suppressed, stripe: None, path: None, warnings: Vec::new(), mode });
     }
     let stripe = StripeId::compute(scope, &projection).map_err(|e| input_error("stripe", e))?;
     let open_dir = ensure_root(root)?;
+    let check = |root: &Path| if mode == Mode::Off { Ok(None) } else { find_open(root, &stripe) };
     // Fast path without the lock: a repeat halts without running the generator.
-    if let Some(existing) = find_open(root, &stripe)? {
-        return halt(events_dir, &stripe, &projection, existing, workflow);
+    if let Some(existing) = check(root)? {
+        return halt(events_dir, &stripe, &projection, existing, workflow, mode);
     }
     let mut warnings = Vec::new();
     let (suggested, by) = match generator.map(|g| generate(g, &stripe, &projection, workflow)) {
@@ -210,8 +236,8 @@ pub fn emit(
     };
     let _lock = DirLock::acquire(&open_dir, ROOT_LOCK_WAIT)?;
     // Checked again under the lock: of two racing emitters exactly one writes.
-    if let Some(existing) = find_open(root, &stripe)? {
-        return halt(events_dir, &stripe, &projection, existing, workflow).map(|mut o| {
+    if let Some(existing) = check(root)? {
+        return halt(events_dir, &stripe, &projection, existing, workflow, mode).map(|mut o| {
             o.warnings = warnings;
             o
         });
@@ -240,7 +266,7 @@ pub fn emit(
             "workflow_id": workflow,
         }),
     )?;
-    Ok(EmitOutcome { outcome: Outcome::Emitted, stripe: Some(stripe), path: Some(path), warnings })
+    Ok(EmitOutcome { outcome: Outcome::Emitted, stripe: Some(stripe), path: Some(path), warnings, mode })
 }
 
 /// [`emit`] with the root, run directory and generator of a repository's configuration.
@@ -254,7 +280,8 @@ pub fn emit_for_repo(
 ) -> Result<EmitOutcome> {
     let root = default_root(repo, cfg)?;
     let events_dir = repo.state_dir().run_dir(None);
-    emit(&root, &events_dir, scope, signal, rows, workflow, GeneratorCfg::from_config(cfg).as_ref())
+    let generator = GeneratorCfg::from_config(cfg);
+    emit_in_mode(&root, &events_dir, scope, signal, rows, workflow, generator.as_ref(), cfg.mode("proposal.halt_mode"))
 }
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.
@@ -268,6 +295,7 @@ fn halt(
     projection: &Projection,
     existing: PathBuf,
     workflow: Option<&str>,
+    mode: Mode,
 ) -> Result<EmitOutcome> {
     let ids: Vec<&str> = projection.contributing.iter().map(|c| c.row_id.as_str()).collect();
     store::append_event(
@@ -278,6 +306,7 @@ fn halt(
             "existing_proposal_path": existing.display().to_string(),
             "new_evidence_row_ids": ids,
             "halted_workflow_id": workflow,
+            "mode": mode,
         }),
     )?;
     Ok(EmitOutcome {
@@ -285,6 +314,7 @@ fn halt(
         stripe: Some(stripe.clone()),
         path: Some(existing),
         warnings: Vec::new(),
+        mode,
     })
 }
 
@@ -509,6 +539,7 @@ struct Where {
     root: PathBuf,
     events_dir: PathBuf,
     generator: Option<GeneratorCfg>,
+    mode: Mode,
 }
 
 fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
@@ -519,7 +550,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         None => default_root(&repo, &cfg)?,
     };
     let events_dir = repo.state_dir().run_dir(args.run_dir.as_ref().map(|d| ctx.cwd.join(d)).as_deref());
-    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg) })
+    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.mode("proposal.halt_mode") })
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
@@ -550,12 +581,24 @@ fn run_emit(a: EmitArgs, ctx: &mut Ctx) -> CmdResult {
     validate_signal(&a.signal).map_err(|e| input_error("--signal", e))?;
     let rows = read_evidence(ctx, &a.evidence)?;
     let w = locate(ctx, &a.root)?;
-    let out = emit(&w.root, &w.events_dir, &a.scope, &a.signal, &rows, a.workflow.as_deref(), w.generator.as_ref())?;
+    let out = emit_in_mode(
+        &w.root,
+        &w.events_dir,
+        &a.scope,
+        &a.signal,
+        &rows,
+        a.workflow.as_deref(),
+        w.generator.as_ref(),
+        w.mode,
+    )?;
     for warning in &out.warnings {
         ctx.warn(warning);
     }
     ctx.stdout.write_all(crate::canonical::to_line(&out.to_json())?.as_bytes())?;
-    Ok(if out.outcome == Outcome::StripeRepeatHalt { Exit::Policy } else { Exit::Ok })
+    if out.outcome == Outcome::StripeRepeatHalt && !out.halts() {
+        ctx.warn("stripe repeat in shadow mode (proposal.halt_mode): logged, not halting");
+    }
+    Ok(if out.halts() { Exit::Policy } else { Exit::Ok })
 }
 
 fn run_list(a: ListArgs, ctx: &mut Ctx) -> CmdResult {

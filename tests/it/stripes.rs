@@ -405,3 +405,23 @@ fn bad_input_exits_2_with_a_clear_message() {
     assert!(!r.root.join("docs/proposals/open").exists() || proposals(&r, "open").is_empty());
     assert!(events(&r).is_empty(), "nothing was logged for refused input");
 }
+
+#[test]
+fn halt_mode_shadow_logs_without_halting_and_off_writes_every_time() {
+    let mut r = repo_with(SEAM_ROWS);
+    r.env.push(("PREMERGE_STRIPE_HALT_MODE".into(), "shadow".into()));
+    emit(&r, &[]).expect_code(0);
+    let out = emit(&r, &[]);
+    out.expect_code(0);
+    assert_eq!(out.json()["outcome"], "stripe_repeat_halt");
+    assert!(out.stderr.contains("shadow"), "{}", out.stderr);
+    assert_eq!(proposals(&r, "open").len(), 1);
+    assert_eq!(events(&r)[1]["mode"], "shadow");
+    r.premerge(&["drain"]).expect_code(0);
+    r.env = vec![("PREMERGE_STRIPE_HALT_MODE".into(), "off".into())];
+    assert_eq!(emit(&r, &[]).expect_code(0).json()["outcome"], "emitted");
+    assert_eq!(proposals(&r, "open").len(), 2);
+    // Back to the default (enforce): the repeat halts.
+    r.env.clear();
+    emit(&r, &[]).expect_code(1);
+}
