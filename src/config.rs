@@ -169,6 +169,13 @@ pub const KEYS: &[KeyDef] = &[
         "Argv template that writes a proposal's suggested change (no shell)."
     ),
     key!("proposal.generator_timeout_ms", Int, "10000", None, "Timeout of the proposal generator."),
+    key!(
+        "proposal.halt_mode",
+        Mode,
+        "enforce",
+        Some("PREMERGE_STRIPE_HALT_MODE"),
+        "Stripe halt: enforce (a repeat exits 1), shadow (logged, exit 0), off (no dedup: every emit writes)."
+    ),
     key!("proposal.root", Str, "docs/proposals", None, "Where proposals live (open/, applied/, rejected/)."),
     key!(
         "review.dispatch_command",
