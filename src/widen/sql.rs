@@ -1,9 +1,882 @@
-//! Placeholder: this language's detector is filled by the widening-scan work.
+//! SQL DDL detector: compares the tables each version of a `.sql` file defines
+//! (`CREATE TABLE`, folded with the `ALTER TABLE`s that follow it) and reads the
+//! `ALTER TABLE` operations a migration adds, reporting the constraints that disappear:
+//! `NOT NULL`, `CHECK`, `UNIQUE`, `PRIMARY KEY`, `FOREIGN KEY`, a `VARCHAR(n)` bound and
+//! an enum-typed column.
+//!
+//! What is deliberately not a finding: a table or column dropped outright (the data goes
+//! with it), a constraint renamed or moved between column and table level, a `CHECK`
+//! reworded over the same columns, any constraint added (narrowing), and down-migrations
+//! (`down.sql`, `*.down.sql`, a `down/` directory, Flyway `U<n>__` undo scripts, the down
+//! half of a goose or dbmate file), which exist to undo an earlier tightening.
 
-use super::{DetectError, RawFinding, RuleDef};
+use std::collections::{BTreeMap, BTreeSet};
 
-pub const RULES: &[RuleDef] = &[];
+use sqlparser::ast::{
+    AlterColumnOperation, AlterTableOperation, CharacterLength, ColumnDef, ColumnOption, CreateTable, DataType, Ident,
+    ObjectName, ObjectNamePart, Statement, TableConstraint, UserDefinedTypeRepresentation,
+};
+use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
 
-pub fn detect(_path: &str, _before: &str, _after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    Ok(Vec::new())
+use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+
+const SQL: &[Language] = &[Language::Sql];
+
+const NOT_NULL_DROPPED: &str = "sql-not-null-dropped";
+const CHECK_REMOVED: &str = "sql-check-removed";
+const UNIQUE_DROPPED: &str = "sql-unique-dropped";
+const PRIMARY_KEY_DROPPED: &str = "sql-primary-key-dropped";
+const FOREIGN_KEY_DROPPED: &str = "sql-foreign-key-dropped";
+const VARCHAR_WIDENED: &str = "sql-varchar-widened";
+const ENUM_TO_TEXT: &str = "sql-enum-to-text";
+
+pub const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: NOT_NULL_DROPPED,
+        languages: SQL,
+        family: "optionality",
+        description: "A column loses NOT NULL, in a CREATE TABLE edit or by ALTER COLUMN ... DROP NOT NULL.",
+        severity: Severity::High,
+        message: "{symbol} may now be NULL: `{before}` became `{after}`",
+        invariant: "Every row had a value in this column, so readers never had to handle NULL.",
+    },
+    RuleDef {
+        id: CHECK_REMOVED,
+        languages: SQL,
+        family: "check-removed",
+        description: "A CHECK constraint (column or table level) is removed, in a CREATE TABLE edit or by ALTER TABLE ... DROP CONSTRAINT.",
+        severity: Severity::High,
+        message: "{symbol} lost its check `{before}`",
+        invariant: "The database rejected every row that violated the check expression, so stored values satisfied it.",
+    },
+    RuleDef {
+        id: UNIQUE_DROPPED,
+        languages: SQL,
+        family: "check-removed",
+        description: "A UNIQUE constraint is removed or widened to more columns.",
+        severity: Severity::High,
+        message: "{symbol} is no longer guaranteed unique (was `{before}`)",
+        invariant: "No two rows shared these column values, so a lookup by them returned at most one row.",
+    },
+    RuleDef {
+        id: PRIMARY_KEY_DROPPED,
+        languages: SQL,
+        family: "check-removed",
+        description: "A PRIMARY KEY is removed from a table that keeps existing.",
+        severity: Severity::High,
+        message: "{symbol} lost its primary key `{before}`",
+        invariant: "Every row was identified by a unique, non-NULL key.",
+    },
+    RuleDef {
+        id: FOREIGN_KEY_DROPPED,
+        languages: SQL,
+        family: "check-removed",
+        description: "A FOREIGN KEY / REFERENCES constraint is removed.",
+        severity: Severity::High,
+        message: "{symbol} no longer has to reference an existing row (was `{before}`)",
+        invariant: "Every value in these columns pointed at an existing row of the referenced table.",
+    },
+    RuleDef {
+        id: VARCHAR_WIDENED,
+        languages: SQL,
+        family: "numeric-range",
+        description: "A VARCHAR(n) or CHAR(n) column becomes TEXT, unbounded, or gets a larger n.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts longer strings: `{before}` became `{after}`",
+        invariant: "Stored strings were at most n characters long, which fixed-size consumers may rely on.",
+    },
+    RuleDef {
+        id: ENUM_TO_TEXT,
+        languages: SQL,
+        family: "enum-erasure",
+        description: "A column of an enum type (CREATE TYPE ... AS ENUM or an inline ENUM) becomes free text.",
+        severity: Severity::High,
+        message: "{symbol} accepts any string: `{before}` became `{after}`",
+        invariant: "The column held only the labels of the enum type, so every reader could match on a closed set.",
+    },
+];
+
+/// Longest rendering of a constraint in `before`/`after`; a DDL line rarely needs more.
+const MAX_RENDER: usize = 160;
+
+pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    if is_down_migration(path) {
+        return Ok(Vec::new());
+    }
+    let old = parse(up_half(before)).map_err(|e| DetectError(format!("old version: {e}")))?;
+    let new = parse(up_half(after)).map_err(|e| DetectError(format!("new version: {e}")))?;
+    let in_test = is_test_path(path);
+
+    let mut old_schema = Schema::default();
+    for stmt in &old {
+        old_schema.apply(stmt);
+    }
+
+    // Operations first: their line (the ALTER itself) is the better pointer, and the
+    // table comparison below then only adds what the operations did not already say.
+    let mut found: BTreeMap<(&'static str, String), RawFinding> = BTreeMap::new();
+    for f in scan_operations(&old, &new, &old_schema) {
+        found.entry((f.rule, f.symbol.clone())).or_insert(f);
+    }
+    let mut new_schema = Schema::default();
+    for stmt in &new {
+        new_schema.apply(stmt);
+    }
+    for f in compare_schemas(&old_schema, &new_schema) {
+        found.entry((f.rule, f.symbol.clone())).or_insert(f);
+    }
+    let mut out: Vec<RawFinding> = found
+        .into_values()
+        .map(|mut f| {
+            f.in_test = in_test;
+            f
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn parse(text: &str) -> Result<Vec<Statement>, String> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    // PostgreSQL first (enum types, ALTER COLUMN), then the permissive generic dialect,
+    // then MySQL (MODIFY COLUMN, inline ENUM); the first dialect's error is the one shown.
+    let dialects: [&dyn Dialect; 3] = [&PostgreSqlDialect {}, &GenericDialect {}, &MySqlDialect {}];
+    let mut first_error = None;
+    for dialect in dialects {
+        match Parser::parse_sql(dialect, text) {
+            Ok(stmts) => return Ok(stmts),
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    Err(first_error.unwrap_or_default())
+}
+
+/// A down-migration exists to undo an earlier tightening; loosening is its purpose.
+fn is_down_migration(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let mut segments: Vec<&str> = lower.split('/').collect();
+    let name = segments.pop().unwrap_or_default();
+    if segments.iter().any(|s| matches!(*s, "down" | "downgrade" | "downgrades" | "rollback" | "rollbacks")) {
+        return true;
+    }
+    let stem = name.strip_suffix(".sql").unwrap_or(name);
+    if stem == "down"
+        || stem == "rollback"
+        || stem == "downgrade"
+        || [".down", "_down", "-down", ".rollback", "_rollback", ".undo"].iter().any(|suffix| stem.ends_with(suffix))
+    {
+        return true;
+    }
+    // Flyway undo migrations: `U7__drop_check.sql`, `U1_2__x.sql`.
+    let original = path.rsplit('/').next().unwrap_or(path);
+    original.starts_with('U') && original[1..].starts_with(|c: char| c.is_ascii_digit()) && original.contains("__")
+}
+
+/// goose (`-- +goose Down`) and dbmate (`-- migrate:down`) keep both halves in one
+/// file; only the up half describes the schema going forward. Cutting at the marker
+/// keeps every line number of the up half.
+fn up_half(text: &str) -> &str {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim().to_ascii_lowercase();
+        if t.starts_with("--") {
+            let marker = t.trim_start_matches('-').trim();
+            if marker == "+goose down" || marker == "migrate:down" {
+                return &text[..offset];
+            }
+        }
+        offset += line.len();
+    }
+    text
+}
+
+fn is_test_path(path: &str) -> bool {
+    path.split('/')
+        .any(|s| matches!(s.to_ascii_lowercase().as_str(), "test" | "tests" | "testdata" | "__tests__" | "spec"))
+}
+
+// ---------------------------------------------------------------------------------
+// The schema model: what one version of the file says the tables look like.
+
+#[derive(Debug, Default)]
+struct Schema {
+    tables: BTreeMap<String, Table>,
+    /// Names of enum types (`CREATE TYPE ... AS ENUM`).
+    enums: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Table {
+    /// The table name as written (for the symbol).
+    display: String,
+    line: u32,
+    columns: BTreeMap<String, Column>,
+    checks: Vec<Check>,
+    uniques: Vec<Key>,
+    primary_keys: Vec<Key>,
+    foreign_keys: Vec<ForeignKey>,
+}
+
+#[derive(Debug, Clone)]
+struct Column {
+    display: String,
+    line: u32,
+    data_type: DataType,
+    /// An explicit `NOT NULL` (a primary key's implied one is counted apart).
+    not_null: bool,
+}
+
+/// Where a constraint was declared: on one column, or at table level (maybe named).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owner {
+    column: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Check {
+    owner: Owner,
+    /// Normalized expression text, to recognise the same check after a move or rename.
+    expr: String,
+    /// The columns the expression reads, to recognise a reworded check.
+    reads: BTreeSet<String>,
+    text: String,
+}
+
+#[derive(Debug, Clone)]
+struct Key {
+    owner: Owner,
+    columns: BTreeSet<String>,
+    text: String,
+}
+
+#[derive(Debug, Clone)]
+struct ForeignKey {
+    owner: Owner,
+    columns: BTreeSet<String>,
+    target: String,
+    text: String,
+}
+
+/// Which kind of constraint a name denotes, as far as the file lets us see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ConstraintKind {
+    Check,
+    Unique,
+    PrimaryKey,
+    ForeignKey,
+}
+
+impl Schema {
+    /// Fold one statement into the model. Statements about tables the file never
+    /// created are ignored here (the operation scan reads them).
+    fn apply(&mut self, stmt: &Statement) {
+        match stmt {
+            Statement::CreateTable(ct) => {
+                let table = table_of(ct);
+                self.tables.insert(object_key(&ct.name), table);
+            }
+            Statement::CreateType { name, representation: UserDefinedTypeRepresentation::Enum { .. } } => {
+                self.enums.insert(object_key(name));
+            }
+            Statement::AlterTable { name, operations, .. } => {
+                let Some(table) = self.tables.get_mut(&object_key(name)) else {
+                    return;
+                };
+                for op in operations {
+                    table.apply(op);
+                }
+            }
+            Statement::Drop { names, .. } => {
+                for name in names {
+                    let key = object_key(name);
+                    self.tables.remove(&key);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn column(&self, table: &str, column: &str) -> Option<&Column> {
+        self.tables.get(table)?.columns.get(column)
+    }
+
+    /// The constraint a name denotes in this model, with its text.
+    fn constraint(&self, table: &str, name: &str) -> Option<(ConstraintKind, String)> {
+        let t = self.tables.get(table)?;
+        let named = |o: &Owner| o.name.as_deref() == Some(name);
+        if let Some(c) = t.checks.iter().find(|c| named(&c.owner)) {
+            return Some((ConstraintKind::Check, c.text.clone()));
+        }
+        if let Some(k) = t.uniques.iter().find(|k| named(&k.owner)) {
+            return Some((ConstraintKind::Unique, k.text.clone()));
+        }
+        if let Some(k) = t.primary_keys.iter().find(|k| named(&k.owner)) {
+            return Some((ConstraintKind::PrimaryKey, k.text.clone()));
+        }
+        if let Some(k) = t.foreign_keys.iter().find(|k| named(&k.owner)) {
+            return Some((ConstraintKind::ForeignKey, k.text.clone()));
+        }
+        None
+    }
+}
+
+fn table_of(ct: &CreateTable) -> Table {
+    let mut table = Table {
+        display: ct.name.to_string(),
+        line: object_line(&ct.name),
+        columns: BTreeMap::new(),
+        checks: Vec::new(),
+        uniques: Vec::new(),
+        primary_keys: Vec::new(),
+        foreign_keys: Vec::new(),
+    };
+    for col in &ct.columns {
+        table.add_column(col);
+    }
+    for c in &ct.constraints {
+        table.add_constraint(c);
+    }
+    table
+}
+
+impl Table {
+    fn add_column(&mut self, col: &ColumnDef) {
+        let key = ident_key(&col.name);
+        let mut column = Column {
+            display: one_line(&col.to_string()),
+            line: ident_line(&col.name),
+            data_type: col.data_type.clone(),
+            not_null: false,
+        };
+        for opt in &col.options {
+            let owner = Owner { column: Some(key.clone()), name: opt.name.as_ref().map(ident_key) };
+            self.add_column_option(&key, &col.name.value, owner, &opt.option, &mut column);
+        }
+        self.columns.insert(key, column);
+    }
+
+    fn add_column_option(&mut self, key: &str, shown: &str, owner: Owner, option: &ColumnOption, column: &mut Column) {
+        let one = || BTreeSet::from([key.to_string()]);
+        match option {
+            ColumnOption::NotNull => column.not_null = true,
+            ColumnOption::Null => column.not_null = false,
+            ColumnOption::Unique { is_primary, .. } => {
+                let k = Key { owner, columns: one(), text: format!("{shown} {option}") };
+                if *is_primary {
+                    self.primary_keys.push(k);
+                } else {
+                    self.uniques.push(k);
+                }
+            }
+            ColumnOption::ForeignKey { foreign_table, .. } => self.foreign_keys.push(ForeignKey {
+                owner,
+                columns: one(),
+                target: object_key(foreign_table),
+                text: one_line(&format!("{shown} {option}")),
+            }),
+            ColumnOption::Check(expr) => self.checks.push(check(owner, &expr.to_string())),
+            _ => {}
+        }
+    }
+
+    fn add_constraint(&mut self, c: &TableConstraint) {
+        let text = one_line(&c.to_string());
+        match c {
+            TableConstraint::Check { name, expr, .. } => {
+                self.checks.push(Check { text, ..check(table_owner(name), &expr.to_string()) });
+            }
+            TableConstraint::Unique { name, columns, .. } => self.uniques.push(Key {
+                owner: table_owner(name),
+                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                text,
+            }),
+            TableConstraint::PrimaryKey { name, columns, .. } => self.primary_keys.push(Key {
+                owner: table_owner(name),
+                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                text,
+            }),
+            TableConstraint::ForeignKey { name, columns, foreign_table, .. } => self.foreign_keys.push(ForeignKey {
+                owner: table_owner(name),
+                columns: columns.iter().map(ident_key).collect(),
+                target: object_key(foreign_table),
+                text,
+            }),
+            _ => {}
+        }
+    }
+
+    fn apply(&mut self, op: &AlterTableOperation) {
+        match op {
+            AlterTableOperation::AddColumn { column_def, .. } => self.add_column(column_def),
+            AlterTableOperation::AddConstraint { constraint, .. } => self.add_constraint(constraint),
+            AlterTableOperation::DropColumn { column_names, .. } => {
+                for name in column_names {
+                    self.columns.remove(&ident_key(name));
+                }
+            }
+            AlterTableOperation::DropConstraint { name, .. } | AlterTableOperation::DropForeignKey { name } => {
+                let name = ident_key(name);
+                let other = |o: &Owner| o.name.as_deref() != Some(name.as_str());
+                self.checks.retain(|c| other(&c.owner));
+                self.uniques.retain(|c| other(&c.owner));
+                self.primary_keys.retain(|c| other(&c.owner));
+                self.foreign_keys.retain(|c| other(&c.owner));
+            }
+            AlterTableOperation::DropPrimaryKey => self.primary_keys.clear(),
+            AlterTableOperation::AlterColumn { column_name, op } => {
+                let Some(col) = self.columns.get_mut(&ident_key(column_name)) else {
+                    return;
+                };
+                match op {
+                    AlterColumnOperation::SetNotNull => col.not_null = true,
+                    AlterColumnOperation::DropNotNull => col.not_null = false,
+                    AlterColumnOperation::SetDataType { data_type, .. } => {
+                        col.data_type = data_type.clone();
+                    }
+                    _ => {}
+                }
+            }
+            AlterTableOperation::ModifyColumn { col_name, data_type, options, .. } => {
+                if let Some(col) = self.columns.get_mut(&ident_key(col_name)) {
+                    col.data_type = data_type.clone();
+                    col.not_null = options.contains(&ColumnOption::NotNull);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `column` cannot be NULL here, explicitly or as part of the primary key.
+    fn not_null(&self, column: &str) -> bool {
+        self.columns.get(column).is_some_and(|c| c.not_null)
+            || self.primary_keys.iter().any(|k| k.columns.contains(column))
+    }
+}
+
+fn check(owner: Owner, expr: &str) -> Check {
+    let text = match &owner {
+        Owner { column: Some(_), name: Some(n) } => format!("CONSTRAINT {n} CHECK ({expr})"),
+        _ => format!("CHECK ({expr})"),
+    };
+    Check { owner, expr: norm(expr), reads: columns_read(expr), text: one_line(&text) }
+}
+
+fn table_owner(name: &Option<Ident>) -> Owner {
+    Owner { column: None, name: name.as_ref().map(ident_key) }
+}
+
+/// Keywords that build an expression rather than name a column.
+const EXPR_KEYWORDS: &[Keyword] = &[
+    Keyword::ALL,
+    Keyword::AND,
+    Keyword::ANY,
+    Keyword::AS,
+    Keyword::BETWEEN,
+    Keyword::CASE,
+    Keyword::DISTINCT,
+    Keyword::ELSE,
+    Keyword::END,
+    Keyword::ESCAPE,
+    Keyword::FALSE,
+    Keyword::FROM,
+    Keyword::ILIKE,
+    Keyword::IN,
+    Keyword::INTERVAL,
+    Keyword::IS,
+    Keyword::LIKE,
+    Keyword::NOT,
+    Keyword::NULL,
+    Keyword::OR,
+    Keyword::SIMILAR,
+    Keyword::SOME,
+    Keyword::THEN,
+    Keyword::TO,
+    Keyword::TRUE,
+    Keyword::UNKNOWN,
+    Keyword::WHEN,
+];
+
+/// The identifiers an expression reads (words that are neither keywords nor function
+/// names), lowercased.
+fn columns_read(expr: &str) -> BTreeSet<String> {
+    let dialect = PostgreSqlDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, expr).tokenize() else {
+        return BTreeSet::new();
+    };
+    let significant: Vec<&Token> = tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+    let mut out = BTreeSet::new();
+    for (i, tok) in significant.iter().enumerate() {
+        if let Token::Word(w) = tok {
+            let is_call = matches!(significant.get(i + 1), Some(Token::LParen));
+            let is_cast_type = i > 0 && matches!(significant.get(i - 1), Some(Token::DoubleColon));
+            // Column names are often keywords too (`name`, `status`), so only the
+            // keywords an expression is built from are left out.
+            let is_operator = w.quote_style.is_none() && EXPR_KEYWORDS.contains(&w.keyword);
+            if !is_call && !is_cast_type && !is_operator {
+                out.insert(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_ascii_lowercase() });
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------
+// Comparing the two models (a CREATE TABLE edited in place).
+
+fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
+    let mut out = Vec::new();
+    let enums: BTreeSet<&String> = old.enums.iter().chain(new.enums.iter()).collect();
+    for (key, before) in &old.tables {
+        // A table dropped (or renamed) is not a loosened table.
+        let Some(after) = new.tables.get(key) else {
+            continue;
+        };
+        let table = &after.display;
+        for (name, b) in &before.columns {
+            let Some(a) = after.columns.get(name) else {
+                continue;
+            };
+            let symbol = format!("{table}.{}", column_shown(&a.display));
+            if b.not_null && !after.not_null(name) {
+                out.push(finding(NOT_NULL_DROPPED, &symbol, a.line, &b.display, &a.display));
+            }
+            if let Some(rule) = type_loosening(&b.data_type, &a.data_type, |n| enums.contains(&n)) {
+                out.push(finding(rule, &symbol, a.line, &b.display, &a.display));
+            }
+        }
+        let symbol_of = |owner: &Owner| constraint_symbol(table, owner, after);
+        let line_of =
+            |owner: &Owner| owner.column.as_ref().and_then(|c| after.columns.get(c)).map_or(after.line, |c| c.line);
+        for c in &before.checks {
+            let kept = after.checks.iter().any(|x| {
+                x.expr == c.expr
+                    || (c.owner.name.is_some() && x.owner.name == c.owner.name)
+                    || (!c.reads.is_empty() && x.reads == c.reads)
+            });
+            if !kept {
+                out.push(finding(CHECK_REMOVED, &symbol_of(&c.owner), line_of(&c.owner), &c.text, ""));
+            }
+        }
+        // A key over fewer columns is at least as strict; one over more columns is looser.
+        let stricter_key = |cols: &BTreeSet<String>, keys: &[Key]| {
+            keys.iter().any(|k| !k.columns.is_empty() && k.columns.is_subset(cols))
+        };
+        for k in &before.uniques {
+            if !stricter_key(&k.columns, &after.uniques) && !stricter_key(&k.columns, &after.primary_keys) {
+                // Widened to more columns: show what it became.
+                let wider =
+                    after.uniques.iter().find(|x| k.columns.is_subset(&x.columns)).map_or("", |x| x.text.as_str());
+                out.push(finding(UNIQUE_DROPPED, &symbol_of(&k.owner), line_of(&k.owner), &k.text, wider));
+            }
+        }
+        for k in &before.primary_keys {
+            if !stricter_key(&k.columns, &after.primary_keys) && !stricter_key(&k.columns, &after.uniques) {
+                out.push(finding(PRIMARY_KEY_DROPPED, &symbol_of(&k.owner), line_of(&k.owner), &k.text, ""));
+            }
+        }
+        for fk in &before.foreign_keys {
+            let kept = after.foreign_keys.iter().any(|x| x.columns == fk.columns && x.target == fk.target);
+            if !kept {
+                out.push(finding(FOREIGN_KEY_DROPPED, &symbol_of(&fk.owner), line_of(&fk.owner), &fk.text, ""));
+            }
+        }
+    }
+    out
+}
+
+/// `table.column` for a column constraint, `table.name` for a named table constraint,
+/// `table` otherwise.
+fn constraint_symbol(table: &str, owner: &Owner, after: &Table) -> String {
+    if let Some(col) = &owner.column {
+        let shown = after.columns.get(col).map_or(col.clone(), |c| column_shown(&c.display));
+        return format!("{table}.{shown}");
+    }
+    match &owner.name {
+        Some(n) => format!("{table}.{n}"),
+        None => table.to_string(),
+    }
+}
+
+/// The column name as written, from its one-line definition.
+fn column_shown(display: &str) -> String {
+    display.split_whitespace().next().unwrap_or_default().to_string()
+}
+
+/// Which rule, if any, a column type change from `old` to `new` breaks.
+fn type_loosening(old: &DataType, new: &DataType, is_enum: impl Fn(String) -> bool) -> Option<&'static str> {
+    let was_enum = match old {
+        DataType::Enum(..) => true,
+        DataType::Custom(name, _) => is_enum(object_key(name)),
+        _ => false,
+    };
+    if was_enum {
+        return text_bound(new).map(|_| ENUM_TO_TEXT);
+    }
+    let old_bound = text_bound(old)??;
+    match text_bound(new)? {
+        None => Some(VARCHAR_WIDENED),
+        Some(n) if n > old_bound => Some(VARCHAR_WIDENED),
+        Some(_) => None,
+    }
+}
+
+/// For a character type: `Some(Some(n))` when bounded by n, `Some(None)` when unbounded;
+/// `None` for any other type.
+fn text_bound(t: &DataType) -> Option<Option<u64>> {
+    let len = |l: &Option<CharacterLength>| match l {
+        Some(CharacterLength::IntegerLength { length, .. }) => Some(*length),
+        _ => None,
+    };
+    Some(match t {
+        DataType::Varchar(l) | DataType::CharacterVarying(l) | DataType::CharVarying(l) | DataType::Nvarchar(l) => {
+            len(l)
+        }
+        // CHAR without a length is CHAR(1) in the standard.
+        DataType::Char(l) | DataType::Character(l) => len(l).or(Some(1)),
+        DataType::String(n) => *n,
+        DataType::Text | DataType::TinyText | DataType::MediumText | DataType::LongText | DataType::Clob(_) => None,
+        DataType::Custom(name, _) if object_key(name) == "citext" => None,
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Operations a migration adds (`ALTER TABLE ...`), read one by one.
+
+fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) -> Vec<RawFinding> {
+    // The same operation already present in the old version is not new.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for stmt in old {
+        if let Statement::AlterTable { name, operations, .. } = stmt {
+            for op in operations {
+                *seen.entry(op_key(name, op)).or_default() += 1;
+            }
+        }
+    }
+    let mut so_far = Schema::default();
+    let mut out = Vec::new();
+    for stmt in new {
+        if let Statement::AlterTable { name, operations, .. } = stmt {
+            let table = object_key(name);
+            // What the file says so far, else what the old version said.
+            let view = Lookup { first: &so_far, second: old_schema };
+            for op in operations {
+                let count = seen.entry(op_key(name, op)).or_default();
+                if *count > 0 {
+                    *count -= 1;
+                    continue;
+                }
+                if let Some(f) = loosening_op(&name.to_string(), &table, op, &view) {
+                    out.push(f);
+                }
+            }
+        }
+        so_far.apply(stmt);
+    }
+    out
+}
+
+fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
+    norm(&format!("{table} {op}"))
+}
+
+struct Lookup<'a> {
+    first: &'a Schema,
+    second: &'a Schema,
+}
+
+impl Lookup<'_> {
+    fn column(&self, table: &str, column: &str) -> Option<&Column> {
+        self.first.column(table, column).or_else(|| self.second.column(table, column))
+    }
+
+    fn constraint(&self, table: &str, name: &str) -> Option<(ConstraintKind, String)> {
+        self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
+    }
+
+    fn is_enum(&self, name: String) -> bool {
+        self.first.enums.contains(&name) || self.second.enums.contains(&name)
+    }
+}
+
+fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Lookup<'_>) -> Option<RawFinding> {
+    match op {
+        AlterTableOperation::AlterColumn { column_name, op: col_op } => {
+            let col = ident_key(column_name);
+            let symbol = format!("{shown}.{}", column_name.value);
+            let line = ident_line(column_name);
+            let known = view.column(table, &col);
+            let after = one_line(&format!("ALTER COLUMN {column_name} {col_op}"));
+            match col_op {
+                AlterColumnOperation::DropNotNull => {
+                    let before = known
+                        .filter(|c| c.not_null)
+                        .map_or_else(|| format!("{column_name} NOT NULL"), |c| c.display.clone());
+                    Some(finding(NOT_NULL_DROPPED, &symbol, line, &before, &after))
+                }
+                AlterColumnOperation::SetDataType { data_type, .. } => {
+                    let known = known?;
+                    let rule = type_loosening(&known.data_type, data_type, |n| view.is_enum(n))?;
+                    Some(finding(rule, &symbol, line, &known.display, &after))
+                }
+                _ => None,
+            }
+        }
+        AlterTableOperation::DropConstraint { name, .. } => {
+            let key = ident_key(name);
+            let (kind, before) = view
+                .constraint(table, &key)
+                .or_else(|| kind_by_name(&key).map(|k| (k, format!("CONSTRAINT {name}"))))?;
+            let rule = match kind {
+                ConstraintKind::Check => CHECK_REMOVED,
+                ConstraintKind::Unique => UNIQUE_DROPPED,
+                ConstraintKind::PrimaryKey => PRIMARY_KEY_DROPPED,
+                ConstraintKind::ForeignKey => FOREIGN_KEY_DROPPED,
+            };
+            let symbol = format!("{shown}.{}", name.value);
+            let after = format!("DROP CONSTRAINT {name}");
+            Some(finding(rule, &symbol, ident_line(name), &before, &after))
+        }
+        AlterTableOperation::DropForeignKey { name } => {
+            let before =
+                view.constraint(table, &ident_key(name)).map_or_else(|| format!("CONSTRAINT {name}"), |(_, t)| t);
+            let symbol = format!("{shown}.{}", name.value);
+            let after = format!("DROP FOREIGN KEY {name}");
+            Some(finding(FOREIGN_KEY_DROPPED, &symbol, ident_line(name), &before, &after))
+        }
+        _ => None,
+    }
+}
+
+/// PostgreSQL's default constraint names end in `_check`, `_key`, `_pkey`, `_fkey`;
+/// the common hand-written prefixes (`chk_`, `uq_`, `pk_`, `fk_`) say the same.
+fn kind_by_name(name: &str) -> Option<ConstraintKind> {
+    let n = name.to_ascii_lowercase();
+    let has = |suffixes: &[&str], prefixes: &[&str]| {
+        suffixes.iter().any(|s| n.ends_with(s)) || prefixes.iter().any(|p| n.starts_with(p))
+    };
+    if has(&["_check", "_chk"], &["chk_", "ck_", "check_"]) {
+        Some(ConstraintKind::Check)
+    } else if has(&["_pkey"], &["pk_"]) {
+        Some(ConstraintKind::PrimaryKey)
+    } else if has(&["_fkey", "_fk"], &["fk_"]) {
+        Some(ConstraintKind::ForeignKey)
+    } else if has(&["_key", "_unique", "_uniq", "_uk"], &["uq_", "uk_", "unique_"]) {
+        Some(ConstraintKind::Unique)
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Small helpers.
+
+fn finding(rule: &'static str, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
+    RawFinding {
+        line: line.max(1),
+        rule,
+        symbol: symbol.to_string(),
+        before: one_line(before),
+        after: one_line(after),
+        in_test: false,
+    }
+}
+
+/// Unquoted identifiers are case-insensitive in SQL; quoted ones keep their case.
+fn ident_key(ident: &Ident) -> String {
+    if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_ascii_lowercase() }
+}
+
+fn object_key(name: &ObjectName) -> String {
+    name.0
+        .iter()
+        .map(|part| match part {
+            ObjectNamePart::Identifier(i) => ident_key(i),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn ident_line(ident: &Ident) -> u32 {
+    u32::try_from(ident.span.start.line).unwrap_or(u32::MAX)
+}
+
+fn object_line(name: &ObjectName) -> u32 {
+    name.0
+        .iter()
+        .rev()
+        .find_map(|part| match part {
+            ObjectNamePart::Identifier(i) => Some(ident_line(i)),
+            _ => None,
+        })
+        .unwrap_or(1)
+}
+
+/// Comparison form of SQL text: lowercase, single spaces.
+fn norm(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase()
+}
+
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(MAX_RENDER) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn down_migration_paths() {
+        for p in [
+            "migrations/0007_x/down.sql",
+            "db/migrate/20240101_add.down.sql",
+            "migrations/down/0003.sql",
+            "db/V2__x/U2__undo.sql",
+            "sql/U3__drop_check.sql",
+        ] {
+            assert!(is_down_migration(p), "{p}");
+        }
+        for p in
+            ["migrations/0007_x/up.sql", "schema.sql", "migrations/0003_download_stats.sql", "migrations/V3__users.sql"]
+        {
+            assert!(!is_down_migration(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn goose_down_half_is_cut() {
+        let text = "-- +goose Up\nALTER TABLE t ALTER COLUMN a SET NOT NULL;\n-- +goose Down\nALTER TABLE t ALTER COLUMN a DROP NOT NULL;\n";
+        let out = detect("db/00001_x.sql", "", text).expect("parses");
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn parse_failure_is_an_error() {
+        let err = detect("schema.sql", "", "CREATE TABLE (").expect_err("invalid SQL");
+        assert!(err.0.starts_with("new version:"), "{err}");
+    }
+
+    #[test]
+    fn check_reads_columns_not_functions() {
+        let reads = columns_read("length(name) > 0 AND age BETWEEN 1 AND 99");
+        assert_eq!(reads, BTreeSet::from(["age".to_string(), "name".to_string()]));
+    }
+
+    #[test]
+    fn fixtures_match_expected() {
+        crate::widen::schema::fixture_harness::run(RULES, detect);
+    }
 }
