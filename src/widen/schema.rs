@@ -39,7 +39,7 @@ pub const RULES: &[RuleDef] = &[
         family: "optionality",
         description: "An existing property is removed from its object's `required` list.",
         severity: Severity::High,
-        message: "{symbol} is now optional: `{before}` became `{after}`",
+        message: "{symbol} is now optional: {before} became {after}",
         invariant: "Every valid instance carried this property, so consumers could read it without checking for absence.",
     },
     RuleDef {
@@ -48,7 +48,7 @@ pub const RULES: &[RuleDef] = &[
         family: "optionality",
         description: "An existing property becomes nullable: `nullable: true` added (OpenAPI 3.0) or `null` added to its `type`.",
         severity: Severity::High,
-        message: "{symbol} may now be null: `{before}` became `{after}`",
+        message: "{symbol} may now be null: {before} became {after}",
         invariant: "The value was never null, so consumers used it without a null check.",
     },
     RuleDef {
@@ -57,7 +57,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "`minimum`, `maximum`, `exclusiveMinimum` or `exclusiveMaximum` is removed or moved outwards.",
         severity: Severity::Medium,
-        message: "{symbol} accepts a wider numeric range: `{before}` became `{after}`",
+        message: "{symbol} accepts a wider numeric range: {before} became {after}",
         invariant: "Numbers stayed within the old bounds, which arithmetic and storage downstream may assume.",
     },
     RuleDef {
@@ -66,7 +66,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "`minLength` or `maxLength` is removed or loosened.",
         severity: Severity::Medium,
-        message: "{symbol} accepts strings of other lengths: `{before}` became `{after}`",
+        message: "{symbol} accepts strings of other lengths: {before} became {after}",
         invariant: "String lengths stayed within the old bounds, which columns, buffers and displays may be sized for.",
     },
     RuleDef {
@@ -75,7 +75,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "A string's `pattern` is removed.",
         severity: Severity::Medium,
-        message: "{symbol} no longer has to match `{before}`",
+        message: "{symbol} no longer has to match {before}",
         invariant: "Every string matched the pattern, so parsers of its format never saw anything else.",
     },
     RuleDef {
@@ -84,7 +84,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "`multipleOf` is removed or replaced by a proper divisor of the old step.",
         severity: Severity::Medium,
-        message: "{symbol} no longer has to be a multiple of the old step: `{before}` became `{after}`",
+        message: "{symbol} no longer has to be a multiple of the old step: {before} became {after}",
         invariant: "Numbers were whole multiples of the step (cents, a grid, a block size).",
     },
     RuleDef {
@@ -93,7 +93,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "An array's `minItems` or `maxItems` is removed or loosened, or `uniqueItems: true` is dropped.",
         severity: Severity::Medium,
-        message: "{symbol} accepts other arrays: `{before}` became `{after}`",
+        message: "{symbol} accepts other arrays: {before} became {after}",
         invariant: "Arrays kept the old item count (and uniqueness), so consumers could index or size them safely.",
     },
     RuleDef {
@@ -102,7 +102,7 @@ pub const RULES: &[RuleDef] = &[
         family: "enum-erasure",
         description: "An `enum` is removed, or a value is added to it.",
         severity: Severity::High,
-        message: "{symbol} accepts values outside the old set: `{before}` became `{after}`",
+        message: "{symbol} accepts values outside the old set: {before} became {after}",
         invariant: "The value was one of a closed set, so consumers could match on it exhaustively.",
     },
     RuleDef {
@@ -111,7 +111,7 @@ pub const RULES: &[RuleDef] = &[
         family: "enum-erasure",
         description: "A `const` is dropped (and not replaced by an `enum` of that single value).",
         severity: Severity::High,
-        message: "{symbol} is no longer fixed: `{before}` became `{after}`",
+        message: "{symbol} is no longer fixed: {before} became {after}",
         invariant: "The value was always exactly the constant, so consumers never had to inspect it.",
     },
     RuleDef {
@@ -120,16 +120,16 @@ pub const RULES: &[RuleDef] = &[
         family: "mutability-exposure",
         description: "`additionalProperties: false` (or `unevaluatedProperties: false`) is removed or relaxed.",
         severity: Severity::Medium,
-        message: "{symbol} accepts unknown properties: `{before}` became `{after}`",
+        message: "{symbol} accepts unknown properties: {before} became {after}",
         invariant: "Objects had no properties beyond the declared ones, so a typo or an unexpected field was rejected.",
     },
     RuleDef {
         id: TYPE_WIDENED,
         languages: SCHEMA,
         family: "type-erasure",
-        description: "A `type` admits more (`integer` to `number`, a type array gaining a member, `type` removed).",
+        description: "A `type` admits more (`integer` to `number`, a type array gaining a member, `type` removed) or an OpenAPI width `format` widens (`int32` to `int64`, `float` to `double`).",
         severity: Severity::High,
-        message: "{symbol} accepts more types: `{before}` became `{after}`",
+        message: "{symbol} accepts more types: {before} became {after}",
         invariant: "Values had the old type, so consumers decoded them without handling the other types.",
     },
 ];
@@ -416,17 +416,20 @@ impl Walk<'_> {
     }
 
     fn nullable(&mut self, path: &[String], bo: &Map<String, Value>, ao: &Map<String, Value>) {
-        let is_true = |o: &Map<String, Value>, k: &str| o.get(k) == Some(&Value::Bool(true));
-        if is_true(ao, "nullable") && !is_true(bo, "nullable") {
-            self.push(NULLABLE_ADDED, path, keyword(bo, "nullable"), keyword(ao, "nullable"));
+        if admits_null(bo) || !admits_null(ao) {
             return;
         }
-        let (Some(bt), Some(at)) = (bo.get("type").and_then(type_set), ao.get("type").and_then(type_set)) else {
-            return;
+        // Show the keyword that let null in.
+        let key = ["nullable", "x-nullable", "type", "anyOf", "oneOf"]
+            .into_iter()
+            .find(|k| ao.get(*k).is_some_and(|v| null_member(k, v)))
+            .unwrap_or("type");
+        let before = match key {
+            "nullable" | "x-nullable" => keyword(bo, key),
+            _ if bo.contains_key(key) => keyword(bo, key),
+            _ => keyword(bo, "type"),
         };
-        if at.contains("null") && !bt.contains("null") {
-            self.push(NULLABLE_ADDED, path, keyword(bo, "type"), keyword(ao, "type"));
-        }
+        self.push(NULLABLE_ADDED, path, before, keyword(ao, key));
     }
 
     fn bounds(&mut self, path: &[String], bo: &Map<String, Value>, ao: &Map<String, Value>) {
@@ -547,7 +550,49 @@ impl Walk<'_> {
         };
         if widened {
             self.push(TYPE_WIDENED, path, keyword(bo, "type"), keyword(ao, "type"));
+            return;
         }
+        // OpenAPI's width formats: a wider width, or the width dropped, admits more.
+        let width = |o: &Map<String, Value>| {
+            let f = o.get("format").and_then(Value::as_str)?;
+            NUMBER_WIDTHS
+                .iter()
+                .find_map(|(family, names)| names.iter().position(|n| *n == f).map(|rank| (*family, rank)))
+        };
+        let Some((family, old_rank)) = width(bo) else {
+            return;
+        };
+        let last = NUMBER_WIDTHS.iter().find(|(f, _)| *f == family).map_or(0, |(_, names)| names.len() - 1);
+        let wider = match (width(ao), ao.get("format")) {
+            (Some((f, rank)), _) => f == family && rank > old_rank,
+            // Dropping the widest width changes nothing.
+            (None, None) => old_rank < last,
+            (None, Some(_)) => false,
+        };
+        if wider {
+            self.push(TYPE_WIDENED, path, keyword(bo, "format"), keyword(ao, "format"));
+        }
+    }
+}
+
+/// OpenAPI `format` widths by type, narrowest first.
+const NUMBER_WIDTHS: &[(&str, &[&str])] =
+    &[("integer", &["int8", "int16", "int32", "int64"]), ("number", &["float", "double"])];
+
+/// Whether a schema lets `null` through: OpenAPI's `nullable` (`x-nullable` in Swagger
+/// 2), `null` in `type`, or a null alternative in `anyOf`/`oneOf` (how 3.1 and most
+/// generators spell an optional value). An `enum` listing null is the enum rule's.
+fn admits_null(o: &Map<String, Value>) -> bool {
+    ["nullable", "x-nullable", "type", "anyOf", "oneOf"].iter().any(|k| o.get(*k).is_some_and(|v| null_member(k, v)))
+}
+
+fn null_member(key: &str, v: &Value) -> bool {
+    match key {
+        "nullable" | "x-nullable" => v == &Value::Bool(true),
+        "type" => type_set(v).is_some_and(|t| t.contains("null")),
+        _ => v
+            .as_array()
+            .is_some_and(|alternatives| alternatives.iter().any(|alt| alt.as_object().is_some_and(admits_null))),
     }
 }
 
@@ -609,13 +654,17 @@ fn keyword(o: &Map<String, Value>, key: &str) -> String {
     o.get(key).map(|v| format!("{key}: {}", render(v))).unwrap_or_default()
 }
 
-/// A short, YAML-flavoured rendering: `[id, name]`, `64`, `^[a-z]+$`.
+/// A short, YAML-flavoured rendering: `[id, name]`, `64`, `^[a-z]+$`, `{type: null}`.
 fn render(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => {
             let inner: Vec<String> = items.iter().map(render).collect();
             format!("[{}]", inner.join(", "))
+        }
+        Value::Object(map) => {
+            let inner: Vec<String> = map.iter().map(|(k, v)| format!("{k}: {}", render(v))).collect();
+            format!("{{{}}}", inner.join(", "))
         }
         other => other.to_string(),
     }

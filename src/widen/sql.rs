@@ -40,7 +40,7 @@ pub const RULES: &[RuleDef] = &[
         family: "optionality",
         description: "A column loses NOT NULL, in a CREATE TABLE edit or by ALTER COLUMN ... DROP NOT NULL.",
         severity: Severity::High,
-        message: "{symbol} may now be NULL: `{before}` became `{after}`",
+        message: "{symbol} may now be NULL: {before} became {after}",
         invariant: "Every row had a value in this column, so readers never had to handle NULL.",
     },
     RuleDef {
@@ -49,7 +49,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "A CHECK constraint (column or table level) is removed, in a CREATE TABLE edit or by ALTER TABLE ... DROP CONSTRAINT.",
         severity: Severity::High,
-        message: "{symbol} lost its check `{before}`",
+        message: "{symbol} lost its check {before}",
         invariant: "The database rejected every row that violated the check expression, so stored values satisfied it.",
     },
     RuleDef {
@@ -58,7 +58,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "A UNIQUE constraint is removed or widened to more columns.",
         severity: Severity::High,
-        message: "{symbol} is no longer guaranteed unique (was `{before}`)",
+        message: "{symbol} is no longer guaranteed unique (was {before})",
         invariant: "No two rows shared these column values, so a lookup by them returned at most one row.",
     },
     RuleDef {
@@ -67,7 +67,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "A PRIMARY KEY is removed from a table that keeps existing.",
         severity: Severity::High,
-        message: "{symbol} lost its primary key `{before}`",
+        message: "{symbol} lost its primary key {before}",
         invariant: "Every row was identified by a unique, non-NULL key.",
     },
     RuleDef {
@@ -76,7 +76,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "A FOREIGN KEY / REFERENCES constraint is removed.",
         severity: Severity::High,
-        message: "{symbol} no longer has to reference an existing row (was `{before}`)",
+        message: "{symbol} no longer has to reference an existing row (was {before})",
         invariant: "Every value in these columns pointed at an existing row of the referenced table.",
     },
     RuleDef {
@@ -85,7 +85,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "A VARCHAR(n) or CHAR(n) column becomes TEXT, unbounded, or gets a larger n.",
         severity: Severity::Medium,
-        message: "{symbol} accepts longer strings: `{before}` became `{after}`",
+        message: "{symbol} accepts longer strings: {before} became {after}",
         invariant: "Stored strings were at most n characters long, which fixed-size consumers may rely on.",
     },
     RuleDef {
@@ -94,7 +94,7 @@ pub const RULES: &[RuleDef] = &[
         family: "enum-erasure",
         description: "A column of an enum type (CREATE TYPE ... AS ENUM or an inline ENUM) becomes free text.",
         severity: Severity::High,
-        message: "{symbol} accepts any string: `{before}` became `{after}`",
+        message: "{symbol} accepts any string: {before} became {after}",
         invariant: "The column held only the labels of the enum type, so every reader could match on a closed set.",
     },
 ];
@@ -108,7 +108,6 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     }
     let old = parse(up_half(before)).map_err(|e| DetectError(format!("old version: {e}")))?;
     let new = parse(up_half(after)).map_err(|e| DetectError(format!("new version: {e}")))?;
-    let in_test = is_test_path(path);
 
     let mut old_schema = Schema::default();
     for stmt in &old {
@@ -128,13 +127,8 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     for f in compare_schemas(&old_schema, &new_schema) {
         found.entry((f.rule, f.symbol.clone())).or_insert(f);
     }
-    let mut out: Vec<RawFinding> = found
-        .into_values()
-        .map(|mut f| {
-            f.in_test = in_test;
-            f
-        })
-        .collect();
+    // Test code is recognised by path in the engine; nothing here is test-only.
+    let mut out: Vec<RawFinding> = found.into_values().collect();
     out.sort();
     Ok(out)
 }
@@ -195,11 +189,6 @@ fn up_half(text: &str) -> &str {
         offset += line.len();
     }
     text
-}
-
-fn is_test_path(path: &str) -> bool {
-    path.split('/')
-        .any(|s| matches!(s.to_ascii_lowercase().as_str(), "test" | "tests" | "testdata" | "__tests__" | "spec"))
 }
 
 // ---------------------------------------------------------------------------------
