@@ -995,6 +995,64 @@ mod tests {
         assert_eq!(detect("s.json", a, b), Ok(Vec::new()));
     }
 
+    /// Schema-shaped JSON: objects keyed by the keywords the walk reads.
+    fn schema_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-5i64..300).prop_map(Value::from),
+            (-5.0f64..5.0).prop_map(Value::from),
+            proptest::sample::select(vec!["string", "integer", "number", "null", "object", "int32", "x"])
+                .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            let keys = proptest::sample::select(vec![
+                "type",
+                "properties",
+                "required",
+                "nullable",
+                "minimum",
+                "exclusiveMinimum",
+                "maximum",
+                "maxLength",
+                "minItems",
+                "uniqueItems",
+                "pattern",
+                "multipleOf",
+                "enum",
+                "const",
+                "additionalProperties",
+                "items",
+                "anyOf",
+                "format",
+                "a",
+                "b",
+                "$schema",
+                "openapi",
+                "components",
+                "schemas",
+            ]);
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(keys, inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever shape the documents have, the walk reports or returns, never panics,
+        /// and comparing a document with itself finds nothing.
+        #[test]
+        fn never_panics_and_identity_is_silent(b in schema_value(), a in schema_value()) {
+            let (bt, at) = (b.to_string(), serde_json::to_string_pretty(&a).unwrap_or_default());
+            let _ = detect("s.json", &bt, &at);
+            proptest::prop_assert_eq!(detect("s.json", &at, &at), Ok(Vec::new()));
+            let _ = detect("s.yaml", &bt, &at);
+        }
+    }
+
     #[test]
     fn fixtures_match_expected() {
         fixture_harness::run(RULES, detect);

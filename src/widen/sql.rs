@@ -149,7 +149,49 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
             }
         }
     }
-    Err(first_error.unwrap_or_default())
+    let first_error = first_error.unwrap_or_default();
+    parse_each(text).ok_or(first_error)
+}
+
+/// Statement by statement, skipping what the parser does not know (`DO` blocks,
+/// pg_dump's sequence options) as long as it is not a statement this detector reads.
+/// `None` when the text does not tokenize or a table or type definition fails.
+fn parse_each(text: &str) -> Option<Vec<Statement>> {
+    let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, text).tokenize_with_location().ok()?;
+    let mut out = Vec::new();
+    for chunk in tokens.split(|t| t.token == Token::SemiColon) {
+        let words: Vec<String> = chunk
+            .iter()
+            .filter_map(|t| match &t.token {
+                Token::Word(w) => Some(w.value.to_ascii_uppercase()),
+                _ => None,
+            })
+            .take(3)
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        let mut parser = Parser::new(&dialect).with_tokens_with_locations(chunk.to_vec());
+        match parser.parse_statement() {
+            Ok(stmt) => out.push(stmt),
+            Err(_) if reads_schema(&words) => return None,
+            Err(_) => {}
+        }
+    }
+    Some(out)
+}
+
+/// Whether a statement starting with these words defines or alters a table or a type.
+fn reads_schema(words: &[String]) -> bool {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(
+        w.as_slice(),
+        ["CREATE", "TABLE", ..]
+            | ["CREATE", "TYPE", ..]
+            | ["ALTER", "TABLE", ..]
+            | ["CREATE", "TEMP" | "TEMPORARY" | "UNLOGGED", "TABLE"]
+    )
 }
 
 /// A down-migration exists to undo an earlier tightening; loosening is its purpose.
@@ -853,6 +895,18 @@ mod tests {
     }
 
     #[test]
+    fn unknown_statements_are_skipped_not_fatal() {
+        let before = "CREATE TABLE users (\n  email TEXT NOT NULL\n);\nDO $$ BEGIN PERFORM 1; END $$;\n";
+        let after = "CREATE TABLE users (\n  email TEXT\n);\nDO $$ BEGIN PERFORM 1; END $$;\n";
+        let out = detect("db/structure.sql", before, after).expect("DO block skipped");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].rule, out[0].line), (NOT_NULL_DROPPED, 2));
+        // A table definition the parser cannot read is still an error.
+        let broken = "DO $$ BEGIN PERFORM 1; END $$;\nCREATE TABLE users (email TEXT NOT NULL,,);\n";
+        assert!(detect("db/structure.sql", "", broken).is_err());
+    }
+
+    #[test]
     fn parse_failure_is_an_error() {
         let err = detect("schema.sql", "", "CREATE TABLE (").expect_err("invalid SQL");
         assert!(err.0.starts_with("new version:"), "{err}");
@@ -863,6 +917,62 @@ mod tests {
         let reads = columns_read("length(name) > 0 AND age BETWEEN 1 AND 99");
         assert_eq!(reads, BTreeSet::from(["age".to_string(), "name".to_string()]));
     }
+
+    proptest::proptest! {
+        /// Any token soup, valid or not, yields findings or an error, never a panic.
+        #[test]
+        fn never_panics(
+            before in proptest::collection::vec(proptest::sample::select(SOUP), 0..48),
+            after in proptest::collection::vec(proptest::sample::select(SOUP), 0..48),
+        ) {
+            let (before, after) = (before.join(" "), after.join(" "));
+            let _ = detect("db/schema.sql", &before, &after);
+            // A file compared with itself has lost nothing.
+            if let Ok(found) = detect("db/schema.sql", &after, &after) {
+                proptest::prop_assert!(found.is_empty(), "{found:?}");
+            }
+        }
+    }
+
+    const SOUP: &[&str] = &[
+        "CREATE",
+        "TABLE",
+        "TYPE",
+        "ALTER",
+        "COLUMN",
+        "DROP",
+        "ADD",
+        "CONSTRAINT",
+        "t",
+        "a",
+        "b",
+        "c",
+        "(",
+        ")",
+        ",",
+        ";",
+        "\n",
+        "INT",
+        "TEXT",
+        "VARCHAR(8)",
+        "VARCHAR(99)",
+        "NOT",
+        "NULL",
+        "CHECK",
+        "a > 0",
+        "UNIQUE",
+        "PRIMARY KEY",
+        "REFERENCES",
+        "FOREIGN KEY",
+        "AS",
+        "ENUM",
+        "('x', 'y')",
+        "SET",
+        "DATA",
+        "t_a_check",
+        "t_a_key",
+        "t_a_fkey",
+    ];
 
     #[test]
     fn fixtures_match_expected() {
