@@ -176,7 +176,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     }
     let new_roots: BTreeMap<Vec<String>, &Value> = schema_roots(&new).into_iter().collect();
     let lines = if yaml { yaml_key_lines(after) } else { json_key_lines(after) };
-    let mut walk = Walk { lines: &lines, out: Vec::new() };
+    let mut walk = Walk { lines: &lines, old_doc: &old, new_doc: &new, out: Vec::new() };
     for (path, b) in old_roots {
         if let Some(a) = new_roots.get(&path) {
             let mut path = path;
@@ -307,6 +307,8 @@ fn type_set(t: &Value) -> Option<BTreeSet<String>> {
 
 struct Walk<'a> {
     lines: &'a KeyLines,
+    old_doc: &'a Value,
+    new_doc: &'a Value,
     out: Vec<RawFinding>,
 }
 
@@ -326,6 +328,8 @@ impl Walk<'_> {
         let (Some(bo), Some(ao)) = (b.as_object(), a.as_object()) else {
             return;
         };
+        // A constraint moved behind a `$ref` or into an `allOf` member still holds.
+        let (bo, ao) = (&effective(bo, ao, self.old_doc), &effective(ao, bo, self.new_doc));
         self.required(path, bo, ao);
         self.nullable(path, bo, ao);
         self.bounds(path, bo, ao);
@@ -365,7 +369,8 @@ impl Walk<'_> {
             }
         }
         // Positional subschemas: only comparable while the list keeps its length.
-        for key in ["allOf", "anyOf", "oneOf", "prefixItems", "items"] {
+        // `allOf` members are merged into their owner (see `effective`), not walked.
+        for key in ["anyOf", "oneOf", "prefixItems", "items"] {
             let (Some(bl), Some(al)) = (bo.get(key).and_then(Value::as_array), ao.get(key).and_then(Value::as_array))
             else {
                 continue;
@@ -578,6 +583,66 @@ impl Walk<'_> {
 /// OpenAPI `format` widths by type, narrowest first.
 const NUMBER_WIDTHS: &[(&str, &[&str])] =
     &[("integer", &["int8", "int16", "int32", "int64"]), ("number", &["float", "double"])];
+
+/// Most `$ref` hops followed for one schema; deeper chains are left as they are.
+const MAX_REF_HOPS: usize = 8;
+
+/// The keywords that constrain `o`: its own, plus those of the schema its local `$ref`
+/// points to and of its `allOf` members, wherever the other version differs in that
+/// `$ref` or `allOf` (when both are equal, the target is compared where it lives).
+fn effective(o: &Map<String, Value>, other: &Map<String, Value>, doc: &Value) -> Map<String, Value> {
+    let mut out = o.clone();
+    let mut pending: Vec<&Value> = Vec::new();
+    if o.get("$ref") != other.get("$ref") {
+        pending.extend(o.get("$ref"));
+    }
+    if o.get("allOf") != other.get("allOf") {
+        pending.extend(o.get("allOf").and_then(Value::as_array).into_iter().flatten());
+    }
+    let mut hops = 0;
+    while let Some(next) = pending.pop() {
+        let target = match next {
+            Value::String(r) => {
+                hops += 1;
+                if hops > MAX_REF_HOPS {
+                    continue;
+                }
+                match r.strip_prefix('#').and_then(|p| doc.pointer(p)) {
+                    Some(t) => t,
+                    None => continue,
+                }
+            }
+            v => v,
+        };
+        let Some(t) = target.as_object() else {
+            continue;
+        };
+        pending.extend(t.get("$ref"));
+        pending.extend(t.get("allOf").and_then(Value::as_array).into_iter().flatten());
+        for (k, v) in t {
+            match (k.as_str(), out.get_mut(k)) {
+                ("$ref" | "allOf", _) => {}
+                (_, None) => {
+                    out.insert(k.clone(), v.clone());
+                }
+                ("required", Some(Value::Array(mine))) => {
+                    for name in v.as_array().into_iter().flatten() {
+                        if !mine.contains(name) {
+                            mine.push(name.clone());
+                        }
+                    }
+                }
+                ("properties", Some(Value::Object(mine))) => {
+                    for (name, schema) in v.as_object().into_iter().flatten() {
+                        mine.entry(name.clone()).or_insert_with(|| schema.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
 
 /// Whether a schema lets `null` through: OpenAPI's `nullable` (`x-nullable` in Swagger
 /// 2), `null` in `type`, or a null alternative in `anyOf`/`oneOf` (how 3.1 and most
