@@ -257,6 +257,9 @@ struct Table {
 
 #[derive(Debug, Clone)]
 struct Column {
+    /// The column name as written, without quotes (for the symbol).
+    shown: String,
+    /// The definition, one line (for `before`/`after`).
     display: String,
     line: u32,
     data_type: DataType,
@@ -361,7 +364,7 @@ impl Schema {
 
 fn table_of(ct: &CreateTable) -> Table {
     let mut table = Table {
-        display: ct.name.to_string(),
+        display: object_shown(&ct.name),
         line: object_line(&ct.name),
         columns: BTreeMap::new(),
         checks: Vec::new(),
@@ -382,6 +385,7 @@ impl Table {
     fn add_column(&mut self, col: &ColumnDef) {
         let key = ident_key(&col.name);
         let mut column = Column {
+            shown: col.name.value.clone(),
             display: one_line(&col.to_string()),
             line: ident_line(&col.name),
             data_type: col.data_type.clone(),
@@ -481,6 +485,15 @@ impl Table {
                     col.not_null = options.contains(&ColumnOption::NotNull);
                 }
             }
+            AlterTableOperation::ChangeColumn { old_name, new_name, data_type, options, .. } => {
+                if let Some(mut col) = self.columns.remove(&ident_key(old_name)) {
+                    col.data_type = data_type.clone();
+                    col.not_null = options.contains(&ColumnOption::NotNull);
+                    col.display = one_line(&format!("{new_name} {data_type}"));
+                    col.shown = new_name.value.clone();
+                    self.columns.insert(ident_key(new_name), col);
+                }
+            }
             _ => {}
         }
     }
@@ -575,7 +588,7 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             let Some(a) = after.columns.get(name) else {
                 continue;
             };
-            let symbol = format!("{table}.{}", column_shown(&a.display));
+            let symbol = format!("{table}.{}", a.shown);
             if b.not_null && !after.not_null(name) {
                 out.push(finding(NOT_NULL_DROPPED, &symbol, a.line, &b.display, &a.display));
             }
@@ -627,18 +640,13 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
 /// `table` otherwise.
 fn constraint_symbol(table: &str, owner: &Owner, after: &Table) -> String {
     if let Some(col) = &owner.column {
-        let shown = after.columns.get(col).map_or(col.clone(), |c| column_shown(&c.display));
+        let shown = after.columns.get(col).map_or(col.clone(), |c| c.shown.clone());
         return format!("{table}.{shown}");
     }
     match &owner.name {
         Some(n) => format!("{table}.{n}"),
         None => table.to_string(),
     }
-}
-
-/// The column name as written, from its one-line definition.
-fn column_shown(display: &str) -> String {
-    display.split_whitespace().next().unwrap_or_default().to_string()
 }
 
 /// Which rule, if any, a column type change from `old` to `new` breaks.
@@ -705,9 +713,9 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                     *count -= 1;
                     continue;
                 }
-                if let Some(f) = loosening_op(&name.to_string(), &table, op, &view) {
-                    out.push(f);
-                }
+                let shown = object_shown(name);
+                out.extend(loosening_op(&shown, &table, op, &view));
+                out.extend(redefined_column(&shown, &table, op, &view));
             }
         }
         so_far.apply(stmt);
@@ -736,6 +744,34 @@ impl Lookup<'_> {
     fn is_enum(&self, name: String) -> bool {
         self.first.enums.contains(&name) || self.second.enums.contains(&name)
     }
+}
+
+/// MySQL's `MODIFY COLUMN` / `CHANGE COLUMN` restate a column whole: an explicit `NULL`,
+/// or a known `NOT NULL` column restated without it, drops NOT NULL; the new type is
+/// compared with the known one.
+fn redefined_column(shown: &str, table: &str, op: &AlterTableOperation, view: &Lookup<'_>) -> Vec<RawFinding> {
+    let (name, data_type, options) = match op {
+        AlterTableOperation::ModifyColumn { col_name, data_type, options, .. } => (col_name, data_type, options),
+        AlterTableOperation::ChangeColumn { old_name, data_type, options, .. } => (old_name, data_type, options),
+        _ => return Vec::new(),
+    };
+    let known = view.column(table, &ident_key(name));
+    let symbol = format!("{shown}.{}", name.value);
+    let line = ident_line(name);
+    let after = op.to_string();
+    let mut out = Vec::new();
+    let restated_nullable = options.contains(&ColumnOption::Null)
+        || (known.is_some_and(|c| c.not_null) && !options.contains(&ColumnOption::NotNull));
+    if restated_nullable {
+        let before = known.filter(|c| c.not_null).map_or_else(|| format!("{name} NOT NULL"), |c| c.display.clone());
+        out.push(finding(NOT_NULL_DROPPED, &symbol, line, &before, &after));
+    }
+    if let Some(known) = known
+        && let Some(rule) = type_loosening(&known.data_type, data_type, |n| view.is_enum(n))
+    {
+        out.push(finding(rule, &symbol, line, &known.display, &after));
+    }
+    out
 }
 
 fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Lookup<'_>) -> Option<RawFinding> {
@@ -831,6 +867,18 @@ fn object_key(name: &ObjectName) -> String {
         .iter()
         .map(|part| match part {
             ObjectNamePart::Identifier(i) => ident_key(i),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// A table name for a symbol: its parts as written, without quotes.
+fn object_shown(name: &ObjectName) -> String {
+    name.0
+        .iter()
+        .map(|part| match part {
+            ObjectNamePart::Identifier(i) => i.value.clone(),
             other => other.to_string(),
         })
         .collect::<Vec<_>>()
