@@ -116,19 +116,16 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
 
     // Operations first: their line (the ALTER itself) is the better pointer, and the
     // table comparison below then only adds what the operations did not already say.
-    let mut found: BTreeMap<(&'static str, String), RawFinding> = BTreeMap::new();
-    for f in scan_operations(&old, &new, &old_schema) {
-        found.entry((f.rule, f.symbol.clone())).or_insert(f);
-    }
+    let mut out = scan_operations(&old, &new, &old_schema);
+    let said: BTreeSet<(&'static str, String)> = out.iter().map(|f| (f.rule, f.symbol.clone())).collect();
     let mut new_schema = Schema::default();
     for stmt in &new {
         new_schema.apply(stmt);
     }
-    for f in compare_schemas(&old_schema, &new_schema) {
-        found.entry((f.rule, f.symbol.clone())).or_insert(f);
-    }
+    out.extend(
+        compare_schemas(&old_schema, &new_schema).into_iter().filter(|f| !said.contains(&(f.rule, f.symbol.clone()))),
+    );
     // Test code is recognised by path in the engine; nothing here is test-only.
-    let mut out: Vec<RawFinding> = found.into_values().collect();
     out.sort();
     Ok(out)
 }
@@ -342,24 +339,31 @@ impl Schema {
         self.tables.get(table)?.columns.get(column)
     }
 
-    /// The constraint a name denotes in this model, with its text.
-    fn constraint(&self, table: &str, name: &str) -> Option<(ConstraintKind, String)> {
+    /// The constraint a name denotes in this model.
+    fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         let t = self.tables.get(table)?;
-        let named = |o: &Owner| o.name.as_deref() == Some(name);
-        if let Some(c) = t.checks.iter().find(|c| named(&c.owner)) {
-            return Some((ConstraintKind::Check, c.text.clone()));
-        }
-        if let Some(k) = t.uniques.iter().find(|k| named(&k.owner)) {
-            return Some((ConstraintKind::Unique, k.text.clone()));
-        }
-        if let Some(k) = t.primary_keys.iter().find(|k| named(&k.owner)) {
-            return Some((ConstraintKind::PrimaryKey, k.text.clone()));
-        }
-        if let Some(k) = t.foreign_keys.iter().find(|k| named(&k.owner)) {
-            return Some((ConstraintKind::ForeignKey, k.text.clone()));
-        }
-        None
+        let found = |kind, owner: &Owner, text: &String| {
+            (owner.name.as_deref() == Some(name)).then(|| NamedConstraint {
+                kind,
+                text: text.clone(),
+                column: owner.column.as_ref().map(|c| t.columns.get(c).map_or(c.clone(), |c| c.shown.clone())),
+            })
+        };
+        t.checks
+            .iter()
+            .find_map(|c| found(ConstraintKind::Check, &c.owner, &c.text))
+            .or_else(|| t.uniques.iter().find_map(|k| found(ConstraintKind::Unique, &k.owner, &k.text)))
+            .or_else(|| t.primary_keys.iter().find_map(|k| found(ConstraintKind::PrimaryKey, &k.owner, &k.text)))
+            .or_else(|| t.foreign_keys.iter().find_map(|k| found(ConstraintKind::ForeignKey, &k.owner, &k.text)))
     }
+}
+
+/// A constraint found by name: its kind, its text, and its column when declared on one.
+#[derive(Debug)]
+struct NamedConstraint {
+    kind: ConstraintKind,
+    text: String,
+    column: Option<String>,
 }
 
 fn table_of(ct: &CreateTable) -> Table {
@@ -737,7 +741,7 @@ impl Lookup<'_> {
         self.first.column(table, column).or_else(|| self.second.column(table, column))
     }
 
-    fn constraint(&self, table: &str, name: &str) -> Option<(ConstraintKind, String)> {
+    fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
     }
 
@@ -797,27 +801,30 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                 _ => None,
             }
         }
-        AlterTableOperation::DropConstraint { name, .. } => {
+        AlterTableOperation::DropConstraint { name, .. } | AlterTableOperation::DropForeignKey { name } => {
             let key = ident_key(name);
-            let (kind, before) = view
-                .constraint(table, &key)
-                .or_else(|| kind_by_name(&key).map(|k| (k, format!("CONSTRAINT {name}"))))?;
-            let rule = match kind {
+            let guessed = || {
+                // MySQL's DROP FOREIGN KEY says the kind itself.
+                let kind = match op {
+                    AlterTableOperation::DropForeignKey { .. } => Some(ConstraintKind::ForeignKey),
+                    _ => kind_by_name(&key),
+                };
+                kind.map(|kind| NamedConstraint { kind, text: format!("CONSTRAINT {name}"), column: None })
+            };
+            let known = view.constraint(table, &key).or_else(guessed)?;
+            let rule = match known.kind {
                 ConstraintKind::Check => CHECK_REMOVED,
                 ConstraintKind::Unique => UNIQUE_DROPPED,
                 ConstraintKind::PrimaryKey => PRIMARY_KEY_DROPPED,
                 ConstraintKind::ForeignKey => FOREIGN_KEY_DROPPED,
             };
-            let symbol = format!("{shown}.{}", name.value);
-            let after = format!("DROP CONSTRAINT {name}");
-            Some(finding(rule, &symbol, ident_line(name), &before, &after))
-        }
-        AlterTableOperation::DropForeignKey { name } => {
-            let before =
-                view.constraint(table, &ident_key(name)).map_or_else(|| format!("CONSTRAINT {name}"), |(_, t)| t);
-            let symbol = format!("{shown}.{}", name.value);
-            let after = format!("DROP FOREIGN KEY {name}");
-            Some(finding(FOREIGN_KEY_DROPPED, &symbol, ident_line(name), &before, &after))
+            // A constraint declared on a column belongs to that column.
+            let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
+            let after = match op {
+                AlterTableOperation::DropForeignKey { .. } => format!("DROP FOREIGN KEY {name}"),
+                _ => format!("DROP CONSTRAINT {name}"),
+            };
+            Some(finding(rule, &symbol, ident_line(name), &known.text, &after))
         }
         _ => None,
     }
