@@ -11,6 +11,7 @@
 //! nullable or optional, is never a finding, and neither is a deleted one. Tightening,
 //! key order and formatting are never findings.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Deserialize;
@@ -590,8 +591,7 @@ const MAX_REF_HOPS: usize = 8;
 /// The keywords that constrain `o`: its own, plus those of the schema its local `$ref`
 /// points to and of its `allOf` members, wherever the other version differs in that
 /// `$ref` or `allOf` (when both are equal, the target is compared where it lives).
-fn effective(o: &Map<String, Value>, other: &Map<String, Value>, doc: &Value) -> Map<String, Value> {
-    let mut out = o.clone();
+fn effective<'a>(o: &'a Map<String, Value>, other: &Map<String, Value>, doc: &Value) -> Cow<'a, Map<String, Value>> {
     let mut pending: Vec<&Value> = Vec::new();
     if o.get("$ref") != other.get("$ref") {
         pending.extend(o.get("$ref"));
@@ -599,6 +599,11 @@ fn effective(o: &Map<String, Value>, other: &Map<String, Value>, doc: &Value) ->
     if o.get("allOf") != other.get("allOf") {
         pending.extend(o.get("allOf").and_then(Value::as_array).into_iter().flatten());
     }
+    // Most schemas have nothing to merge: no copy then.
+    if pending.is_empty() {
+        return Cow::Borrowed(o);
+    }
+    let mut out = o.clone();
     let mut hops = 0;
     while let Some(next) = pending.pop() {
         let target = match next {
@@ -641,7 +646,7 @@ fn effective(o: &Map<String, Value>, other: &Map<String, Value>, doc: &Value) ->
             }
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Whether a schema lets `null` through: OpenAPI's `nullable` (`x-nullable` in Swagger

@@ -601,9 +601,16 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             }
         }
         let symbol_of = |owner: &Owner| constraint_symbol(table, owner, after);
+        // A constraint over a column that was dropped or renamed went with the column.
+        let columns_gone = |cols: Vec<&String>| {
+            cols.into_iter().any(|c| before.columns.contains_key(c) && !after.columns.contains_key(c))
+        };
         let line_of =
             |owner: &Owner| owner.column.as_ref().and_then(|c| after.columns.get(c)).map_or(after.line, |c| c.line);
         for c in &before.checks {
+            if columns_gone(c.reads.iter().chain(&c.owner.column).collect()) {
+                continue;
+            }
             let kept = after.checks.iter().any(|x| {
                 x.expr == c.expr
                     || (c.owner.name.is_some() && x.owner.name == c.owner.name)
@@ -618,6 +625,9 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             keys.iter().any(|k| !k.columns.is_empty() && k.columns.is_subset(cols))
         };
         for k in &before.uniques {
+            if columns_gone(k.columns.iter().collect()) {
+                continue;
+            }
             if !stricter_key(&k.columns, &after.uniques) && !stricter_key(&k.columns, &after.primary_keys) {
                 // Widened to more columns: show what it became.
                 let wider =
@@ -626,11 +636,17 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             }
         }
         for k in &before.primary_keys {
+            if columns_gone(k.columns.iter().collect()) {
+                continue;
+            }
             if !stricter_key(&k.columns, &after.primary_keys) && !stricter_key(&k.columns, &after.uniques) {
                 out.push(finding(PRIMARY_KEY_DROPPED, &symbol_of(&k.owner), line_of(&k.owner), &k.text, ""));
             }
         }
         for fk in &before.foreign_keys {
+            if columns_gone(fk.columns.iter().collect()) {
+                continue;
+            }
             let kept = after.foreign_keys.iter().any(|x| x.columns == fk.columns && x.target == fk.target);
             if !kept {
                 out.push(finding(FOREIGN_KEY_DROPPED, &symbol_of(&fk.owner), line_of(&fk.owner), &fk.text, ""));
