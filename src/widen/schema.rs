@@ -370,8 +370,8 @@ impl Walk<'_> {
             }
         }
         // Positional subschemas: only comparable while the list keeps its length.
-        // `allOf` members are merged into their owner (see `effective`), not walked.
-        for key in ["anyOf", "oneOf", "prefixItems", "items"] {
+        // An `allOf` of another length was merged into its owner (see `effective`).
+        for key in ["allOf", "anyOf", "oneOf", "prefixItems", "items"] {
             let (Some(bl), Some(al)) = (bo.get(key).and_then(Value::as_array), ao.get(key).and_then(Value::as_array))
             else {
                 continue;
@@ -548,8 +548,11 @@ impl Walk<'_> {
         };
         let widened = match ao.get("type").and_then(type_set) {
             // `null` joining the set is the nullable rule's finding.
+            // Only a superset widens; a type swapped for another is a change, not a loosening.
             Some(new) => {
-                new.iter().any(|t| t != "null" && !old.contains(t) && !(t == "integer" && old.contains("number")))
+                let admits =
+                    |set: &BTreeSet<String>, t: &String| set.contains(t) || (t == "integer" && set.contains("number"));
+                old.iter().all(|t| admits(&new, t)) && new.iter().any(|t| t != "null" && !admits(&old, t))
             }
             // `type` dropped for a reference or a composition moves it, not removes it.
             None => !["$ref", "allOf", "anyOf", "oneOf", "enum", "const"].iter().any(|k| ao.contains_key(*k)),
@@ -589,14 +592,16 @@ const NUMBER_WIDTHS: &[(&str, &[&str])] =
 const MAX_REF_HOPS: usize = 8;
 
 /// The keywords that constrain `o`: its own, plus those of the schema its local `$ref`
-/// points to and of its `allOf` members, wherever the other version differs in that
-/// `$ref` or `allOf` (when both are equal, the target is compared where it lives).
+/// points to and of its `allOf` members, where the other version has a different `$ref`
+/// or an `allOf` of another length (otherwise the target is compared where it lives).
 fn effective<'a>(o: &'a Map<String, Value>, other: &Map<String, Value>, doc: &Value) -> Cow<'a, Map<String, Value>> {
     let mut pending: Vec<&Value> = Vec::new();
     if o.get("$ref") != other.get("$ref") {
         pending.extend(o.get("$ref"));
     }
-    if o.get("allOf") != other.get("allOf") {
+    // An `allOf` of the same length on both sides is compared member by member instead.
+    let members = |m: &Map<String, Value>| m.get("allOf").and_then(Value::as_array).map(Vec::len);
+    if members(o) != members(other) {
         pending.extend(o.get("allOf").and_then(Value::as_array).into_iter().flatten());
     }
     // Most schemas have nothing to merge: no copy then.
@@ -801,13 +806,13 @@ fn json_key_lines(text: &str) -> KeyLines {
                         _ => s.push(c),
                     }
                 }
-                let path_of = |stack: &[Frame]| stack.iter().filter_map(seg).cloned().collect::<Vec<_>>();
-                let mut path = path_of(&stack);
-                if let Some(Frame::Object { key, expect_key, .. }) = stack.last_mut()
-                    && *expect_key
-                {
-                    *expect_key = false;
-                    *key = Some(s.clone());
+                let is_key = matches!(stack.last(), Some(Frame::Object { expect_key: true, .. }));
+                if is_key {
+                    let mut path: Vec<String> = stack.iter().filter_map(seg).cloned().collect();
+                    if let Some(Frame::Object { key, expect_key, .. }) = stack.last_mut() {
+                        *expect_key = false;
+                        *key = Some(s.clone());
+                    }
                     path.push(s);
                     map.entry(path).or_insert(line);
                 }
