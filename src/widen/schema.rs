@@ -209,6 +209,8 @@ fn is_yaml_path(path: &str) -> bool {
 /// Parse one version. `Ok(None)`: a document that cannot be a schema (absent or empty,
 /// several YAML documents, a YAML template, keys JSON cannot hold).
 fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
+    // Editors on Windows like to start files with a byte-order mark; JSON forbids it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Ok(None);
     }
@@ -1057,6 +1059,14 @@ mod tests {
         let err = detect("schema.yaml", "a: [1,\n", "a: 1\n").expect_err("invalid YAML");
         assert!(err.0.starts_with("old version:"), "{err}");
         assert_eq!(detect("tsconfig.json", "{// c\n}", "{}"), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn byte_order_mark_is_not_an_error() {
+        let b = "\u{feff}{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}";
+        let a = "\u{feff}{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"number\"}}}";
+        let out = detect("s.json", b, a).expect("parses");
+        assert_eq!(out.iter().map(|f| f.rule).collect::<Vec<_>>(), [TYPE_WIDENED]);
     }
 
     #[test]

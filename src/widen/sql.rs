@@ -136,6 +136,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
 }
 
 fn parse(text: &str) -> Result<Vec<Statement>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
