@@ -10,6 +10,7 @@
 //! (`down.sql`, `*.down.sql`, a `down/` directory, Flyway `U<n>__` undo scripts, the down
 //! half of a goose or dbmate file), which exist to undo an earlier tightening.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
@@ -106,9 +107,9 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     if is_down_migration(path) {
         return Ok(Vec::new());
     }
-    let (old, new) = match (parse(up_half(before)), parse(up_half(after))) {
+    let (old, new) = match (parse(up_half(&untemplated(before))), parse(up_half(&untemplated(after)))) {
         (Ok(old), Ok(new)) => (old, new),
-        // A template (`{{ .Table }}`, Jinja, Go templates) is not SQL until rendered.
+        // A template whose control flow leaves no SQL behind is not SQL until rendered.
         _ if before.contains("{{") || after.contains("{{") => return Ok(Vec::new()),
         (Err(e), _) => return Err(DetectError(format!("old version: {e}"))),
         (_, Err(e)) => return Err(DetectError(format!("new version: {e}"))),
@@ -153,48 +154,49 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
         }
     }
     let first_error = first_error.unwrap_or_default();
-    parse_each(text).ok_or(first_error)
+    dialects.into_iter().find_map(|d| parse_each(d, text)).ok_or(first_error)
 }
 
 /// Statement by statement, skipping what the parser does not know (`DO` blocks,
-/// pg_dump's sequence options) as long as it is not a statement this detector reads.
-/// `None` when the text does not tokenize or a table or type definition fails.
-fn parse_each(text: &str) -> Option<Vec<Statement>> {
-    let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, text).tokenize_with_location().ok()?;
+/// pg_dump's sequence options, MySQL's `CONVERT TO CHARACTER SET`) as long as it can
+/// hold nothing this detector reports. `None` when the text does not tokenize, a table
+/// or type definition fails, or a failing `ALTER TABLE` might loosen something.
+fn parse_each(dialect: &dyn Dialect, text: &str) -> Option<Vec<Statement>> {
+    let tokens = Tokenizer::new(dialect, text).tokenize_with_location().ok()?;
     let mut out = Vec::new();
     for chunk in tokens.split(|t| t.token == Token::SemiColon) {
         let words: Vec<String> = chunk
             .iter()
             .filter_map(|t| match &t.token {
-                Token::Word(w) => Some(w.value.to_ascii_uppercase()),
+                Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
                 _ => None,
             })
-            .take(3)
             .collect();
         if words.is_empty() {
             continue;
         }
-        let mut parser = Parser::new(&dialect).with_tokens_with_locations(chunk.to_vec());
+        let mut parser = Parser::new(dialect).with_tokens_with_locations(chunk.to_vec());
         match parser.parse_statement() {
             Ok(stmt) => out.push(stmt),
-            Err(_) if reads_schema(&words) => return None,
+            Err(_) if must_parse(&words) => return None,
             Err(_) => {}
         }
     }
     Some(out)
 }
 
-/// Whether a statement starting with these words defines or alters a table or a type.
-fn reads_schema(words: &[String]) -> bool {
+/// Whether an unparsed statement with these words may matter: a table or type
+/// definition, or an `ALTER TABLE` that drops something, makes something NULL or
+/// changes a type.
+fn must_parse(words: &[String]) -> bool {
     let w: Vec<&str> = words.iter().map(String::as_str).collect();
-    matches!(
-        w.as_slice(),
-        ["CREATE", "TABLE", ..]
-            | ["CREATE", "TYPE", ..]
-            | ["ALTER", "TABLE", ..]
-            | ["CREATE", "TEMP" | "TEMPORARY" | "UNLOGGED", "TABLE"]
-    )
+    match w.as_slice() {
+        ["CREATE", "TABLE" | "TYPE", ..] | ["CREATE", "TEMP" | "TEMPORARY" | "UNLOGGED", "TABLE", ..] => true,
+        ["ALTER", "TABLE", ..] => w.iter().enumerate().any(|(i, word)| {
+            matches!(*word, "DROP" | "TYPE" | "MODIFY" | "CHANGE") || (*word == "NULL" && (i == 0 || w[i - 1] != "NOT"))
+        }),
+        _ => false,
+    }
 }
 
 /// A down-migration exists to undo an earlier tightening; loosening is its purpose.
@@ -216,6 +218,29 @@ fn is_down_migration(path: &str) -> bool {
     // Flyway undo migrations: `U7__drop_check.sql`, `U1_2__x.sql`.
     let original = path.rsplit('/').next().unwrap_or(path);
     original.starts_with('U') && original[1..].starts_with(|c: char| c.is_ascii_digit()) && original.contains("__")
+}
+
+/// Migration tools that template their SQL (`{{ index .Options "Namespace" }}users`,
+/// Jinja, Go templates) prefix names with an expression; dropping each `{{ ... }}`
+/// leaves the SQL around it (`users`) and keeps every line where it was.
+fn untemplated(text: &str) -> Cow<'_, str> {
+    if !text.contains("{{") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find("}}") else {
+            rest = &rest[start..];
+            break;
+        };
+        let expr = &rest[start..start + len + 2];
+        out.extend(expr.chars().filter(|c| *c == '\n'));
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// goose (`-- +goose Down`) and dbmate (`-- migrate:down`) keep both halves in one
@@ -984,9 +1009,23 @@ mod tests {
     }
 
     #[test]
-    fn templated_sql_is_not_sql() {
-        let text = "CREATE TABLE {{ identifier .TableName }} (id INT NOT NULL);";
-        assert_eq!(detect("migrations/templating/0_create.up.sql", "", text), Ok(Vec::new()));
+    fn templated_sql_is_read_without_its_template() {
+        let before = "CREATE TABLE {{ index .Options \"Namespace\" }}users (\n  id INT,\n  email TEXT NOT NULL\n);";
+        let after = "CREATE TABLE {{ index .Options \"Namespace\" }}users (\n  id INT,\n  email TEXT\n);";
+        let out = detect("migrations/20171026_create_users.up.sql", before, after).expect("parses");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].symbol.as_str(), out[0].line), ("users.email", 3));
+        // Control flow that leaves no SQL behind is skipped, not an error.
+        let text = "{{ if .Cockroach }}ALTER TABLE x{{ else }} ALTER{{ end }} TABLE;";
+        assert_eq!(detect("migrations/1_x.up.sql", "", text), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn each_dialect_gets_a_statement_by_statement_try() {
+        // MySQL-only syntax next to a statement no dialect knows.
+        let text = "ALTER TABLE `users` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;\nALTER TABLE `users` CHANGE COLUMN `meta` `meta` JSON NULL DEFAULT NULL;\n";
+        let out = detect("migrations/2018_json.up.sql", "", text).expect("MySQL statements parse");
+        assert_eq!(out.iter().map(|f| f.rule).collect::<Vec<_>>(), [NOT_NULL_DROPPED]);
     }
 
     #[test]
