@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
     AlterColumnOperation, AlterTableOperation, CharacterLength, ColumnDef, ColumnOption, CreateTable, DataType, Ident,
-    ObjectName, ObjectNamePart, Statement, TableConstraint, UserDefinedTypeRepresentation,
+    ObjectName, ObjectNamePart, Spanned, Statement, TableConstraint, UserDefinedTypeRepresentation,
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
 use sqlparser::keywords::Keyword;
@@ -66,9 +66,9 @@ pub const RULES: &[RuleDef] = &[
         id: PRIMARY_KEY_DROPPED,
         languages: SQL,
         family: "check-removed",
-        description: "A PRIMARY KEY is removed while the table and its columns remain (a key moved between column and table level is not reported).",
+        description: "A PRIMARY KEY is removed or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
         severity: Severity::High,
-        message: "{symbol} lost its primary key {before}",
+        message: "{symbol} no longer identifies rows alone: primary key {before} became {after}",
         invariant: "Every row was identified by a unique, non-NULL key.",
     },
     RuleDef {
@@ -300,6 +300,8 @@ struct Column {
 struct Owner {
     column: Option<String>,
     name: Option<String>,
+    /// Where the constraint is written, in its own version of the file.
+    line: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -427,7 +429,7 @@ impl Table {
             not_null: false,
         };
         for opt in &col.options {
-            let owner = Owner { column: Some(key.clone()), name: opt.name.as_ref().map(ident_key) };
+            let owner = Owner { column: Some(key.clone()), name: opt.name.as_ref().map(ident_key), line: column.line };
             self.add_column_option(&key, &col.name.value, owner, &opt.option, &mut column);
         }
         self.columns.insert(key, column);
@@ -461,20 +463,20 @@ impl Table {
         let text = one_line(&c.to_string());
         match c {
             TableConstraint::Check { name, expr, .. } => {
-                self.checks.push(Check { text, ..check(table_owner(name), &expr.to_string()) });
+                self.checks.push(Check { text, ..check(table_owner(name, c), &expr.to_string()) });
             }
             TableConstraint::Unique { name, columns, .. } => self.uniques.push(Key {
-                owner: table_owner(name),
+                owner: table_owner(name, c),
                 columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
                 text,
             }),
             TableConstraint::PrimaryKey { name, columns, .. } => self.primary_keys.push(Key {
-                owner: table_owner(name),
+                owner: table_owner(name, c),
                 columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
                 text,
             }),
             TableConstraint::ForeignKey { name, columns, foreign_table, .. } => self.foreign_keys.push(ForeignKey {
-                owner: table_owner(name),
+                owner: table_owner(name, c),
                 columns: columns.iter().map(ident_key).collect(),
                 target: object_key(foreign_table),
                 text,
@@ -542,14 +544,15 @@ impl Table {
 
 fn check(owner: Owner, expr: &str) -> Check {
     let text = match &owner {
-        Owner { column: Some(_), name: Some(n) } => format!("CONSTRAINT {n} CHECK ({expr})"),
+        Owner { column: Some(_), name: Some(n), .. } => format!("CONSTRAINT {n} CHECK ({expr})"),
         _ => format!("CHECK ({expr})"),
     };
     Check { owner, expr: norm(expr), reads: columns_read(expr), text: one_line(&text) }
 }
 
-fn table_owner(name: &Option<Ident>) -> Owner {
-    Owner { column: None, name: name.as_ref().map(ident_key) }
+fn table_owner(name: &Option<Ident>, c: &TableConstraint) -> Owner {
+    let line = u32::try_from(c.span().start.line).unwrap_or(u32::MAX);
+    Owner { column: None, name: name.as_ref().map(ident_key), line }
 }
 
 /// Keywords that build an expression rather than name a column.
@@ -655,23 +658,29 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
         let stricter_key = |cols: &BTreeSet<String>, keys: &[Key]| {
             keys.iter().any(|k| !k.columns.is_empty() && k.columns.is_subset(cols))
         };
-        for k in &before.uniques {
-            if columns_gone(k.columns.iter().collect()) {
-                continue;
+        // A key widened to more columns is shown as what it became; a table-level one
+        // points at its new line, a column's at the column.
+        let widened = |k: &Key| {
+            let mut keys = after.uniques.iter().chain(&after.primary_keys);
+            match keys.find(|x| k.columns.is_subset(&x.columns)) {
+                Some(x) if k.owner.column.is_none() => (x.owner.line, x.text.as_str()),
+                Some(x) => (line_of(&k.owner), x.text.as_str()),
+                None => (line_of(&k.owner), ""),
             }
-            if !stricter_key(&k.columns, &after.uniques) && !stricter_key(&k.columns, &after.primary_keys) {
-                // Widened to more columns: show what it became.
-                let wider =
-                    after.uniques.iter().find(|x| k.columns.is_subset(&x.columns)).map_or("", |x| x.text.as_str());
-                out.push(finding(UNIQUE_DROPPED, &symbol_of(&k.owner), line_of(&k.owner), &k.text, wider));
-            }
-        }
-        for k in &before.primary_keys {
-            if columns_gone(k.columns.iter().collect()) {
-                continue;
-            }
-            if !stricter_key(&k.columns, &after.primary_keys) && !stricter_key(&k.columns, &after.uniques) {
-                out.push(finding(PRIMARY_KEY_DROPPED, &symbol_of(&k.owner), line_of(&k.owner), &k.text, ""));
+        };
+        for (rule, keys, also) in [
+            (UNIQUE_DROPPED, &before.uniques, &after.primary_keys),
+            (PRIMARY_KEY_DROPPED, &before.primary_keys, &after.uniques),
+        ] {
+            let same_kind = if rule == UNIQUE_DROPPED { &after.uniques } else { &after.primary_keys };
+            for k in keys {
+                if columns_gone(k.columns.iter().collect()) {
+                    continue;
+                }
+                if !stricter_key(&k.columns, same_kind) && !stricter_key(&k.columns, also) {
+                    let (line, now) = widened(k);
+                    out.push(finding(rule, &symbol_of(&k.owner), line, &k.text, now));
+                }
             }
         }
         for fk in &before.foreign_keys {
