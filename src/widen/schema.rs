@@ -227,10 +227,7 @@ fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
         }
     }
     // Several documents (Kubernetes manifests and the like) are not one schema.
-    if docs.len() != 1 {
-        return Ok(None);
-    }
-    let Some(mut doc) = docs.pop() else {
+    let Ok([mut doc]) = <[serde_norway::Value; 1]>::try_from(docs) else {
         return Ok(None);
     };
     if doc.apply_merge().is_err() {
