@@ -104,7 +104,15 @@ pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -
     }
     let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
     let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
-    findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))
+    let f = findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
+    // Counted, never silent: SARIF results premerge cannot place in the repository.
+    if f.skipped_without_location > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF result(s) without a location", f.skipped_without_location));
+    }
+    if f.skipped_outside_repo > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF location(s) outside the repository", f.skipped_outside_repo));
+    }
+    Ok(f)
 }
 
 fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {

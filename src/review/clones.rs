@@ -49,6 +49,9 @@ pub struct CloneCluster {
 /// Words kept verbatim (shared by the languages premerge reads), so control flow
 /// and declarations shape the token stream while names do not.
 const KEYWORDS: &[&str] = &[
+    "False",
+    "None",
+    "True",
     "and",
     "as",
     "async",
@@ -91,7 +94,6 @@ const KEYWORDS: &[&str] = &[
     "mut",
     "new",
     "nil",
-    "none",
     "not",
     "null",
     "or",
@@ -118,6 +120,9 @@ const KEYWORDS: &[&str] = &[
     "yield",
 ];
 
+/// Where a shingle starts: (file index, token index).
+type Occurrence = (usize, usize);
+
 #[derive(Debug, Clone, Copy)]
 struct Token {
     id: u32,
@@ -131,44 +136,51 @@ struct Interner {
 
 impl Interner {
     fn id(&mut self, s: &str) -> u32 {
-        let next = self.ids.len() as u32;
-        *self.ids.entry(s.to_string()).or_insert(next)
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let next = self.ids.len() as u32 + 1;
+        self.ids.insert(s.to_string(), next);
+        next
     }
 }
 
 fn tokenize(text: &str, interner: &mut Interner) -> Vec<Token> {
-    let c: Vec<char> = text.chars().collect();
+    // Bytes, not chars: every delimiter is ASCII, and non-ASCII bytes count as
+    // identifier bytes, so slices always fall on char boundaries.
+    let b = text.as_bytes();
+    let ident = |x: u8| x.is_ascii_alphanumeric() || x == b'_' || x >= 0x80;
     let mut out = Vec::new();
     let mut line = 1u32;
     let mut i = 0;
     let mut push = |s: &str, line: u32, out: &mut Vec<Token>| out.push(Token { id: interner.id(s), line });
-    while i < c.len() {
-        let ch = c[i];
-        let next = c.get(i + 1).copied();
-        if ch == '\n' {
+    while i < b.len() {
+        let ch = b[i];
+        let next = b.get(i + 1).copied();
+        if ch == b'\n' {
             line += 1;
             i += 1;
-        } else if ch.is_whitespace() {
+        } else if ch.is_ascii_whitespace() {
             i += 1;
-        } else if (ch == '/' && next == Some('/')) || (ch == '#' && !matches!(next, Some('[' | '!'))) {
-            while i < c.len() && c[i] != '\n' {
+        } else if (ch == b'/' && next == Some(b'/')) || (ch == b'#' && !matches!(next, Some(b'[' | b'!'))) {
+            while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }
-        } else if ch == '/' && next == Some('*') {
+        } else if ch == b'/' && next == Some(b'*') {
             i += 2;
-            while i < c.len() && !(c[i] == '*' && c.get(i + 1) == Some(&'/')) {
-                line += u32::from(c[i] == '\n');
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                line += u32::from(b[i] == b'\n');
                 i += 1;
             }
             i += 2;
-        } else if ch == '"' || ch == '`' || (ch == '\'' && closes_on_line(&c, i)) {
+        } else if ch == b'"' || ch == b'`' || (ch == b'\'' && closes_on_line(b, i)) {
             let start_line = line;
             i += 1;
-            while i < c.len() && c[i] != ch {
-                if c[i] == '\\' {
+            while i < b.len() && b[i] != ch {
+                if b[i] == b'\\' {
                     i += 1;
                 }
-                if c.get(i) == Some(&'\n') {
+                if b.get(i) == Some(&b'\n') {
                     line += 1;
                 }
                 i += 1;
@@ -176,20 +188,19 @@ fn tokenize(text: &str, interner: &mut Interner) -> Vec<Token> {
             i += 1;
             push("S", start_line, &mut out);
         } else if ch.is_ascii_digit() {
-            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_' || c[i] == '.') {
+            while i < b.len() && (ident(b[i]) || b[i] == b'.') {
                 i += 1;
             }
             push("N", line, &mut out);
-        } else if ch.is_alphabetic() || ch == '_' {
+        } else if ident(ch) {
             let s = i;
-            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+            while i < b.len() && ident(b[i]) {
                 i += 1;
             }
-            let word: String = c[s..i].iter().collect::<String>().to_lowercase();
-            push(if KEYWORDS.contains(&word.as_str()) { &word } else { "I" }, line, &mut out);
+            let word = &text[s..i];
+            push(if KEYWORDS.binary_search(&word).is_ok() { word } else { "I" }, line, &mut out);
         } else {
-            let mut buf = [0u8; 4];
-            push(ch.encode_utf8(&mut buf), line, &mut out);
+            push(&text[i..i + 1], line, &mut out);
             i += 1;
         }
     }
@@ -197,8 +208,8 @@ fn tokenize(text: &str, interner: &mut Interner) -> Vec<Token> {
 }
 
 /// Whether a `'` at `i` closes later on the same line (a literal, not a Rust lifetime).
-fn closes_on_line(c: &[char], i: usize) -> bool {
-    c[i + 1..].iter().take_while(|&&x| x != '\n').any(|&x| x == '\'')
+fn closes_on_line(b: &[u8], i: usize) -> bool {
+    b[i + 1..].iter().take_while(|&&x| x != b'\n').any(|&x| x == b'\'')
 }
 
 /// Runs of tokens that lie on consecutive added lines: `(start, end)` index ranges.
@@ -245,25 +256,49 @@ pub fn detect(files: &[SourceFile], t: Thresholds) -> Vec<CloneCluster> {
     let mut interner = Interner::default();
     let toks: Vec<Vec<Token>> = files.iter().map(|f| tokenize(&f.text, &mut interner)).collect();
     let ids: Vec<Vec<u32>> = toks.iter().map(|v| v.iter().map(|t| t.id).collect()).collect();
-    // Shingle -> occurrences (file index, token index).
-    let mut shingles: HashMap<&[u32], Vec<(usize, usize)>> = HashMap::new();
+    // Shingle hash -> occurrences (file index, token index). A polynomial rolling hash
+    // keeps this linear in the number of tokens; buckets are then split by the actual
+    // token slices, so a hash collision can never join two different shingles.
+    const B: u64 = 0x100_0000_01b3;
+    let b_k = (1..k).fold(1u64, |acc, _| acc.wrapping_mul(B));
+    let mut buckets: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
         for (s, e) in added_runs(&toks[fi], &f.added) {
-            for p in s..(e + 1).saturating_sub(k) {
-                shingles.entry(&ids[fi][p..p + k]).or_default().push((fi, p));
+            if e - s < k {
+                continue;
+            }
+            let w = &ids[fi];
+            let mut h = w[s..s + k].iter().fold(0u64, |acc, &t| acc.wrapping_mul(B).wrapping_add(u64::from(t)));
+            for p in s..=e - k {
+                if p > s {
+                    h = h
+                        .wrapping_sub(u64::from(w[p - 1]).wrapping_mul(b_k))
+                        .wrapping_mul(B)
+                        .wrapping_add(u64::from(w[p + k - 1]));
+                }
+                buckets.entry(h).or_default().push((fi, p));
             }
         }
     }
-    let mut matches: Vec<Vec<(usize, usize)>> = shingles
-        .into_values()
-        .filter(|occ| {
-            let mut fs: Vec<usize> = occ.iter().map(|o| o.0).collect();
-            fs.dedup();
-            fs.sort_unstable();
-            fs.dedup();
-            fs.len() >= t.min_files
-        })
-        .collect();
+    let spans = |occ: &[(usize, usize)]| {
+        let mut fs: Vec<usize> = occ.iter().map(|o| o.0).collect();
+        fs.dedup();
+        fs.sort_unstable();
+        fs.dedup();
+        fs.len() >= t.min_files
+    };
+    let mut matches: Vec<Vec<(usize, usize)>> = Vec::new();
+    for occ in buckets.into_values().filter(|o| spans(o)) {
+        let mut groups: Vec<(&[u32], Vec<Occurrence>)> = Vec::new();
+        for (fi, p) in occ {
+            let key = &ids[fi][p..p + k];
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1.push((fi, p)),
+                None => groups.push((key, vec![(fi, p)])),
+            }
+        }
+        matches.extend(groups.into_iter().map(|g| g.1).filter(|o| spans(o)));
+    }
     matches.sort();
     // Per file: matched windows merged into regions [start, end).
     let mut regions: Vec<Vec<(usize, usize)>> = vec![Vec::new(); files.len()];
@@ -357,6 +392,11 @@ mod tests {
         assert_eq!(got[0].files, ["a.rs", "b.rs", "c.rs"]);
         let cb = got[0].blocks.iter().find(|b| b.file == "c.rs").unwrap();
         assert_eq!((cb.start_line, cb.end_line), (3, 10));
+    }
+
+    #[test]
+    fn keywords_are_sorted_for_binary_search() {
+        assert!(KEYWORDS.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
     }
 
     #[test]

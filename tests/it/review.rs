@@ -239,6 +239,11 @@ fn bad_findings_name_the_json_path_and_oversized_files_are_refused() {
     let out = route(&r, 1, &bad);
     out.expect_code(2);
     assert!(out.stderr.contains("$.findings[1].line"), "{}", out.stderr);
+    let sarif = json!({"version": "2.1.0", "runs": [{"results": [{"ruleId": "X", "message": {"text": "m"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///elsewhere/x.py"}}}]}]}]});
+    let out = route(&r, 1, &sarif);
+    assert_eq!(out.expect_code(0).json()["nextStep"], "done");
+    assert!(out.stderr.contains("skipped 1 SARIF location(s) outside the repository"), "{}", out.stderr);
     r.write("premerge.toml", "[review]\nmax_findings_bytes = 100\n");
     let out = route(&r, 1, &seam_findings());
     out.expect_code(2);
