@@ -405,3 +405,22 @@ fn pre_push_reports_copies_as_a_signal() {
     assert!(out.stdout.contains("copy detector: 1 cluster(s)"), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("src/c.rs:1-7"), "{}", out.stdout);
 }
+
+#[test]
+fn reviewer_findings_on_stdin_cluster_by_category() {
+    let r = TestRepo::new();
+    let doc: Vec<Value> = ["a.py", "b.py", "c.py"]
+        .iter()
+        .map(|f| {
+            json!({"file": f, "line": 3, "summary": format!("Row mapper in {f} skips the id check"),
+                        "failure_scenario": "x", "category": "correctness", "verdict": "confirmed"})
+        })
+        .collect();
+    let rd = run_dir(&r);
+    let args = ["review", "route", "--round", "1", "--findings", "-", "--run-dir", rd.to_str().unwrap()];
+    let out = r.premerge_stdin(&args, serde_json::to_string(&doc).unwrap().as_bytes());
+    let out = out.expect_code(0).json();
+    assert_eq!(out["nextStep"], "step-back");
+    assert_eq!(out["seams"][0]["lens"], "correctness");
+    assert_eq!(out["seams"][0]["title"], "row mapper skips the id check");
+}
