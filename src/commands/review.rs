@@ -1,24 +1,333 @@
-//! `premerge review`: placeholder until its issue lands.
+//! `premerge review route|seams` and `premerge explain-cap`: read a round's findings,
+//! route the cycle, and on a step-back write the brief, dispatch it and record the
+//! handoff in the run directory.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow};
+use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::error::CmdResult;
+use crate::config::Config;
+use crate::error::{CmdResult, Exit, input_error};
+use crate::findings::{self, Findings};
+use crate::git::Repo;
+use crate::review::route::{NextStep, Route, route};
+use crate::review::stepback::{self, Dispatch, GuardMemory};
+use crate::review::{caps, seam};
+use crate::store;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
-    /// Not built yet.
-    Pending,
+    /// Route one review round: done, lens-fix, step-back (a seam on round 1) or handoff.
+    ///
+    /// Prints the routing decision as one line of JSON and appends its events to the
+    /// run directory's events.jsonl. On a step-back it writes step-back-NN.md, runs
+    /// review.dispatch_command with the brief on stdin, and writes handoff-NN.json.
+    Route(RouteArgs),
+    /// Print the clusters of a round's findings (same lens, same normalised title), seams first.
+    Seams(SeamsArgs),
 }
+
 #[derive(Debug, clap::Args)]
-pub struct ExplainCapArgs {}
-
-pub fn run(_: Cmd, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge review` is not built yet")
+pub struct RouteArgs {
+    /// The review round, from 1.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub round: u32,
+    /// Findings file: lens findings, reviewer findings or SARIF 2.1.0 (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub findings: PathBuf,
+    /// The issue the cycle works on (recorded in events and the brief).
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+    /// Pipeline run directory (default: PREMERGE_RUN_DIR, else <git common dir>/premerge/run).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
 }
 
-pub fn run_explain_cap(_: ExplainCapArgs, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge explain-cap` is not built yet")
+#[derive(Debug, clap::Args)]
+pub struct SeamsArgs {
+    /// Findings file: lens findings, reviewer findings or SARIF 2.1.0 (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub findings: PathBuf,
 }
 
-pub fn demo_stage(_: &mut super::demo::DemoRun) -> anyhow::Result<()> {
-    Ok(())
+#[derive(Debug, clap::Args)]
+pub struct ExplainCapArgs {
+    /// The cap, as named in a `cap-hit` event (`repeat-finding-seam`, `round-cap`).
+    pub cap: String,
+    /// The number of files the seam spans (the `files` field of the event).
+    #[arg(long, value_name = "N")]
+    pub files: Option<u64>,
+}
+
+pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
+    match cmd {
+        Cmd::Route(a) => run_route(a, ctx),
+        Cmd::Seams(a) => run_seams(a, ctx),
+    }
+}
+
+pub fn run_explain_cap(args: ExplainCapArgs, ctx: &mut Ctx) -> CmdResult {
+    match caps::explain(&args.cap, args.files) {
+        Some(text) => {
+            ctx.stdout.write_all(text.as_bytes())?;
+            Ok(Exit::Ok)
+        }
+        None => Err(input_error(
+            format!("explain-cap: unknown cap `{}`", args.cap),
+            format!("premerge emits {}", caps::CAPS.join(", ")),
+        )),
+    }
+}
+
+/// Read and parse a findings file (`-`: stdin), refusing one larger than
+/// `review.max_findings_bytes`. Errors name the file and the JSON path.
+pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
+    let max = config.int("review.max_findings_bytes");
+    let name = path.display().to_string();
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        ctx.stdin.take(max + 1).read_to_end(&mut bytes).context("stdin: cannot read")?;
+    } else {
+        let full = if path.is_absolute() { path.to_path_buf() } else { ctx.cwd.join(path) };
+        let f = std::fs::File::open(&full).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
+        f.take(max + 1).read_to_end(&mut bytes).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
+    }
+    if bytes.len() as u64 > max {
+        return Err(input_error(
+            &name,
+            format!("larger than {max} bytes (review.max_findings_bytes); split the round or raise the limit"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
+    let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
+    let f = findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
+    // Counted, never silent: SARIF results premerge cannot place in the repository.
+    if f.skipped_without_location > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF result(s) without a location", f.skipped_without_location));
+    }
+    if f.skipped_outside_repo > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF location(s) outside the repository", f.skipped_outside_repo));
+    }
+    Ok(f)
+}
+
+fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
+    let repo = ctx.repo()?;
+    let config = super::load_config(&repo)?;
+    let f = read_findings(ctx, &repo, &config, &args.findings)?;
+    let clusters = seam::clusters(&f.findings);
+    let out = json!({
+        "schema_version": 1,
+        "findings": f.findings.len(),
+        "seams": clusters.iter().filter(|c| c.seam).count(),
+        "clusters": clusters,
+    });
+    ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
+    Ok(Exit::Ok)
+}
+
+fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
+    let repo = ctx.repo()?;
+    let config = super::load_config(&repo)?;
+    let f = read_findings(ctx, &repo, &config, &args.findings)?;
+    let r = route(args.round, &f.findings, config.bool("review.seam_escalation"), args.issue);
+    let explicit = args.run_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { ctx.cwd.join(d) });
+    let run_dir = repo.state_dir().run_dir(explicit.as_deref());
+    let mut out = serde_json::to_value(&r)?;
+    if !r.events.is_empty() {
+        let _lock = store::RunLock::acquire(&run_dir)?;
+        for ev in &r.events {
+            store::append_event(&run_dir, ev)?;
+        }
+        if r.next_step == NextStep::StepBack {
+            let sb = step_back(ctx, &repo, &config, &run_dir, &r, args.issue)?;
+            out["stepBack"] = sb;
+        }
+    }
+    ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
+    Ok(Exit::Ok)
+}
+
+/// Write the brief, dispatch it, write the handoff; returns the `stepBack` summary.
+/// The caller holds the run-directory lock.
+fn step_back(
+    ctx: &mut Ctx,
+    repo: &Repo,
+    config: &Config,
+    run_dir: &Path,
+    r: &Route,
+    issue: Option<u64>,
+) -> Result<Value> {
+    let nn = store::nn(r.round);
+    let brief_path = run_dir.join(format!("step-back-{nn}.md"));
+    let handoff_path = run_dir.join(format!("handoff-{nn}.json"));
+    let mut files: Vec<String> = r.seams.iter().flat_map(|s| s.files.iter().cloned()).collect();
+    files.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    files.dedup();
+    let memories = match guard_memories(repo, &files) {
+        Ok(m) => m,
+        Err(e) => {
+            ctx.warn(format!("guard memories: {e:#} (the brief lists none)"));
+            Vec::new()
+        }
+    };
+    let brief = stepback::render_brief(r.round, issue, &r.seam_clusters, &memories);
+    store::atomic_write(&brief_path, brief.as_bytes())?;
+    let dispatch = dispatch(config, &brief, &brief_path, run_dir, r.round, issue);
+    let brief_file = format!("step-back-{nn}.md");
+    let handoff = stepback::handoff(r.round, issue, &brief_file, &brief, &r.seam_clusters, &dispatch);
+    store::atomic_write(&handoff_path, crate::canonical::to_pretty(&handoff)?.as_bytes())?;
+    let mut ev = json!({
+        "kind": "step-back-handoff", "round": r.round, "status": handoff["status"],
+        "brief": brief_file, "handoff": format!("handoff-{nn}.json"),
+    });
+    if let Some(n) = issue {
+        ev["issue"] = json!(n);
+    }
+    store::append_event(run_dir, &ev)?;
+    // Not configured is an ordinary setup (a person reads the brief); anything else
+    // that went wrong with a configured dispatch deserves a warning.
+    if let (Some(why), false) = (handoff["failure"].as_str(), dispatch == Dispatch::NotConfigured) {
+        ctx.warn(format!("step-back dispatch: {why}"));
+    }
+    Ok(json!({
+        "brief": brief_path.to_string_lossy(),
+        "handoff": handoff_path.to_string_lossy(),
+        "status": handoff["status"],
+    }))
+}
+
+/// Run `review.dispatch_command` with the brief on stdin. Placeholders: `{brief}`
+/// (the brief's path), `{round}`, `{issue}`, `{run_dir}`.
+fn dispatch(
+    config: &Config,
+    brief: &str,
+    brief_path: &Path,
+    run_dir: &Path,
+    round: u32,
+    issue: Option<u64>,
+) -> Dispatch {
+    let template = config.list("review.dispatch_command");
+    if template.is_empty() {
+        return Dispatch::NotConfigured;
+    }
+    let mut values = std::collections::BTreeMap::new();
+    values.insert("brief", brief_path.to_string_lossy().into_owned());
+    values.insert("round", round.to_string());
+    values.insert("issue", issue.map(|n| n.to_string()).unwrap_or_default());
+    values.insert("run_dir", run_dir.to_string_lossy().into_owned());
+    let argv = crate::exec::render(template, &values);
+    let timeout = Duration::from_millis(config.int("review.dispatch_timeout_ms"));
+    match crate::exec::run(&argv, brief.as_bytes(), timeout) {
+        Ok(o) => Dispatch::Answered { argv, output: String::from_utf8_lossy(&o.stdout).into_owned() },
+        Err(e) => Dispatch::Failed { argv, why: e.to_string() },
+    }
+}
+
+/// Guard memories touching `files`. Kept small and isolated on purpose: it reads the
+/// `memories` table of premerge.db when the widening-scan work's migration created it
+/// (columns found by name: `file` or `path`; `symbol`; `text`, `content` or `body`),
+/// and returns none when there is no database or no such table.
+fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
+    let state = repo.state_dir();
+    if !state.db_path().exists() {
+        return Ok(Vec::new());
+    }
+    let conn = state.open_db()?;
+    let exists: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'memories'", [], |r| {
+            r.get(0)
+        })?;
+    if exists == 0 {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare("SELECT * FROM memories")?;
+    let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_ascii_lowercase()).collect();
+    let col = |wanted: &[&str]| wanted.iter().find_map(|w| names.iter().position(|n| n == w));
+    let file_col = col(&["file", "path"]).ok_or_else(|| anyhow!("memories table has no file or path column"))?;
+    let text_col = col(&["text", "content", "body"]).ok_or_else(|| anyhow!("memories table has no text column"))?;
+    let sym_col = col(&["symbol"]);
+    let text_of = |v: rusqlite::types::Value| match v {
+        rusqlite::types::Value::Text(s) => Some(s),
+        rusqlite::types::Value::Integer(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let Some(file) = text_of(row.get(file_col)?) else { continue };
+        if files.binary_search_by(|f| f.as_bytes().cmp(file.as_bytes())).is_err() {
+            continue;
+        }
+        let symbol = match sym_col {
+            Some(i) => text_of(row.get(i)?),
+            None => None,
+        };
+        let text = text_of(row.get(text_col)?).unwrap_or_default();
+        out.push(GuardMemory { file, symbol, text });
+    }
+    out.sort_by(|a, b| {
+        (a.file.as_bytes(), a.symbol.as_deref().map(str::as_bytes), a.text.as_bytes()).cmp(&(
+            b.file.as_bytes(),
+            b.symbol.as_deref().map(str::as_bytes),
+            b.text.as_bytes(),
+        ))
+    });
+    out.dedup();
+    Ok(out)
+}
+
+/// Demo: three handlers each re-implement the page-limit check; round 1 of the review
+/// reports it once per file and routes to a step-back.
+pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+    for (name, var) in [("users", "n"), ("orders", "count"), ("items", "size")] {
+        d.write(&format!("src/handlers/{name}.rs"), &demo_handler(name, var))?;
+    }
+    d.write("src/handlers/mod.rs", "pub mod items;\npub mod orders;\npub mod users;\n")?;
+    d.commit("add list handlers for users, orders and items")?;
+    let items: Vec<Value> = ["users", "orders", "items"]
+        .iter()
+        .map(|n| {
+            json!({
+                "lens": "ARCHITECTURE", "severity": "blocker", "path": format!("src/handlers/{n}.rs"), "line": 3,
+                "title": format!("Page-limit validation re-implemented in src/handlers/{n}.rs"),
+                "description": "the handler checks the limit itself instead of using a shared check",
+                "suggestion": "clamp the limit",
+            })
+        })
+        .collect();
+    let findings = json!({ "findings": items });
+    let findings_path = d.run_dir.join("lens-findings-01.json");
+    store::atomic_write(&findings_path, crate::canonical::to_pretty(&findings)?.as_bytes())?;
+    d.say("three lens findings, one per handler: \"Page-limit validation re-implemented in src/handlers/<name>.rs\"")?;
+    d.say("$ premerge review route --round 1 --findings lens-findings-01.json")?;
+    let args = RouteArgs { round: 1, findings: findings_path, issue: Some(42), run_dir: Some(d.run_dir.clone()) };
+    d.with_ctx(b"", |c| run(Cmd::Route(args), c).map(|_| ()))?;
+    let handoff: Value = serde_json::from_str(&std::fs::read_to_string(d.run_dir.join("handoff-01.json"))?)?;
+    let brief = std::fs::read_to_string(d.run_dir.join("step-back-01.md"))?;
+    for line in brief.lines().filter(|l| l.starts_with("## Seam") || l.contains("` [")) {
+        d.say(format!("  brief> {line}"))?;
+    }
+    d.say(format!(
+        "brief: {}\nhandoff: {} (status {}: no dispatch command in this demo, so it carries the brief)",
+        d.run_dir.join("step-back-01.md").display(),
+        d.run_dir.join("handoff-01.json").display(),
+        handoff["status"]
+    ))?;
+    d.say("$ premerge explain-cap repeat-finding-seam --files 3")?;
+    let args = ExplainCapArgs { cap: "repeat-finding-seam".into(), files: Some(3) };
+    d.with_ctx(b"", |c| run_explain_cap(args, c).map(|_| ()))
+}
+
+/// A list handler with its own copy of the page-limit check (the demo's seam).
+pub(crate) fn demo_handler(name: &str, var: &str) -> String {
+    format!(
+        "pub fn list_{name}(limit: Option<u64>) -> Result<Vec<String>, String> {{\n    let {var} = limit.unwrap_or(20);\n    \
+         if {var} == 0 || {var} > 500 {{\n        return Err(format!(\"{name}: limit {{}} out of range\", {var}));\n    }}\n    \
+         let page = {var}.min(100) as usize;\n    Ok(vec![String::from(\"{name}\"); page])\n}}\n"
+    )
 }

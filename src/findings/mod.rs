@@ -217,6 +217,11 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsError> {
+    match o.get("version") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(v)) if v == "2.1.0" => {}
+        Some(v) => return Err(err("$.version", format!("SARIF version {v} is not supported (only 2.1.0)"))),
+    }
     let runs = match o.get("runs") {
         Some(Value::Array(r)) => r,
         _ => return Err(err("$.runs", "a SARIF log needs a `runs` array")),
@@ -361,5 +366,19 @@ mod tests {
         assert_eq!(f.findings[0].line, Some(4));
         assert_eq!(f.skipped_outside_repo, 1);
         assert_eq!(f.skipped_without_location, 1);
+    }
+
+    #[test]
+    fn sarif_errors_name_the_json_path() {
+        let e = parse(r#"{"version":"2.0.0","runs":[]}"#, "/r").unwrap_err();
+        assert_eq!(e.path, "$.version");
+        let e = parse(r#"{"runs":[{"results":[{"ruleId":"X","message":{}}]}]}"#, "/r").unwrap_err();
+        assert_eq!(e.path, "$.runs[0].results[0].message.text");
+        let t = r#"{"runs":[{"results":[{"ruleId":"X","message":{"text":"m"},"locations":[
+            {"physicalLocation":{"artifactLocation":{"uri":"a.py"},"region":{"startLine":0}}}]}]}]}"#;
+        assert_eq!(
+            parse(t, "/r").unwrap_err().path,
+            "$.runs[0].results[0].locations[0].physicalLocation.region.startLine"
+        );
     }
 }

@@ -1,0 +1,157 @@
+//! The routing table of a review round: which step comes next, which caps fired,
+//! and the events that record it.
+//!
+//! | findings | round            | seam | escalation | nextStep    | cap                   |
+//! |----------|------------------|------|------------|-------------|-----------------------|
+//! | none     | any              |  -   |     -      | `done`      | -                     |
+//! | some     | 1                | yes  |     on     | `step-back` | `repeat-finding-seam` |
+//! | some     | 1, 2             |  -   |     -      | `lens-fix`  | -                     |
+//! | some     | >= [`ROUND_CAP`] |  -   |     -      | `handoff`   | `round-cap`           |
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::caps::{REPEAT_FINDING_SEAM, ROUND_CAP_NAME};
+use super::seam::{Cluster, seams};
+use crate::findings::Finding;
+
+/// The round at which a review cycle with findings stops fixing and hands off to a
+/// person. Three: two fix rounds are enough for a lens loop to converge on local
+/// defects; a third round with findings means the loop is not converging.
+pub const ROUND_CAP: u32 = 3;
+
+/// Escalation to a step-back happens only in this round: later rounds are already in
+/// the fix loop, and re-escalating the same seam would loop between the two paths.
+pub const SEAM_ESCALATION_ROUND: u32 = 1;
+
+/// What the cycle does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NextStep {
+    Done,
+    LensFix,
+    StepBack,
+    Handoff,
+}
+
+impl NextStep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NextStep::Done => "done",
+            NextStep::LensFix => "lens-fix",
+            NextStep::StepBack => "step-back",
+            NextStep::Handoff => "handoff",
+        }
+    }
+}
+
+/// Seam as printed in the route output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeamSummary {
+    pub lens: String,
+    pub title: String,
+    pub files: Vec<String>,
+}
+
+/// A routing decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    pub schema_version: u32,
+    pub round: u32,
+    /// `ISSUES_FOUND`, or `CLEAN` when the round had no findings.
+    pub verdict: &'static str,
+    #[serde(rename = "nextStep")]
+    pub next_step: NextStep,
+    pub cap: Option<&'static str>,
+    pub seams: Vec<SeamSummary>,
+    pub events: Vec<Value>,
+    /// The full seam clusters (with their findings), for the step-back brief.
+    #[serde(skip)]
+    pub seam_clusters: Vec<Cluster>,
+}
+
+/// Route one round. `seam_escalation` is the kill switch (`review.seam_escalation`):
+/// off, seams are neither detected nor reported, so the output is exactly what it was
+/// before seam escalation existed.
+pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Option<u64>) -> Route {
+    let clusters = if seam_escalation && !findings.is_empty() { seams(findings) } else { Vec::new() };
+    let mut r = Route {
+        schema_version: 1,
+        round,
+        verdict: if findings.is_empty() { "CLEAN" } else { "ISSUES_FOUND" },
+        next_step: NextStep::LensFix,
+        cap: None,
+        seams: clusters
+            .iter()
+            .map(|c| SeamSummary { lens: c.lens.clone(), title: c.title.clone(), files: c.files.clone() })
+            .collect(),
+        events: Vec::new(),
+        seam_clusters: Vec::new(),
+    };
+    let with_issue = |mut v: Value| {
+        if let (Some(n), Value::Object(m)) = (issue, &mut v) {
+            m.insert("issue".into(), json!(n));
+        }
+        v
+    };
+    if findings.is_empty() {
+        r.next_step = NextStep::Done;
+    } else if round >= ROUND_CAP {
+        r.next_step = NextStep::Handoff;
+        r.cap = Some(ROUND_CAP_NAME);
+        r.events.push(with_issue(json!({
+            "kind": "cap-hit", "cap": ROUND_CAP_NAME, "nextStep": "handoff",
+            "round": round, "findings": findings.len(),
+        })));
+    } else if round == SEAM_ESCALATION_ROUND && !clusters.is_empty() {
+        let mut files: Vec<&str> = clusters.iter().flat_map(|c| c.files.iter().map(String::as_str)).collect();
+        files.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        files.dedup();
+        r.next_step = NextStep::StepBack;
+        r.cap = Some(REPEAT_FINDING_SEAM);
+        r.events.push(with_issue(json!({
+            "kind": "step-back-triggered", "round": round, "seams": clusters.len(), "files": files,
+        })));
+        r.events.push(with_issue(json!({
+            "kind": "cap-hit", "cap": REPEAT_FINDING_SEAM, "nextStep": "step-back",
+            "round": round, "files": files.len(),
+        })));
+        r.seam_clusters = clusters;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::seam::tests::lens;
+
+    fn seam3() -> Vec<Finding> {
+        ["a.rs", "b.rs", "c.rs"].iter().map(|f| lens("ARCH", f, &format!("Duplicated filter in {f}"))).collect()
+    }
+
+    #[test]
+    fn table() {
+        assert_eq!(route(1, &[], true, None).next_step, NextStep::Done);
+        let r = route(1, &seam3(), true, Some(7));
+        assert_eq!((r.next_step, r.cap), (NextStep::StepBack, Some(REPEAT_FINDING_SEAM)));
+        assert_eq!(r.events[0]["kind"], "step-back-triggered");
+        assert_eq!(r.events[1]["files"], 3);
+        assert_eq!(r.events[1]["issue"], 7);
+        let r2 = route(2, &seam3(), true, None);
+        assert_eq!((r2.next_step, r2.cap, r2.events.len()), (NextStep::LensFix, None, 0));
+        assert_eq!(r2.seams.len(), 1, "the seam is still reported as a signal");
+        let r3 = route(3, &seam3(), true, None);
+        assert_eq!((r3.next_step, r3.cap), (NextStep::Handoff, Some(ROUND_CAP_NAME)));
+    }
+
+    #[test]
+    fn kill_switch_is_exactly_the_plain_route() {
+        let plain = vec![lens("ARCH", "a.rs", "x"), lens("ARCH", "b.rs", "y"), lens("ARCH", "c.rs", "z")];
+        let off = route(1, &seam3(), false, None);
+        let mut want = route(1, &plain, true, None);
+        want.round = off.round;
+        assert_eq!(off, want);
+        assert_eq!(off.next_step, NextStep::LensFix);
+    }
+}
