@@ -6,6 +6,7 @@
 //! index, working tree), `push` (pre-push and post-merge ranges).
 
 mod diffs;
+mod gate;
 mod push;
 mod scratch;
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
+pub use gate::PathCommits;
 pub use push::{PushLine, parse_push_lines};
 
 use crate::store::StateDir;
