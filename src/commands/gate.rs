@@ -249,15 +249,16 @@ fn judge(
     slot: &mut Option<Connection>,
     row: &mut db::EventRow,
 ) -> Option<String> {
+    // The database first: even a configuration error is recorded there.
+    let conn = match repo.state_dir().open_db() {
+        Ok(c) => slot.insert(c),
+        Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
+    };
     let cfg = match super::load_config(repo) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),
     };
     row.mode = cfg.mode("gate.mode").as_str().to_string();
-    let conn = match repo.state_dir().open_db() {
-        Ok(c) => slot.insert(c),
-        Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
-    };
     let control = match db::control(conn) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
