@@ -185,32 +185,14 @@ fn continuation(ev: &Evidence) -> Option<Verdict> {
 mod tests {
     use super::*;
     use crate::gate::rules::validate;
-    use crate::gate::{PlanArtefact, SessionCommit};
+    use crate::gate::{PlanArtefact, fixture};
 
     fn plan(steps: usize, created: bool) -> PlanArtefact {
-        PlanArtefact {
-            path: "docs/plans/p.md".into(),
-            introducing_commit: Some("a".repeat(40)),
-            latest_commit: Some("a".repeat(40)),
-            created_this_session: created,
-            modified_this_session: created,
-            exists: true,
-            worktree_blob: None,
-            unchecked_steps: vec!["x".into(); steps.min(5)],
-            unchecked_count: steps,
-        }
+        fixture::plan("docs/plans/p.md", steps, created)
     }
 
     fn ev(plans: Vec<PlanArtefact>, commits: usize) -> Evidence {
-        Evidence {
-            head: Some("c".repeat(40)),
-            session_start_head: Some("a".repeat(40)),
-            plan_files: plans,
-            commits_since_start: (0..commits)
-                .map(|i| SessionCommit { sha: format!("{i}").repeat(40), summary: "s".into() })
-                .collect(),
-            truncated: false,
-        }
+        fixture::evidence(plans, commits)
     }
 
     const DRIFT: &str = "I'll stop here to preserve context and continue in a fresh session.";

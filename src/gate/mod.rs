@@ -199,6 +199,42 @@ pub fn ceiling_decision(count_after_increment: u32) -> Decision {
     if count_after_increment > CONTINUE_CEILING { Decision::ForceAllow } else { Decision::Continue }
 }
 
+/// Evidence builders shared by the unit tests of this area.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::{Evidence, PlanArtefact, SessionCommit};
+
+    /// A plan file committed in commit `a…a` with `steps` unchecked steps.
+    pub fn plan(path: &str, steps: usize, created_this_session: bool) -> PlanArtefact {
+        PlanArtefact {
+            path: path.into(),
+            introducing_commit: Some("a".repeat(40)),
+            latest_commit: Some("a".repeat(40)),
+            created_this_session,
+            modified_this_session: created_this_session,
+            exists: true,
+            worktree_blob: Some("b".repeat(40)),
+            unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
+            unchecked_count: steps,
+        }
+    }
+
+    /// Evidence at HEAD `c…c`, session started at `a…a`, with `commits` session commits
+    /// (the newest, when there is one, is `c…c`).
+    pub fn evidence(plan_files: Vec<PlanArtefact>, commits: usize) -> Evidence {
+        let shas = ["c", "d", "e", "f"];
+        Evidence {
+            head: Some("c".repeat(40)),
+            session_start_head: Some("a".repeat(40)),
+            plan_files,
+            commits_since_start: (0..commits)
+                .map(|i| SessionCommit { sha: shas[i % shas.len()].repeat(40), summary: format!("commit {i}") })
+                .collect(),
+            truncated: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -259,26 +259,10 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::{PlanArtefact, SessionCommit};
+    use crate::gate::fixture;
 
-    pub(crate) fn evidence() -> Evidence {
-        Evidence {
-            head: Some("c".repeat(40)),
-            session_start_head: Some("a".repeat(40)),
-            plan_files: vec![PlanArtefact {
-                path: "docs/plans/p.md".into(),
-                introducing_commit: Some("a".repeat(40)),
-                latest_commit: Some("a".repeat(40)),
-                created_this_session: false,
-                modified_this_session: false,
-                exists: true,
-                worktree_blob: Some("b".repeat(40)),
-                unchecked_steps: vec!["step two".into()],
-                unchecked_count: 1,
-            }],
-            commits_since_start: vec![SessionCommit { sha: "c".repeat(40), summary: "step one".into() }],
-            truncated: false,
-        }
+    fn evidence() -> Evidence {
+        fixture::evidence(vec![fixture::plan("docs/plans/p.md", 1, false)], 1)
     }
 
     fn answer(decision: &str, rule: &str, ev: &str) -> String {

@@ -118,27 +118,13 @@ pub fn regrounding(r: &Regrounding) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::fixture;
     use crate::gate::rules::{Decision, Pointer};
-    use crate::gate::{PlanArtefact, SessionCommit};
 
     fn ev() -> Evidence {
-        Evidence {
-            head: None,
-            session_start_head: None,
-            plan_files: vec![PlanArtefact {
-                path: "docs/plans/p.md".into(),
-                introducing_commit: Some("a".repeat(40)),
-                latest_commit: Some("a".repeat(40)),
-                created_this_session: false,
-                modified_this_session: false,
-                exists: true,
-                worktree_blob: None,
-                unchecked_steps: vec!["wire the cache".into()],
-                unchecked_count: 1,
-            }],
-            commits_since_start: vec![SessionCommit { sha: "c".repeat(40), summary: String::new() }],
-            truncated: false,
-        }
+        let mut plan = fixture::plan("docs/plans/p.md", 1, false);
+        plan.unchecked_steps = vec!["wire the cache".into()];
+        fixture::evidence(vec![plan], 1)
     }
 
     fn cont(rule: Rule, pointer: Pointer) -> Verdict {

@@ -76,27 +76,11 @@ pub fn post_verify_failure(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::fixture;
     use crate::gate::rules::{Pointer, Rule};
-    use crate::gate::{PlanArtefact, SessionCommit};
 
     fn ev() -> Evidence {
-        Evidence {
-            head: Some("c".repeat(40)),
-            session_start_head: Some("a".repeat(40)),
-            plan_files: vec![PlanArtefact {
-                path: "PLAN.md".into(),
-                introducing_commit: Some("a".repeat(40)),
-                latest_commit: Some("a".repeat(40)),
-                created_this_session: false,
-                modified_this_session: false,
-                exists: true,
-                worktree_blob: Some("b".repeat(40)),
-                unchecked_steps: vec![],
-                unchecked_count: 1,
-            }],
-            commits_since_start: vec![SessionCommit { sha: "c".repeat(40), summary: String::new() }],
-            truncated: false,
-        }
+        fixture::evidence(vec![fixture::plan("PLAN.md", 1, false)], 1)
     }
 
     fn verdict() -> Verdict {
