@@ -83,3 +83,21 @@ CREATE TABLE IF NOT EXISTS gate_daily (
     count    INTEGER NOT NULL CHECK (count >= 0),
     PRIMARY KEY (day, mode, decision)
 ) STRICT;
+
+-- A plan file's latest and introducing commits as computed at commit `at_commit`:
+-- an evaluation walks only the commits made since, not the whole history again.
+CREATE TABLE IF NOT EXISTS gate_path_cache (
+    path        TEXT PRIMARY KEY NOT NULL,
+    at_commit   TEXT NOT NULL,
+    latest      TEXT,
+    introducing TEXT
+) STRICT;
+
+-- Verified ancestry between two commits (ancestor, descendant). Commits are
+-- immutable, so a verified pair stays true; the post-verifier reuses it instead of
+-- walking a long history on every stop.
+CREATE TABLE IF NOT EXISTS gate_ancestry (
+    ancestor   TEXT NOT NULL,
+    descendant TEXT NOT NULL,
+    PRIMARY KEY (ancestor, descendant)
+) STRICT;

@@ -254,6 +254,10 @@ fn judge(
         Ok(c) => slot.insert(c),
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
     };
+    // WAL with NORMAL sync: a power loss may drop the newest event, never corrupt the
+    // database or break the counter's atomicity; it saves an fsync per statement on a
+    // hook that runs on every stop.
+    let _ = conn.pragma_update(None, "synchronous", "NORMAL");
     let cfg = match super::load_config(repo) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),
@@ -299,7 +303,7 @@ fn judge(
     let reason = stop_reason(&p);
     row.stop_reason_source = reason.source.to_string();
     row.stop_reason = reason.text.clone();
-    let evidence = match collect_evidence(repo, &cfg, session.start_head.as_deref(), true) {
+    let evidence = match collect_evidence(repo, &cfg, session.start_head.as_deref(), Some(conn)) {
         Ok(e) => e,
         Err(e) => return fail(row, Failure::new(FailureKind::EvidenceUnavailable, format!("{e:#}"))),
     };
@@ -317,7 +321,8 @@ fn judge(
         row.decision = verdict.decision.as_str().to_string();
         return None;
     }
-    if let Err(f) = verify::post_verify_failure(&evidence, &verdict, &recheck(repo, &verdict)) {
+    let now_facts = recheck(repo, conn, &verdict, session.start_head.as_deref());
+    if let Err(f) = verify::post_verify_failure(&evidence, &verdict, &now_facts) {
         return fail(row, f);
     }
     let Some(reminder) = text::reminder(&verdict, &evidence) else {
@@ -375,9 +380,15 @@ fn read_tail(path: &Path) -> Result<String> {
     Ok(if start > 0 { text.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default() } else { text })
 }
 
-/// Evidence from the repository. `history`: walk each plan file's history (evaluate);
-/// without it only paths and unchecked steps are read (re-grounding).
-fn collect_evidence(repo: &Repo, cfg: &Config, start_head: Option<&str>, history: bool) -> Result<Evidence> {
+/// Evidence from the repository. With `history` (a database for the walk cache),
+/// each plan file's history is walked (evaluate); without it only paths and unchecked
+/// steps are read (re-grounding).
+fn collect_evidence(
+    repo: &Repo,
+    cfg: &Config,
+    start_head: Option<&str>,
+    history: Option<&Connection>,
+) -> Result<Evidence> {
     let mut b = globset::GlobSetBuilder::new();
     for g in cfg.list("gate.plan_globs") {
         b.add(globset::Glob::new(g).with_context(|| format!("gate.plan_globs: bad glob `{g}`"))?);
@@ -387,7 +398,7 @@ fn collect_evidence(repo: &Repo, cfg: &Config, start_head: Option<&str>, history
     let mut ev =
         Evidence { head: head.clone(), session_start_head: start_head.map(str::to_string), ..Default::default() };
     let Some(head) = head else { return Ok(ev) };
-    if history && start_head != Some(head.as_str()) {
+    if history.is_some() && start_head != Some(head.as_str()) {
         let commits = match start_head {
             Some(s) => repo.gate_commits_since(s, &head, MAX_SESSION_COMMITS)?,
             None => Vec::new(),
@@ -398,7 +409,10 @@ fn collect_evidence(repo: &Repo, cfg: &Config, start_head: Option<&str>, history
     let root = repo.require_workdir()?;
     let mut plans = Vec::new();
     for (path, _) in repo.gate_plan_paths(&globs)?.into_iter().take(MAX_PLAN_FILES) {
-        let pc = if history { repo.gate_path_commits(&head, &path, MAX_HISTORY_WALK)? } else { Default::default() };
+        let pc = match history {
+            Some(conn) => plan_history(repo, conn, &head, &path)?,
+            None => Default::default(),
+        };
         ev.truncated |= pc.truncated;
         let content = std::fs::read_to_string(root.join(&path)).ok();
         let (unchecked_steps, unchecked_count) = content.as_deref().map(payload::unchecked_steps).unwrap_or_default();
@@ -418,18 +432,59 @@ fn collect_evidence(repo: &Repo, cfg: &Config, start_head: Option<&str>, history
     Ok(ev)
 }
 
+/// A plan file's history, walking only the commits since the cached answer. The cache
+/// is an optimisation: failing to read or write it costs time, never correctness.
+fn plan_history(repo: &Repo, conn: &Connection, head: &str, path: &str) -> Result<crate::git::PathCommits> {
+    let cached = db::path_cache(conn, path)
+        .ok()
+        .flatten()
+        .map(|(at, latest, introducing)| (at, crate::git::PathCommits { latest, introducing, truncated: false }));
+    let known = cached.as_ref().map(|(at, k)| (at.as_str(), k));
+    let pc = repo.gate_path_commits(head, path, MAX_HISTORY_WALK, known)?;
+    if !pc.truncated && cached.as_ref().is_none_or(|(at, _)| at != head) {
+        let _ = db::save_path_cache(conn, path, head, pc.latest.as_deref(), pc.introducing.as_deref());
+    }
+    Ok(pc)
+}
+
 /// Facts read again after the authority answered.
-fn recheck(repo: &Repo, v: &Verdict) -> Recheck {
+fn recheck(repo: &Repo, conn: &Connection, v: &Verdict, session_start: Option<&str>) -> Recheck {
     let p = &v.pointer;
     Recheck {
         head: repo.head_oid(),
         plan_commit_exists: p.plan_commit_sha.as_deref().map(|s| repo.resolve_commit(s).is_ok()),
         plan_file_blob: p.plan_file.as_deref().and_then(|f| repo.gate_worktree_blob(f)),
         incremental_descends: match (&p.plan_commit_sha, &p.incremental_commit_sha) {
-            (Some(a), Some(d)) => Some(repo.is_ancestor(a, d).unwrap_or(false)),
+            (Some(a), Some(d)) => Some(descends(repo, conn, a, d, session_start)),
             _ => None,
         },
     }
+}
+
+/// Whether `descendant` descends from `ancestor`. A long history makes this walk
+/// costly, so verified pairs are remembered (commits are immutable, so a verified
+/// pair stays true) and the session's start commit is used as a stepping stone:
+/// `ancestor -> start` is the same for every stop of a session, `start -> descendant`
+/// is short.
+fn descends(repo: &Repo, conn: &Connection, ancestor: &str, descendant: &str, via: Option<&str>) -> bool {
+    let check = |a: &str, d: &str| {
+        if db::ancestry_known(conn, a, d).unwrap_or(false) {
+            return true;
+        }
+        let yes = repo.is_ancestor(a, d).unwrap_or(false);
+        if yes {
+            let _ = db::save_ancestry(conn, a, d);
+        }
+        yes
+    };
+    if let Some(s) = via
+        && s != descendant
+        && check(s, descendant)
+        && check(ancestor, s)
+    {
+        return true;
+    }
+    check(ancestor, descendant)
 }
 
 /// Ask the configured authority: the built-in one, or the external command behind
@@ -535,7 +590,7 @@ fn session_start_inner(cwd: &Path, input: &str) -> Option<String> {
         return None;
     }
     let mut r = text::Regrounding::default();
-    if let Ok(ev) = collect_evidence(&repo, &cfg, None, false) {
+    if let Ok(ev) = collect_evidence(&repo, &cfg, None, None) {
         r.plans = ev.plan_files.into_iter().map(|a| (a.path, a.unchecked_steps.into_iter().next())).collect();
     }
     let run_dir = repo.state_dir().run_dir(None);

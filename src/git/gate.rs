@@ -42,8 +42,16 @@ impl Repo {
     }
 
     /// Walk first parents from `head` (at most `max` commits) to find the commit that
-    /// last changed `path` and the one that introduced it.
-    pub fn gate_path_commits(&self, head: &str, path: &str, max: usize) -> Result<PathCommits> {
+    /// last changed `path` and the one that introduced it. `known` is an earlier answer
+    /// for the same path computed at commit `at`: the walk stops when it reaches `at`
+    /// and completes the answer from it, so repeated evaluations walk only new commits.
+    pub fn gate_path_commits(
+        &self,
+        head: &str,
+        path: &str,
+        max: usize,
+        known: Option<(&str, &PathCommits)>,
+    ) -> Result<PathCommits> {
         let p = Path::new(path);
         let blob_at = |c: &git2::Commit| -> Result<Option<Oid>> {
             match c.tree()?.get_path(p) {
@@ -55,7 +63,18 @@ impl Repo {
         let mut out = PathCommits::default();
         let mut commit = self.inner.find_commit(Oid::from_str(head)?)?;
         let Some(mut blob) = blob_at(&commit)? else { return Ok(out) };
+        let known = known.and_then(|(at, k)| Oid::from_str(at).ok().map(|o| (o, k)));
         for _ in 0..max {
+            if let Some((at, k)) = known
+                && commit.id() == at
+            {
+                if out.latest.is_none() {
+                    out.latest.clone_from(&k.latest);
+                }
+                out.introducing.clone_from(&k.introducing);
+                out.truncated = k.truncated;
+                return Ok(out);
+            }
             let parent = match commit.parent(0) {
                 Ok(p) => p,
                 Err(_) => {
@@ -92,7 +111,8 @@ impl Repo {
     /// as `(sha, summary)`.
     pub fn gate_commits_since(&self, start: &str, head: &str, max: usize) -> Result<Vec<(String, String)>> {
         let mut walk = self.inner.revwalk()?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME)?;
+        // No topological sort: it would make libgit2 walk the whole history first.
+        walk.set_sorting(Sort::TIME)?;
         walk.push(Oid::from_str(head)?)?;
         walk.hide(Oid::from_str(start)?)?;
         let mut out = Vec::new();

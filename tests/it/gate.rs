@@ -507,3 +507,36 @@ fn annotate_log_and_status() {
     let s = r.premerge(&["gate", "status"]);
     assert!(s.expect_code(0).stdout.contains("stop gate: shadow (from gate set --mode)"), "{}", s.stdout);
 }
+
+#[test]
+fn plan_history_stays_right_across_evaluations_as_commits_arrive() {
+    let r = TestRepo::new();
+    r.write("a.txt", "0\n");
+    r.commit_all("base");
+    r.write("docs/plans/work.md", "- [ ] one\n- [ ] two\n");
+    let introduced = r.commit_all("plan");
+    r.write("a.txt", "1\n");
+    r.commit_all("unrelated");
+    session_start(&r, "s1", "startup");
+    evaluate(&r, &stop("s0", "All steps are complete."));
+    let plan_of = |e: &Value| -> Value {
+        let ev: Value = serde_json::from_str(e["evidence"].as_str().unwrap()).unwrap();
+        ev["plan_files"][0].clone()
+    };
+    let first = plan_of(&last_event(&r));
+    assert_eq!(
+        (first["introducing_commit"].as_str(), first["latest_commit"].as_str()),
+        (Some(&*introduced), Some(&*introduced))
+    );
+    // A later commit changes the plan: the cached walk must see it.
+    r.write("docs/plans/work.md", "- [x] one\n- [ ] two\n");
+    let changed = r.commit_all("tick one");
+    evaluate(&r, &stop("s1", "All steps are complete."));
+    let second = plan_of(&last_event(&r));
+    assert_eq!(second["introducing_commit"].as_str(), Some(&*introduced));
+    assert_eq!(second["latest_commit"].as_str(), Some(&*changed));
+    assert_eq!(
+        (second["created_this_session"].as_bool(), second["modified_this_session"].as_bool()),
+        (Some(false), Some(true))
+    );
+}

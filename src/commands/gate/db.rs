@@ -279,3 +279,44 @@ pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> R
     }
     Ok(out)
 }
+
+/// The cached history answer of a plan path: `(at_commit, latest, introducing)`.
+pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, Option<String>, Option<String>)>> {
+    Ok(conn
+        .query_row("SELECT at_commit, latest, introducing FROM gate_path_cache WHERE path = ?1", [path], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?)
+}
+
+pub fn save_path_cache(
+    conn: &Connection,
+    path: &str,
+    at: &str,
+    latest: Option<&str>,
+    introducing: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_path_cache (path, at_commit, latest, introducing) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (path) DO UPDATE SET at_commit = excluded.at_commit, latest = excluded.latest,
+         introducing = excluded.introducing",
+        params![path, at, latest, introducing],
+    )?;
+    Ok(())
+}
+
+pub fn ancestry_known(conn: &Connection, ancestor: &str, descendant: &str) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM gate_ancestry WHERE ancestor = ?1 AND descendant = ?2)",
+        [ancestor, descendant],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_ancestry (ancestor, descendant) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        [ancestor, descendant],
+    )?;
+    Ok(())
+}
