@@ -280,11 +280,12 @@ pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> R
     Ok(out)
 }
 
-/// The cached history answer of a plan path: `(at_commit, latest, introducing)`.
-pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, Option<String>, Option<String>)>> {
+/// The cached history answer of a plan path and the commit it was computed at.
+pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, crate::git::PathCommits)>> {
     Ok(conn
         .query_row("SELECT at_commit, latest, introducing FROM gate_path_cache WHERE path = ?1", [path], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            let pc = crate::git::PathCommits { latest: r.get(1)?, introducing: r.get(2)?, truncated: false };
+            Ok((r.get(0)?, pc))
         })
         .optional()?)
 }
