@@ -435,10 +435,7 @@ fn collect_evidence(
 /// A plan file's history, walking only the commits since the cached answer. The cache
 /// is an optimisation: failing to read or write it costs time, never correctness.
 fn plan_history(repo: &Repo, conn: &Connection, head: &str, path: &str) -> Result<crate::git::PathCommits> {
-    let cached = db::path_cache(conn, path)
-        .ok()
-        .flatten()
-        .map(|(at, latest, introducing)| (at, crate::git::PathCommits { latest, introducing, truncated: false }));
+    let cached = db::path_cache(conn, path).ok().flatten();
     let known = cached.as_ref().map(|(at, k)| (at.as_str(), k));
     let pc = repo.gate_path_commits(head, path, MAX_HISTORY_WALK, known)?;
     if !pc.truncated && cached.as_ref().is_none_or(|(at, _)| at != head) {
