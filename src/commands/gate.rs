@@ -687,7 +687,8 @@ fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
             writeln!(ctx.stdout, "kill switch: {}", if control.kill_switch { "set" } else { "clear" })?;
             writeln!(ctx.stdout, "authority: {authority}")?;
             if let Some(b) = breaker {
-                writeln!(ctx.stdout, "breaker: {} ({} consecutive failures)", b["state"], b["consecutive_failures"])?;
+                let state = b["state"].as_str().unwrap_or("?");
+                writeln!(ctx.stdout, "breaker: {state} ({} consecutive failures)", b["consecutive_failures"])?;
             }
             writeln!(ctx.stdout, "continue ceiling: {} per session", core::CONTINUE_CEILING)?;
             writeln!(
