@@ -7,6 +7,7 @@
 
 mod diffs;
 mod install;
+mod gate;
 mod push;
 mod scratch;
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository};
 
 pub use install::HooksDir;
+pub use gate::PathCommits;
 pub use push::{PushLine, parse_push_lines};
 
 use crate::store::StateDir;

@@ -1,1 +1,542 @@
-//! Integration tests of this area (filled by its issue).
+//! The stop gate end to end: the real binary answering Stop and SessionStart hook
+//! payloads in real repositories, its fail-open paths, its ceiling, modes and
+//! operator commands.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{Run, TestRepo, run_with_stdin};
+
+const DRIFT: &str = "Step one is done. I'll stop here to preserve context and pick this up in a fresh session.";
+const DRIFT_PHRASES: &[&str] =
+    &["fresh session", "start over", "restart the session", "open a new conversation", "continue in a new session"];
+
+fn stop(session: &str, message: &str) -> Vec<u8> {
+    json!({"session_id": session, "transcript_path": "/nonexistent/t.jsonl", "cwd": "/ignored",
+        "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": message})
+    .to_string()
+    .into_bytes()
+}
+
+fn session_start(r: &TestRepo, session: &str, source: &str) -> Run {
+    let p = json!({"session_id": session, "hook_event_name": "SessionStart", "source": source});
+    let run = r.premerge_stdin(&["gate", "session-start"], p.to_string().as_bytes());
+    run.expect_code(0);
+    run
+}
+
+fn evaluate(r: &TestRepo, payload: &[u8]) -> Run {
+    let run = r.premerge_stdin(&["gate", "evaluate"], payload);
+    run.expect_code(0);
+    run
+}
+
+fn events(r: &TestRepo) -> Vec<Value> {
+    let run = r.premerge(&["gate", "log", "--tail", "100", "--format", "json"]);
+    run.expect_code(0);
+    run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn last_event(r: &TestRepo) -> Value {
+    events(r).pop().expect("an event was recorded")
+}
+
+/// A repository with a committed plan (two unchecked steps), and session `s1` started after it.
+fn planned() -> TestRepo {
+    let r = TestRepo::new();
+    r.write("src/lib.rs", "pub fn a() {}\n");
+    r.write("docs/plans/work.md", "# Plan\n- [x] step one\n- [ ] step two\n- [ ] step three\n");
+    r.commit_all("plan");
+    session_start(&r, "s1", "startup");
+    r
+}
+
+fn blocked_reason(run: &Run) -> String {
+    let v = run.json();
+    assert_eq!(v["decision"], "block", "{}", run.stdout);
+    v["reason"].as_str().unwrap().to_string()
+}
+
+fn assert_allowed(run: &Run) {
+    assert_eq!(run.stdout, "", "an allowed stop prints nothing");
+}
+
+#[test]
+fn drift_stop_with_committed_plan_blocks_with_u2_reminder() {
+    let r = planned();
+    let run = evaluate(&r, &stop("s1", DRIFT));
+    let reason = blocked_reason(&run);
+    assert!(reason.contains("docs/plans/work.md") && reason.contains("step two"), "{reason}");
+    assert!(reason.contains("Continue your work"), "{reason}");
+    for p in DRIFT_PHRASES {
+        assert!(!reason.to_lowercase().contains(p), "{reason}");
+    }
+    let e = last_event(&r);
+    assert_eq!(
+        (e["decision"].as_str(), e["rule"].as_str()),
+        (Some("continue"), Some("U2_PLAN_FILE_NEXT_STEP_EXPLICIT"))
+    );
+    assert_eq!(e["blocked"], true);
+    assert_eq!(e["stop_reason_source"], "payload");
+}
+
+#[test]
+fn drift_stop_after_a_session_commit_cites_u1_with_both_shas() {
+    let r = planned();
+    let plan_sha = r.git(&["rev-parse", "HEAD"]);
+    r.write("src/lib.rs", "pub fn a() {}\npub fn b() {}\n");
+    let step = r.commit_all("step two");
+    let reason = blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert!(reason.contains(&plan_sha[..12]) && reason.contains(&step[..12]), "{reason}");
+    assert_eq!(last_event(&r)["rule"], "U1_DURABLE_ARTIFACT_CONTINUATION_SAFE");
+}
+
+#[test]
+fn drift_stop_with_session_commits_and_a_plan_without_steps_cites_u3() {
+    let r = TestRepo::new();
+    r.write("PLAN.md", "# Plan\nRefactor the parser in small commits.\n");
+    r.commit_all("plan");
+    session_start(&r, "s1", "startup");
+    r.write("a.txt", "1\n");
+    let step = r.commit_all("first increment");
+    let reason = blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert!(reason.contains(&step[..12]), "{reason}");
+    assert_eq!(last_event(&r)["rule"], "U3_RECENT_COMMIT_PROVES_INCREMENTAL");
+}
+
+#[test]
+fn legitimate_stops_are_allowed_with_their_rule() {
+    let r = planned();
+    let cases = [
+        ("All steps are complete and the tests pass.", "allow", "U_LEGIT_COMPLETION"),
+        ("Which approach do you prefer for the cache layer?", "allow", "U_LEGIT_DESIGN_QUESTION"),
+        ("Could you provide the staging database URL?", "allow", "U_LEGIT_MISSING_INFO"),
+        ("cargo build failed with a linker error; I cannot proceed.", "allow", "U_LEGIT_ERROR"),
+        ("Pausing: the stop hook fires on every turn.", "allow", "U_META_SELF_REFERENCE"),
+        ("Here is a summary of the change.", "escalate", "U_AMBIGUOUS_INSUFFICIENT_SIGNAL"),
+    ];
+    for (i, (msg, decision, rule)) in cases.iter().enumerate() {
+        assert_allowed(&evaluate(&r, &stop(&format!("legit-{i}"), msg)));
+        let e = last_event(&r);
+        assert_eq!((e["decision"].as_str(), e["rule"].as_str()), (Some(*decision), Some(*rule)), "{msg}");
+        assert_eq!(e["failure_kind"], Value::Null);
+    }
+}
+
+#[test]
+fn a_plan_created_in_this_session_is_not_durable() {
+    let r = TestRepo::new();
+    r.write("a.txt", "a\n");
+    r.commit_all("base");
+    session_start(&r, "s1", "startup");
+    r.write("docs/plans/new.md", "- [ ] everything\n");
+    r.commit_all("plan written during the session");
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&r)["rule"], "U_AMBIGUOUS_INSUFFICIENT_SIGNAL");
+}
+
+#[test]
+fn third_continue_in_a_session_is_force_allowed_and_marks_it_stuck() {
+    let r = planned();
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let e = last_event(&r);
+    assert_eq!(e["decision"], "force_allow");
+    assert_eq!(e["blocked"], false);
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&r)["short_circuit"], "stuck");
+    // Another session is unaffected.
+    blocked_reason(&evaluate(&r, &stop("s2", DRIFT)));
+    let status = r.premerge(&["gate", "status", "--format", "json"]);
+    assert_eq!(status.expect_code(0).json()["counts"]["stuck_sessions"], 1);
+}
+
+#[test]
+fn concurrent_evaluations_never_pass_the_ceiling_together() {
+    let r = planned();
+    // Migrate the database first so the processes race on the counter, not the schema.
+    r.premerge(&["gate", "status"]).expect_code(0);
+    let payload = stop("s1", DRIFT);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut c = r.premerge_cmd(["gate", "evaluate"]);
+            std::thread::spawn({
+                let payload = payload.clone();
+                move || run_with_stdin(&mut c, &payload)
+            })
+        })
+        .collect();
+    let runs: Vec<Run> = children.into_iter().map(|h| h.join().unwrap()).collect();
+    for run in &runs {
+        run.expect_code(0);
+    }
+    let blocks = runs.iter().filter(|run| !run.stdout.is_empty()).count();
+    assert_eq!(blocks, 2, "exactly CONTINUE_CEILING stops are blocked");
+    let decisions: Vec<String> = events(&r).iter().map(|e| e["decision"].as_str().unwrap().to_string()).collect();
+    assert_eq!(decisions.iter().filter(|d| *d == "continue").count(), 2, "{decisions:?}");
+    // The others were force-allowed, or allowed as already stuck when they started
+    // after the first force_allow marked the session.
+    assert!(decisions.iter().any(|d| d == "force_allow"), "{decisions:?}");
+    assert!(decisions.iter().all(|d| d == "continue" || d == "force_allow" || d == "allow"), "{decisions:?}");
+}
+
+#[test]
+fn kill_switch_wins_over_mode() {
+    let r = planned();
+    r.premerge(&["gate", "set", "--mode", "enforce"]).expect_code(0);
+    r.premerge(&["gate", "kill-switch", "--set"]).expect_code(0);
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&r)["short_circuit"], "kill_switch");
+    let mut env_mode = planned();
+    env_mode.env.push(("PREMERGE_GATE_MODE".into(), "enforce".into()));
+    env_mode.premerge(&["gate", "kill-switch", "--set"]).expect_code(0);
+    assert_allowed(&evaluate(&env_mode, &stop("s1", DRIFT)));
+    r.premerge(&["gate", "kill-switch", "--clear"]).expect_code(0);
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    let mut off = planned();
+    off.env.push(("PREMERGE_GATE".into(), "0".into()));
+    assert_allowed(&evaluate(&off, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&off)["short_circuit"], "kill_switch");
+}
+
+#[test]
+fn shadow_decides_and_logs_but_never_blocks() {
+    let r = planned();
+    r.premerge(&["gate", "set", "--mode", "shadow"]).expect_code(0);
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let e = last_event(&r);
+    assert_eq!(
+        (e["mode"].as_str(), e["decision"].as_str(), e["blocked"].as_bool()),
+        (Some("shadow"), Some("continue"), Some(false))
+    );
+    // The environment wins over the stored mode; `off` does not even decide.
+    let mut env = planned();
+    env.premerge(&["gate", "set", "--mode", "enforce"]).expect_code(0);
+    env.env.push(("PREMERGE_GATE_MODE".into(), "shadow".into()));
+    assert_allowed(&evaluate(&env, &stop("s1", DRIFT)));
+    env.env[0].1 = "off".into();
+    assert_allowed(&evaluate(&env, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&env)["short_circuit"], "mode_off");
+}
+
+#[test]
+fn recorded_stop_payload_and_lagging_transcript() {
+    let r = TestRepo::new();
+    r.write("docs/plans/demo.md", "- [x] step one\n- [ ] step two\n");
+    r.commit_all("plan");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gate");
+    let transcript = fixtures.join("transcript.jsonl");
+    let payload = std::fs::read_to_string(fixtures.join("stop-payload.json"))
+        .unwrap()
+        .replace("TRANSCRIPT_PATH", transcript.to_str().unwrap())
+        .replace("CWD", r.root.to_str().unwrap());
+    let reason = blocked_reason(&evaluate(&r, payload.as_bytes()));
+    assert!(reason.contains("docs/plans/demo.md"), "{reason}");
+    let e = last_event(&r);
+    assert_eq!(e["stop_reason_source"], "transcript");
+    assert!(e["stop_reason"].as_str().unwrap().contains("preserve context"));
+    assert_eq!(e["session_id"], "9b2f0c1e-5d3a-4c2b-8e7f-1a2b3c4d5e6f");
+    // The same payload with its transcript missing: no stop reason, allowed.
+    let missing = payload.replace(transcript.to_str().unwrap(), "/nonexistent/t.jsonl").replace("9b2f", "aaaa");
+    assert_allowed(&evaluate(&r, missing.as_bytes()));
+    assert_eq!(last_event(&r)["stop_reason_source"], "none");
+}
+
+#[test]
+fn stop_hook_active_is_recorded() {
+    let r = planned();
+    let mut p: Value = serde_json::from_slice(&stop("s1", "All steps are complete.")).unwrap();
+    p["stop_hook_active"] = json!(true);
+    p["some_future_field"] = json!({"nested": [1, 2]});
+    evaluate(&r, p.to_string().as_bytes());
+    assert_eq!(last_event(&r)["stop_hook_active"], true);
+}
+
+// --- fail open ------------------------------------------------------------------
+
+fn with_authority(r: &TestRepo, argv: &[&str], timeout_ms: u64) {
+    let list: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+    r.write(
+        "premerge.toml",
+        format!("[gate]\nauthority_command = [{}]\nauthority_timeout_ms = {timeout_ms}\n", list.join(", ")),
+    );
+}
+
+/// An external authority that prints the file `answer.json` from the state directory.
+fn answering(r: &TestRepo, answer: &Value) {
+    let path = r.dir.path().join("answer.json");
+    std::fs::write(&path, answer.to_string()).unwrap();
+    with_authority(r, &["sh", "-c", "cat >/dev/null; cat \"$1\"", "authority", path.to_str().unwrap()], 2000);
+}
+
+fn assert_fails_open(r: &TestRepo, payload: &[u8], kind: &str) {
+    assert_allowed(&evaluate(r, payload));
+    let e = last_event(r);
+    assert_eq!(e["failure_kind"], kind, "{e}");
+    assert_eq!(e["decision"], "allow");
+}
+
+#[test]
+fn malformed_stdin_exits_zero_prints_nothing_and_is_recorded() {
+    let r = planned();
+    for input in [&b"not json"[..], b"", b"{\"cwd\":\"/x\"}", b"\xff\xfe"] {
+        let run = r.premerge_stdin(&["gate", "evaluate"], input);
+        run.expect_code(0);
+        assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""));
+        assert_eq!(last_event(&r)["failure_kind"], "malformed_payload");
+    }
+}
+
+#[test]
+fn external_authority_continue_is_honoured_when_valid() {
+    let r = planned();
+    let plan_sha = r.git(&["rev-parse", "HEAD"]);
+    answering(
+        &r,
+        &json!({"decision": "continue", "rule": "U2_PLAN_FILE_NEXT_STEP_EXPLICIT",
+        "evidence": {"plan_file": "docs/plans/work.md", "plan_commit_sha": plan_sha},
+        "rationale": "SECRET-RATIONALE: tell the agent to open a new conversation"}),
+    );
+    let reason = blocked_reason(&evaluate(&r, &stop("s1", "whatever")));
+    assert!(!reason.contains("SECRET-RATIONALE"), "the authority's free text never reaches the agent: {reason}");
+    let e = last_event(&r);
+    assert_eq!(e["authority"], "external");
+    assert!(e["rationale"].as_str().unwrap().contains("SECRET-RATIONALE"), "but it is logged");
+}
+
+#[test]
+fn every_authority_failure_falls_open_with_its_kind() {
+    let r = planned();
+    let plan_sha = r.git(&["rev-parse", "HEAD"]);
+    let cases = [
+        (json!("not an object"), "malformed"),
+        (json!({"decision": "continue", "rule": "U9_INVENTED"}), "invalid_rule"),
+        (json!({"decision": "allow", "rule": "U1_DURABLE_ARTIFACT_CONTINUATION_SAFE"}), "invalid_rule"),
+        (
+            json!({"decision": "continue", "rule": "U1_DURABLE_ARTIFACT_CONTINUATION_SAFE",
+            "evidence": {"plan_file": "docs/plans/work.md", "plan_commit_sha": plan_sha}}),
+            "missing_pointer",
+        ),
+        (
+            json!({"decision": "continue", "rule": "U2_PLAN_FILE_NEXT_STEP_EXPLICIT",
+            "evidence": {"plan_file": "docs/plans/invented.md"}}),
+            "invalid_evidence",
+        ),
+        (
+            json!({"decision": "continue", "rule": "U2_PLAN_FILE_NEXT_STEP_EXPLICIT",
+            "evidence": {"plan_file": "docs/plans/work.md", "plan_commit_sha": "0123456789012345678901234567890123456789"}}),
+            "invalid_evidence",
+        ),
+    ];
+    for (i, (answer, kind)) in cases.iter().enumerate() {
+        answering(&r, answer);
+        assert_fails_open(&r, &stop(&format!("a{i}"), DRIFT), kind);
+    }
+}
+
+#[test]
+fn authority_timeout_unavailability_and_breaker() {
+    let r = planned();
+    with_authority(&r, &["sleep", "5"], 200);
+    let t = std::time::Instant::now();
+    assert_fails_open(&r, &stop("t1", DRIFT), "timeout");
+    assert!(t.elapsed().as_secs() < 4, "the timeout is enforced");
+    // The breaker is kept per authority command: a new command starts closed.
+    with_authority(&r, &["/nonexistent/authority"], 2000);
+    for s in ["t2", "t3", "t4"] {
+        assert_fails_open(&r, &stop(s, DRIFT), "authority_unavailable");
+    }
+    // The third consecutive failure opened the breaker: the authority is not even called.
+    assert_fails_open(&r, &stop("t5", DRIFT), "breaker_open");
+    let status = r.premerge(&["gate", "status", "--format", "json"]).json();
+    assert_eq!(status["breaker"]["state"], "open");
+    // Five minutes later one trial call is allowed again.
+    let mut later = r.at(&r.root);
+    later.env.push(("PREMERGE_FAKE_NOW".into(), "2026-01-02T03:09:06Z".into()));
+    let run = later.premerge_stdin(&["gate", "evaluate"], &stop("t6", DRIFT));
+    run.expect_code(0);
+    assert_eq!(last_event(&r)["failure_kind"], "authority_unavailable");
+}
+
+#[test]
+fn post_verifier_refuses_when_head_moves_or_plan_changes_during_evaluation() {
+    let r = planned();
+    let plan_sha = r.git(&["rev-parse", "HEAD"]);
+    let answer = json!({"decision": "continue", "rule": "U2_PLAN_FILE_NEXT_STEP_EXPLICIT",
+        "evidence": {"plan_file": "docs/plans/work.md", "plan_commit_sha": plan_sha}});
+    let path = r.dir.path().join("answer.json");
+    std::fs::write(&path, answer.to_string()).unwrap();
+    let commit = format!(
+        "cat >/dev/null; git -c user.name=a -c user.email=a@b commit -q --allow-empty -m racing; cat {}",
+        path.display()
+    );
+    with_authority(&r, &["sh", "-c", &commit], 5000);
+    assert_fails_open(&r, &stop("p1", DRIFT), "invalid_evidence");
+    assert!(last_event(&r)["detail"].as_str().unwrap().contains("HEAD moved"));
+    let edit = format!("cat >/dev/null; echo '- [ ] extra' >> docs/plans/work.md; cat {}", path.display());
+    with_authority(&r, &["sh", "-c", &edit], 5000);
+    assert_fails_open(&r, &stop("p2", DRIFT), "invalid_evidence");
+    assert!(last_event(&r)["detail"].as_str().unwrap().contains("plan file is missing or changed"));
+}
+
+#[test]
+fn database_evidence_and_config_errors_fall_open() {
+    // Database: premerge.db is a directory.
+    let r = planned();
+    let db = r.root.join(".git/premerge/premerge.db");
+    std::fs::remove_file(&db).unwrap();
+    let _ = std::fs::remove_file(r.root.join(".git/premerge/premerge.db-wal"));
+    let _ = std::fs::remove_file(r.root.join(".git/premerge/premerge.db-shm"));
+    std::fs::create_dir(&db).unwrap();
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let log = std::fs::read_to_string(r.root.join(".git/premerge/events.jsonl")).unwrap();
+    let e: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(e["failure_kind"], "database_error");
+    // Evidence: a plan glob that does not compile.
+    let r = planned();
+    r.write("premerge.toml", "[gate]\nplan_globs = [\"docs/[plans\"]\n");
+    assert_fails_open(&r, &stop("s1", DRIFT), "evidence_unavailable");
+    // Configuration: an unknown key.
+    let r = planned();
+    r.write("premerge.toml", "[gate]\nno_such_key = 1\n");
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let run = r.premerge(&["gate", "log", "--tail", "1", "--format", "json"]);
+    assert_eq!(run.json()["failure_kind"], "config_error");
+}
+
+#[test]
+fn outside_a_repository_evaluate_still_exits_zero_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = std::process::Command::new(crate::common::bin());
+    crate::common::hermetic(&mut c, dir.path());
+    c.current_dir(dir.path()).args(["gate", "evaluate"]);
+    let run = run_with_stdin(&mut c, &stop("s1", DRIFT));
+    run.expect_code(0);
+    assert_eq!(run.stdout, "");
+}
+
+// --- session start, settings, operator commands --------------------------------
+
+#[test]
+fn session_start_after_compaction_regrounds_without_drift_phrases() {
+    let r = planned();
+    let run_dir = r.root.join(".git/premerge/run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(run_dir.join("fix-waves-01.json"), r#"{"waves":[[{"file":"src/old.rs","owner":"w0"}]]}"#).unwrap();
+    std::fs::write(
+        run_dir.join("fix-waves-02.json"),
+        r#"{"schema_version":1,"attempt":2,"waves":[[{"file":"src/lib.rs","owner":"fixer-1","findings":[]}],[{"file":"src/b.rs","owner":"fixer-2"}]]}"#,
+    )
+    .unwrap();
+    let startup = session_start(&r, "s9", "startup");
+    assert_eq!(startup.stdout, "", "a normal start prints nothing");
+    let text = session_start(&r, "s1", "compact").stdout;
+    assert!(text.contains("docs/plans/work.md"), "{text}");
+    assert!(text.contains("step two"), "{text}");
+    assert!(text.contains("Current attempt: 2"), "{text}");
+    assert!(text.contains("src/lib.rs (fixer-1)") && text.contains("src/b.rs (fixer-2)"), "{text}");
+    assert!(!text.contains("src/old.rs"), "only the highest attempt: {text}");
+    assert!(text.contains("Continue your work"), "{text}");
+    for p in DRIFT_PHRASES {
+        assert!(!text.to_lowercase().contains(p), "drift phrase {p:?} in:\n{text}");
+    }
+    // A compaction keeps the session's original start (first record wins).
+    r.write("x.txt", "x\n");
+    r.commit_all("after compaction");
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_eq!(last_event(&r)["rule"], "U1_DURABLE_ARTIFACT_CONTINUATION_SAFE");
+}
+
+#[test]
+fn install_agent_hook_merges_idempotently() {
+    let r = TestRepo::new();
+    let before = json!({"model": "opus", "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-me"}]}],
+                  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]}});
+    r.write(".claude/settings.json", serde_json::to_string_pretty(&before).unwrap());
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    let once = std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap();
+    let second = r.premerge(&["gate", "install-agent-hook"]);
+    assert!(second.expect_code(0).stdout.contains("already installed"));
+    let twice = std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap();
+    assert_eq!(once, twice);
+    let v: Value = serde_json::from_str(&once).unwrap();
+    assert_eq!(v["model"], "opus");
+    assert_eq!(v["permissions"], before["permissions"]);
+    assert_eq!(v["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
+    let stop_cmds: Vec<&str> =
+        v["hooks"]["Stop"].as_array().unwrap().iter().map(|m| m["hooks"][0]["command"].as_str().unwrap()).collect();
+    assert_eq!(stop_cmds, ["notify-me", "premerge gate evaluate"]);
+    assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], "premerge gate session-start");
+    // A settings file that is not JSON is refused, never overwritten.
+    r.write(".claude/settings.json", "{ not json");
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(2);
+    assert_eq!(std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap(), "{ not json");
+}
+
+#[test]
+fn database_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = planned();
+    evaluate(&r, &stop("s1", DRIFT));
+    let mode = std::fs::metadata(r.root.join(".git/premerge/premerge.db")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn annotate_log_and_status() {
+    let r = planned();
+    evaluate(&r, &stop("s1", DRIFT));
+    let text = r.premerge(&["gate", "log"]);
+    assert!(text.expect_code(0).stdout.starts_with("#1 "), "{}", text.stdout);
+    r.premerge(&["gate", "annotate", "1", "--verdict", "correct", "--rationale", "the plan had steps left"])
+        .expect_code(0);
+    r.premerge(&["gate", "annotate", "1", "--verdict", "maybe", "--rationale", "x"]).expect_code(2);
+    r.premerge(&["gate", "annotate", "1", "--verdict", "incorrect", "--rationale", "  "]).expect_code(2);
+    let missing = r.premerge(&["gate", "annotate", "99", "--verdict", "correct", "--rationale", "x"]);
+    assert!(missing.expect_code(2).stderr.contains("event 99 does not exist"), "{}", missing.stderr);
+    r.premerge(&["gate", "set", "--mode", "loud"]).expect_code(2);
+    r.premerge(&["gate", "kill-switch"]).expect_code(2);
+    let s = r.premerge(&["gate", "status", "--format", "json"]).json();
+    assert_eq!(s["counts"]["annotations"], 1);
+    assert_eq!(s["mode"], "enforce");
+    r.premerge(&["gate", "set", "--mode", "shadow"]).expect_code(0);
+    let s = r.premerge(&["gate", "status"]);
+    assert!(s.expect_code(0).stdout.contains("stop gate: shadow (from gate set --mode)"), "{}", s.stdout);
+}
+
+#[test]
+fn plan_history_stays_right_across_evaluations_as_commits_arrive() {
+    let r = TestRepo::new();
+    r.write("a.txt", "0\n");
+    r.commit_all("base");
+    r.write("docs/plans/work.md", "- [ ] one\n- [ ] two\n");
+    let introduced = r.commit_all("plan");
+    r.write("a.txt", "1\n");
+    r.commit_all("unrelated");
+    session_start(&r, "s1", "startup");
+    evaluate(&r, &stop("s0", "All steps are complete."));
+    let plan_of = |e: &Value| -> Value {
+        let ev: Value = serde_json::from_str(e["evidence"].as_str().unwrap()).unwrap();
+        ev["plan_files"][0].clone()
+    };
+    let first = plan_of(&last_event(&r));
+    assert_eq!(
+        (first["introducing_commit"].as_str(), first["latest_commit"].as_str()),
+        (Some(&*introduced), Some(&*introduced))
+    );
+    // A later commit changes the plan: the cached walk must see it.
+    r.write("docs/plans/work.md", "- [x] one\n- [ ] two\n");
+    let changed = r.commit_all("tick one");
+    evaluate(&r, &stop("s1", "All steps are complete."));
+    let second = plan_of(&last_event(&r));
+    assert_eq!(second["introducing_commit"].as_str(), Some(&*introduced));
+    assert_eq!(second["latest_commit"].as_str(), Some(&*changed));
+    assert_eq!(
+        (second["created_this_session"].as_bool(), second["modified_this_session"].as_bool()),
+        (Some(false), Some(true))
+    );
+}

@@ -1,0 +1,323 @@
+//! The stop gate's SQLite tables (`sql/003_gate.sql`): sessions, continue counts,
+//! stuck state, operator controls, the authority's breaker, events, annotations and
+//! the daily aggregate.
+
+use anyhow::{Context as _, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::config::Mode;
+use crate::gate::breaker::Breaker;
+
+/// The stored operator controls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Control {
+    pub mode: Option<Mode>,
+    pub kill_switch: bool,
+}
+
+pub fn control(conn: &Connection) -> Result<Control> {
+    let row = conn
+        .query_row("SELECT mode, kill_switch FROM gate_control WHERE id = 1", [], |r| {
+            Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
+        })
+        .optional()?;
+    Ok(match row {
+        Some((mode, kill)) => Control { mode: mode.as_deref().and_then(Mode::parse), kill_switch: kill == 1 },
+        None => Control::default(),
+    })
+}
+
+pub fn set_mode(conn: &Connection, mode: Mode, now: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, ?1, 0, ?2)
+         ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
+        params![mode.as_str(), now],
+    )?;
+    Ok(())
+}
+
+pub fn set_kill_switch(conn: &Connection, on: bool, now: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, NULL, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET kill_switch = excluded.kill_switch, updated_at = excluded.updated_at",
+        params![on as i64, now],
+    )?;
+    Ok(())
+}
+
+/// A session's recorded start.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub start_head: Option<String>,
+}
+
+/// Record a session's start unless it is known (the first record wins: a compaction
+/// or resume keeps the original start), and return the stored start.
+pub fn ensure_session(
+    conn: &Connection,
+    id: &str,
+    now: &str,
+    head: Option<&str>,
+    recorded_by: &str,
+    source: Option<&str>,
+) -> Result<Session> {
+    conn.execute(
+        "INSERT INTO gate_sessions (session_id, started_at, start_head, recorded_by, source)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (session_id) DO NOTHING",
+        params![id, now, head, recorded_by, source],
+    )?;
+    Ok(conn.query_row("SELECT start_head FROM gate_sessions WHERE session_id = ?1", [id], |r| {
+        Ok(Session { start_head: r.get(0)? })
+    })?)
+}
+
+pub fn is_stuck(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn.query_row("SELECT EXISTS (SELECT 1 FROM gate_stuck WHERE session_id = ?1)", [id], |r| r.get(0))?)
+}
+
+/// Count one more `continue` for the session and return the new count. A single
+/// statement, so two concurrent evaluations of one session get different counts.
+pub fn increment_continue(conn: &Connection, id: &str) -> Result<u32> {
+    let n: i64 = conn.query_row(
+        "INSERT INTO gate_continue_counts (session_id, count) VALUES (?1, 1)
+         ON CONFLICT (session_id) DO UPDATE SET count = count + 1 RETURNING count",
+        [id],
+        |r| r.get(0),
+    )?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+pub fn set_stuck(conn: &Connection, id: &str, now: &str, reason: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_stuck (session_id, stuck_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT (session_id) DO NOTHING",
+        params![id, now, reason],
+    )?;
+    Ok(())
+}
+
+pub fn breaker(conn: &Connection, authority: &str) -> Result<Breaker> {
+    let row = conn
+        .query_row("SELECT consecutive_failures, open_until FROM gate_breaker WHERE authority = ?1", [authority], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
+        })
+        .optional()?;
+    Ok(row
+        .map(|(n, open_until)| Breaker { consecutive_failures: u32::try_from(n).unwrap_or(u32::MAX), open_until })
+        .unwrap_or_default())
+}
+
+pub fn save_breaker(conn: &Connection, authority: &str, b: Breaker) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_breaker (authority, consecutive_failures, open_until) VALUES (?1, ?2, ?3)
+         ON CONFLICT (authority) DO UPDATE SET consecutive_failures = excluded.consecutive_failures,
+         open_until = excluded.open_until",
+        params![authority, b.consecutive_failures as i64, b.open_until],
+    )?;
+    Ok(())
+}
+
+/// One evaluation, as stored and as printed by `gate log --format json`.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct EventRow {
+    pub id: i64,
+    pub ts: String,
+    pub session_id: Option<String>,
+    pub mode: String,
+    pub decision: String,
+    pub rule: Option<String>,
+    pub failure_kind: Option<String>,
+    pub short_circuit: Option<String>,
+    pub blocked: bool,
+    pub stop_hook_active: bool,
+    pub stop_reason_source: String,
+    pub stop_reason: Option<String>,
+    pub authority: String,
+    pub rationale: Option<String>,
+    pub detail: Option<String>,
+    pub evidence: Option<String>,
+    pub reminder: Option<String>,
+    pub latency_ms: u64,
+}
+
+/// Insert an event (plain INSERT) and count it in the daily aggregate, atomically.
+pub fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
+    let tx = conn.transaction()?;
+    tx.execute(
+        "INSERT INTO gate_events (ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked,
+           stop_hook_active, stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        params![
+            e.ts,
+            e.session_id,
+            e.mode,
+            e.decision,
+            e.rule,
+            e.failure_kind,
+            e.short_circuit,
+            e.blocked as i64,
+            e.stop_hook_active as i64,
+            e.stop_reason_source,
+            e.stop_reason,
+            e.authority,
+            e.rationale,
+            e.detail,
+            e.evidence,
+            e.reminder,
+            i64::try_from(e.latency_ms).unwrap_or(i64::MAX),
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    let day = e.ts.get(..10).unwrap_or(&e.ts);
+    tx.execute(
+        "INSERT INTO gate_daily (day, mode, decision, failures, count) VALUES (?1, ?2, ?3, ?4, 1)
+         ON CONFLICT (day, mode, decision) DO UPDATE SET count = count + 1, failures = failures + excluded.failures",
+        params![day, e.mode, e.decision, e.failure_kind.is_some() as i64],
+    )?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// The last `tail` events, oldest first.
+pub fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
+    let mut st = conn.prepare(
+        "SELECT id, ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked, stop_hook_active,
+           stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms
+         FROM gate_events ORDER BY id DESC LIMIT ?1",
+    )?;
+    let rows = st.query_map([i64::try_from(tail).unwrap_or(i64::MAX)], |r| {
+        Ok(EventRow {
+            id: r.get(0)?,
+            ts: r.get(1)?,
+            session_id: r.get(2)?,
+            mode: r.get(3)?,
+            decision: r.get(4)?,
+            rule: r.get(5)?,
+            failure_kind: r.get(6)?,
+            short_circuit: r.get(7)?,
+            blocked: r.get::<_, i64>(8)? == 1,
+            stop_hook_active: r.get::<_, i64>(9)? == 1,
+            stop_reason_source: r.get(10)?,
+            stop_reason: r.get(11)?,
+            authority: r.get(12)?,
+            rationale: r.get(13)?,
+            detail: r.get(14)?,
+            evidence: r.get(15)?,
+            reminder: r.get(16)?,
+            latency_ms: u64::try_from(r.get::<_, i64>(17)?).unwrap_or(0),
+        })
+    })?;
+    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    out.reverse();
+    Ok(out)
+}
+
+pub fn annotate(conn: &Connection, event: i64, verdict: &str, rationale: &str, now: &str) -> Result<i64> {
+    let exists: bool =
+        conn.query_row("SELECT EXISTS (SELECT 1 FROM gate_events WHERE id = ?1)", [event], |r| r.get(0))?;
+    if !exists {
+        bail!("gate annotate: event {event} does not exist (see `premerge gate log`)");
+    }
+    conn.execute(
+        "INSERT INTO gate_annotations (event_id, verdict, rationale, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![event, verdict, rationale, now],
+    )
+    .context("gate annotate: cannot store the annotation")?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Counts for `gate status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Counts {
+    pub sessions: i64,
+    pub stuck_sessions: i64,
+    pub events: i64,
+    pub annotations: i64,
+    /// Today's events by decision.
+    pub today: std::collections::BTreeMap<String, i64>,
+}
+
+pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
+    let one = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
+    let mut today = std::collections::BTreeMap::new();
+    let mut st = conn.prepare("SELECT decision, SUM(count) FROM gate_daily WHERE day = ?1 GROUP BY decision")?;
+    for row in st.query_map([day], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (d, n) = row?;
+        today.insert(d, n);
+    }
+    Ok(Counts {
+        sessions: one("SELECT COUNT(*) FROM gate_sessions")?,
+        stuck_sessions: one("SELECT COUNT(*) FROM gate_stuck")?,
+        events: one("SELECT COUNT(*) FROM gate_events")?,
+        annotations: one("SELECT COUNT(*) FROM gate_annotations")?,
+        today,
+    })
+}
+
+/// Up to `per_file` guard memories for each file, when the `memories` table exists.
+/// The table belongs to the widening-scan work, so its columns are discovered, not assumed.
+pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('memories')")?;
+    let cols: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let pick = |names: &[&'static str]| names.iter().copied().find(|n| cols.iter().any(|c| c == n));
+    let (Some(file_col), Some(text_col)) =
+        (pick(&["file", "path"]), pick(&["summary", "text", "message", "body", "content", "note", "rule"]))
+    else {
+        return Ok(Vec::new());
+    };
+    // Both column names come from the fixed lists above, never from input.
+    let sql = format!("SELECT {text_col} FROM memories WHERE {file_col} = ?1 LIMIT ?2");
+    let mut st = conn.prepare(&sql)?;
+    let mut out = Vec::new();
+    for f in files {
+        let rows = st.query_map(params![f, per_file as i64], |r| r.get::<_, Option<String>>(0))?;
+        for t in rows {
+            if let Some(t) = t? {
+                out.push((f.clone(), t));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The cached history answer of a plan path and the commit it was computed at.
+pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, crate::git::PathCommits)>> {
+    Ok(conn
+        .query_row("SELECT at_commit, latest, introducing FROM gate_path_cache WHERE path = ?1", [path], |r| {
+            let pc = crate::git::PathCommits { latest: r.get(1)?, introducing: r.get(2)?, truncated: false };
+            Ok((r.get(0)?, pc))
+        })
+        .optional()?)
+}
+
+pub fn save_path_cache(
+    conn: &Connection,
+    path: &str,
+    at: &str,
+    latest: Option<&str>,
+    introducing: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_path_cache (path, at_commit, latest, introducing) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (path) DO UPDATE SET at_commit = excluded.at_commit, latest = excluded.latest,
+         introducing = excluded.introducing",
+        params![path, at, latest, introducing],
+    )?;
+    Ok(())
+}
+
+pub fn ancestry_known(conn: &Connection, ancestor: &str, descendant: &str) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM gate_ancestry WHERE ancestor = ?1 AND descendant = ?2)",
+        [ancestor, descendant],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_ancestry (ancestor, descendant) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        [ancestor, descendant],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! Inputs from the agent's side: the Stop and SessionStart hook payloads, the last
+//! assistant message of a transcript JSONL, unchecked steps of a plan file, and the
+//! files of a wave plan. All parsing is lenient about what it does not need
+//! (unknown fields are ignored, so newer payloads keep working) and strict about
+//! what it does.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Longest accepted `session_id`: Claude Code's are UUIDs; anything far longer is not one.
+pub const MAX_SESSION_ID: usize = 200;
+/// How many characters of a stop reason are kept: enough for the phrasing checks and
+/// the log, bounded so a huge message cannot bloat the database.
+pub const MAX_STOP_REASON_CHARS: usize = 4000;
+/// How many unchecked steps of a plan file are kept as evidence.
+pub const MAX_STEPS: usize = 5;
+/// Longest kept step text.
+pub const MAX_STEP_CHARS: usize = 160;
+
+/// Why a hook payload was rejected.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PayloadError {
+    /// Not JSON, or not an object of the expected shape.
+    #[error("hook payload is not valid JSON: {0}")]
+    NotJson(String),
+    /// `session_id` missing, empty, too long or with control characters.
+    #[error("hook payload: `session_id` is missing or not a plausible id")]
+    BadSessionId,
+}
+
+/// The Stop hook's JSON (Claude Code).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct StopPayload {
+    pub session_id: String,
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    /// True when this stop follows a continuation a Stop hook already forced.
+    #[serde(default)]
+    pub stop_hook_active: bool,
+    /// Newer Claude Code versions send the final message directly.
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+}
+
+/// The SessionStart hook's JSON.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct SessionStartPayload {
+    pub session_id: String,
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// `startup`, `resume`, `clear` or `compact`.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+fn check_session_id(id: &str) -> Result<(), PayloadError> {
+    if id.is_empty() || id.chars().count() > MAX_SESSION_ID || id.chars().any(char::is_control) {
+        return Err(PayloadError::BadSessionId);
+    }
+    Ok(())
+}
+
+pub fn parse_stop(text: &str) -> Result<StopPayload, PayloadError> {
+    let p: StopPayload = serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    check_session_id(&p.session_id)?;
+    Ok(p)
+}
+
+pub fn parse_session_start(text: &str) -> Result<SessionStartPayload, PayloadError> {
+    let p: SessionStartPayload = serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    check_session_id(&p.session_id)?;
+    Ok(p)
+}
+
+/// Keep at most [`MAX_STOP_REASON_CHARS`] of a stop reason (its end, where the
+/// reason for stopping usually is).
+pub fn bound_reason(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= MAX_STOP_REASON_CHARS {
+        return text.to_string();
+    }
+    text.chars().skip(n - MAX_STOP_REASON_CHARS).collect()
+}
+
+/// The text of the last assistant message in a transcript JSONL. Lines that do not
+/// parse (a torn last line while Claude Code is still writing) are skipped; an
+/// assistant entry without text (only tool calls) does not count.
+pub fn last_assistant_text(jsonl: &str) -> Option<String> {
+    jsonl.lines().rev().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find_map(|v| assistant_text(&v))
+}
+
+fn assistant_text(v: &Value) -> Option<String> {
+    let msg = v.get("message").unwrap_or(v);
+    let is_assistant = v.get("type").and_then(Value::as_str) == Some("assistant")
+        || msg.get("role").and_then(Value::as_str) == Some("assistant");
+    if !is_assistant {
+        return None;
+    }
+    let text = match msg.get("content")? {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// One line of plan text made safe for a log or a reminder: no control characters,
+/// at most [`MAX_STEP_CHARS`].
+pub fn sanitise_line(s: &str) -> String {
+    let clean: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let trimmed = clean.trim();
+    if trimmed.chars().count() <= MAX_STEP_CHARS {
+        return trimmed.to_string();
+    }
+    let mut out: String = trimmed.chars().take(MAX_STEP_CHARS - 3).collect();
+    out.push_str("...");
+    out
+}
+
+/// Unchecked Markdown task items (`- [ ] step`, `* [ ]`, `1. [ ]`) of a plan file:
+/// the first [`MAX_STEPS`] texts and the total count.
+pub fn unchecked_steps(markdown: &str) -> (Vec<String>, usize) {
+    let mut steps = Vec::new();
+    let mut count = 0;
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+            r
+        } else {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            match t[digits..].strip_prefix(". ") {
+                Some(r) if digits > 0 => r,
+                _ => continue,
+            }
+        };
+        if let Some(step) = rest.strip_prefix("[ ]") {
+            count += 1;
+            if steps.len() < MAX_STEPS {
+                steps.push(sanitise_line(step));
+            }
+        }
+    }
+    (steps, count)
+}
+
+/// A file of a wave plan and its owner, read loosely (the waves area owns the format).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedFile {
+    pub file: String,
+    pub owner: Option<String>,
+}
+
+/// Files of `{"waves":[[{"file","owner",...}]]}`, in plan order; anything else is skipped.
+pub fn wave_files(plan: &Value) -> Vec<OwnedFile> {
+    let mut out = Vec::new();
+    for wave in plan.get("waves").and_then(Value::as_array).into_iter().flatten() {
+        for item in wave.as_array().into_iter().flatten() {
+            if let Some(file) = item.get("file").and_then(Value::as_str) {
+                let owner = item.get("owner").and_then(Value::as_str).map(sanitise_line);
+                out.push(OwnedFile { file: sanitise_line(file), owner });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_ignored_and_session_id_is_required() {
+        let p = parse_stop(r#"{"session_id":"s1","stop_hook_active":true,"brand_new_field":{"x":1}}"#).unwrap();
+        assert!(p.stop_hook_active);
+        assert_eq!(p.last_assistant_message, None);
+        assert_eq!(parse_stop(r#"{"session_id":""}"#), Err(PayloadError::BadSessionId));
+        assert!(matches!(parse_stop("{"), Err(PayloadError::NotJson(_))));
+        assert!(matches!(parse_stop(r#"{"cwd":"/x"}"#), Err(PayloadError::NotJson(_))));
+    }
+
+    #[test]
+    fn last_assistant_text_skips_tool_only_entries_and_torn_lines() {
+        let t = concat!(
+            r#"{"type":"user","message":{"role":"user","content":"go"}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"first"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"ass"#
+        );
+        assert_eq!(last_assistant_text(t).as_deref(), Some("first"));
+        assert_eq!(last_assistant_text(""), None);
+    }
+
+    #[test]
+    fn unchecked_steps_are_counted() {
+        let md = "# Plan\n- [x] one\n- [ ] two\n  * [ ] three\n1. [ ] four\n- [] not a box\n";
+        let (steps, n) = unchecked_steps(md);
+        assert_eq!(n, 3);
+        assert_eq!(steps, vec!["two", "three", "four"]);
+    }
+
+    #[test]
+    fn wave_files_read_loosely() {
+        let v: Value = serde_json::from_str(
+            r#"{"schema_version":1,"waves":[[{"file":"src/a.rs","owner":"w1"},{"nofile":1}],[{"file":"src/b.rs"}]]}"#,
+        )
+        .unwrap();
+        let f = wave_files(&v);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].owner.as_deref(), Some("w1"));
+        assert_eq!(f[1].owner, None);
+        assert!(wave_files(&Value::Null).is_empty());
+    }
+}

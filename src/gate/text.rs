@@ -1,0 +1,174 @@
+//! Texts shown to the agent: the reminder of a `continue` and the re-grounding
+//! message after a compaction. Both are assembled by premerge from templates and
+//! validated values (paths and SHAs that matched the collected evidence, plan steps
+//! read by premerge); an authority's free text never reaches them.
+
+use super::payload::{OwnedFile, sanitise_line};
+use super::rules::{Rule, Verdict};
+use super::{Evidence, PlanArtefact};
+
+/// Phrases that invite the drift the gate exists to prevent; no text premerge shows
+/// an agent may contain them (tests pin this).
+pub const DRIFT_PHRASES: &[&str] =
+    &["fresh session", "start over", "restart the session", "open a new conversation", "continue in a new session"];
+
+/// How many owned files and memories the re-grounding message lists before it counts the rest.
+pub const MAX_LISTED: usize = 20;
+
+fn short_sha(s: &str) -> Option<&str> {
+    (s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())).then(|| &s[..12])
+}
+
+/// The reminder of a validated `continue`, `None` for any other verdict or when a
+/// value it needs does not validate (the caller then falls open).
+pub fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
+    let plan = match &v.pointer.plan_file {
+        Some(p) => Some(ev.plan(p)?),
+        None => None,
+    };
+    let plan_sha = match &v.pointer.plan_commit_sha {
+        Some(s) => Some(short_sha(s)?),
+        None => None,
+    };
+    let inc_sha = match &v.pointer.incremental_commit_sha {
+        Some(s) => Some(short_sha(s)?),
+        None => None,
+    };
+    let next = |p: &PlanArtefact| match p.unchecked_steps.first() {
+        Some(step) => format!(" Next unchecked step: \"{}\".", sanitise_line(step)),
+        None => String::new(),
+    };
+    let head = "premerge stop gate: this stop is not needed.";
+    let tail = "Everything is committed, so continuing loses nothing. Continue your work.";
+    let body = match v.rule {
+        Rule::U1DurableArtifactContinuationSafe => {
+            let p = plan?;
+            format!(
+                "{head} The plan {} (commit {}) and your commit {} since then keep the work durable.{} {tail}",
+                p.path,
+                plan_sha?,
+                inc_sha?,
+                next(p)
+            )
+        }
+        Rule::U2PlanFileNextStepExplicit => {
+            let p = plan?;
+            let at = plan_sha.map(|s| format!(" (commit {s})")).unwrap_or_default();
+            format!("{head} The committed plan {}{at} names the next step.{} {tail}", p.path, next(p))
+        }
+        Rule::U3RecentCommitProvesIncremental => {
+            let at = plan.map(|p| format!(" The plan is {}.", p.path)).unwrap_or_default();
+            format!("{head} Your commit {} shows the work advancing in increments.{at} {tail}", inc_sha?)
+        }
+        _ => return None,
+    };
+    Some(body)
+}
+
+/// What the re-grounding message after a compaction is made of.
+#[derive(Debug, Clone, Default)]
+pub struct Regrounding {
+    /// Plan files with their first unchecked step.
+    pub plans: Vec<(String, Option<String>)>,
+    /// The current attempt number and its wave plan file name.
+    pub attempt: Option<(u32, String)>,
+    pub owned: Vec<OwnedFile>,
+    /// Guard memories as `(file, text)`.
+    pub memories: Vec<(String, String)>,
+}
+
+/// The re-grounding message printed by `gate session-start` after a compaction.
+pub fn regrounding(r: &Regrounding) -> String {
+    let mut out = String::from("premerge: context was compacted; here is where the work stands.\n");
+    if r.plans.is_empty() {
+        out.push_str("Plan: no committed plan file found.\n");
+    }
+    for (path, step) in &r.plans {
+        out.push_str(&format!("Plan: {}\n", sanitise_line(path)));
+        if let Some(s) = step {
+            out.push_str(&format!("  next unchecked step: {}\n", sanitise_line(s)));
+        }
+    }
+    if let Some((n, file)) = &r.attempt {
+        out.push_str(&format!("Current attempt: {n} ({})\n", sanitise_line(file)));
+    }
+    if !r.owned.is_empty() {
+        out.push_str("Files in this attempt's waves (file, owner):\n");
+        for f in r.owned.iter().take(MAX_LISTED) {
+            let owner = f.owner.as_deref().unwrap_or("-");
+            out.push_str(&format!("  {} ({owner})\n", f.file));
+        }
+        if r.owned.len() > MAX_LISTED {
+            out.push_str(&format!("  ... and {} more\n", r.owned.len() - MAX_LISTED));
+        }
+    }
+    if !r.memories.is_empty() {
+        out.push_str("Guard memories for these files:\n");
+        for (file, text) in r.memories.iter().take(MAX_LISTED) {
+            out.push_str(&format!("  {}: {}\n", sanitise_line(file), sanitise_line(text)));
+        }
+        if r.memories.len() > MAX_LISTED {
+            out.push_str(&format!("  ... and {} more\n", r.memories.len() - MAX_LISTED));
+        }
+    }
+    out.push_str("Re-read the plan file, then Continue your work from the next unchecked step.\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::fixture;
+    use crate::gate::rules::{Decision, Pointer};
+
+    fn ev() -> Evidence {
+        let mut plan = fixture::plan("docs/plans/p.md", 1, false);
+        plan.unchecked_steps = vec!["wire the cache".into()];
+        fixture::evidence(vec![plan], 1)
+    }
+
+    fn cont(rule: Rule, pointer: Pointer) -> Verdict {
+        Verdict { decision: Decision::Continue, rule, pointer, rationale: "IGNORE ME: open a new conversation".into() }
+    }
+
+    #[test]
+    fn reminders_use_validated_values_only() {
+        let p = Pointer {
+            plan_file: Some("docs/plans/p.md".into()),
+            plan_commit_sha: Some("a".repeat(40)),
+            incremental_commit_sha: Some("c".repeat(40)),
+        };
+        for rule in [
+            Rule::U1DurableArtifactContinuationSafe,
+            Rule::U2PlanFileNextStepExplicit,
+            Rule::U3RecentCommitProvesIncremental,
+        ] {
+            let r = reminder(&cont(rule, p.clone()), &ev()).unwrap();
+            assert!(!r.contains("IGNORE ME"), "{r}");
+            assert!(r.contains("Continue your work"), "{r}");
+            for phrase in DRIFT_PHRASES {
+                assert!(!r.to_lowercase().contains(phrase), "{r}");
+            }
+        }
+        let u1 = reminder(&cont(Rule::U1DurableArtifactContinuationSafe, p.clone()), &ev()).unwrap();
+        assert!(u1.contains("aaaaaaaaaaaa") && u1.contains("cccccccccccc") && u1.contains("wire the cache"), "{u1}");
+        let bad = Pointer { plan_commit_sha: Some("not-a-sha".into()), ..p };
+        assert_eq!(reminder(&cont(Rule::U1DurableArtifactContinuationSafe, bad), &ev()), None);
+    }
+
+    #[test]
+    fn regrounding_never_invites_drift() {
+        let r = Regrounding {
+            plans: vec![("docs/plans/p.md".into(), Some("step".into()))],
+            attempt: Some((2, "fix-waves-02.json".into())),
+            owned: vec![OwnedFile { file: "src/a.rs".into(), owner: Some("w1".into()) }],
+            memories: vec![("src/a.rs".into(), "keep the bound".into())],
+        };
+        for text in [regrounding(&r), regrounding(&Regrounding::default())] {
+            assert!(text.contains("Continue your work"));
+            for phrase in DRIFT_PHRASES {
+                assert!(!text.to_lowercase().contains(phrase), "{text}");
+            }
+        }
+    }
+}
