@@ -273,15 +273,50 @@ pub fn emit_in_mode(
 pub fn emit_for_repo(
     repo: &Repo,
     cfg: &Config,
+    events_dir: &Path,
     scope: &str,
     signal: &str,
     rows: &[Value],
     workflow: Option<&str>,
 ) -> Result<EmitOutcome> {
     let root = default_root(repo, cfg)?;
-    let events_dir = repo.state_dir().run_dir(None);
     let generator = GeneratorCfg::from_config(cfg);
-    emit_in_mode(&root, &events_dir, scope, signal, rows, workflow, generator.as_ref(), cfg.mode("proposal.halt_mode"))
+    emit_in_mode(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), cfg.mode("proposal.halt_mode"))
+}
+
+/// Emit one of premerge's own signals from inside another command (review seams,
+/// recurring blockers, fence violations, repeated widening). The stripe halt is an
+/// authority, but a proposal store that cannot be written must not break the step
+/// that noticed the signal: an error becomes a warning and `None` (fail open), and the
+/// caller reports the outcome beside its own result.
+pub fn emit_own_signal(
+    ctx: &mut super::Ctx,
+    repo: &Repo,
+    cfg: &Config,
+    events_dir: &Path,
+    scope: &str,
+    signal: &str,
+    rows: &[Value],
+) -> Option<EmitOutcome> {
+    match emit_for_repo(repo, cfg, events_dir, scope, signal, rows, None) {
+        Ok(o) => {
+            for w in &o.warnings {
+                ctx.warn(format!("proposal {scope}:{signal}: {w}"));
+            }
+            if o.halts() {
+                ctx.warn(format!(
+                    "stripe {} repeats while its proposal is open ({}): halt for a human (premerge drain)",
+                    o.stripe.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+                    o.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+                ));
+            }
+            Some(o)
+        }
+        Err(e) => {
+            ctx.warn(format!("proposal {scope}:{signal}: {e:#} (signal not recorded)"));
+            None
+        }
+    }
 }
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.

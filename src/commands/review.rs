@@ -148,8 +148,27 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
             out["stepBack"] = sb;
         }
     }
+    let mut exit = Exit::Ok;
+    if r.next_step == NextStep::StepBack {
+        // The seam class is a stripe: the first time it escalates a proposal is written;
+        // the same class escalating again while that proposal is open halts the workflow.
+        let nn = store::nn(r.round);
+        let rows: Vec<Value> = r
+            .seams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"id": format!("round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files}))
+            .collect();
+        if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
+        {
+            if o.halts() {
+                exit = Exit::Policy;
+            }
+            out["stripe"] = o.to_json();
+        }
+    }
     ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
-    Ok(Exit::Ok)
+    Ok(exit)
 }
 
 /// Write the brief, dispatch it, write the handoff; returns the `stepBack` summary.

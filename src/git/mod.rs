@@ -6,8 +6,8 @@
 //! index, working tree), `push` (pre-push and post-merge ranges).
 
 mod diffs;
-mod install;
 mod gate;
+mod install;
 mod push;
 mod scratch;
 
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
-pub use install::HooksDir;
 pub use gate::PathCommits;
+pub use install::HooksDir;
 pub use push::{PushLine, parse_push_lines};
 
 use crate::store::StateDir;

@@ -94,7 +94,10 @@ fn routing_table_and_events() {
     assert_eq!(out["events"][1]["nextStep"], "step-back");
     assert_eq!(out["events"][1]["files"], 3);
     let before = events(&r).len();
-    assert_eq!(kinds(&events(&r)), ["step-back-triggered", "cap-hit", "step-back-handoff"]);
+    assert_eq!(
+        kinds(&events(&r)),
+        ["step-back-triggered", "cap-hit", "step-back-handoff", "refinement_proposal_emitted"]
+    );
     // Round 2 with the same seam stays in the fix loop and records nothing new.
     let out = route(&r, 2, &seam_findings()).expect_code(0).json();
     assert_eq!((out["nextStep"].as_str(), &out["cap"], &out["events"]), (Some("lens-fix"), &Value::Null, &json!([])));
@@ -198,7 +201,7 @@ fn full_chain_route_brief_dispatch_handoff() {
     assert_eq!(h["failure"], Value::Null);
     assert_eq!(h["seams"][0]["files"], json!(["src/a.rs", "src/b.rs", "src/c.rs"]));
     let evs = events(&r);
-    assert_eq!(kinds(&evs), ["step-back-triggered", "cap-hit", "step-back-handoff"]);
+    assert_eq!(kinds(&evs), ["step-back-triggered", "cap-hit", "step-back-handoff", "refinement_proposal_emitted"]);
     assert_eq!(evs[2]["status"], "analysed");
 }
 
@@ -423,4 +426,29 @@ fn reviewer_findings_on_stdin_cluster_by_category() {
     assert_eq!(out["nextStep"], "step-back");
     assert_eq!(out["seams"][0]["lens"], "correctness");
     assert_eq!(out["seams"][0]["title"], "row mapper skips the id check");
+}
+
+/// The seam class is a stripe: the first escalation writes a proposal; the same class
+/// escalating in a later cycle while that proposal is open halts (exit 1); once the
+/// proposal is applied the class may escalate again.
+#[test]
+fn repeated_seam_class_halts_while_its_proposal_is_open() {
+    let r = TestRepo::new();
+    let first = route(&r, 1, &seam_findings()).expect_code(0).json();
+    assert_eq!(first["stripe"]["outcome"], "emitted");
+    let stripe = first["stripe"]["stripe"].as_str().unwrap().to_string();
+    assert!(stripe.starts_with("review:repeat_seam:"), "{stripe}");
+    let open: Vec<_> = std::fs::read_dir(r.root.join("docs/proposals/open")).unwrap().collect();
+    assert_eq!(open.len(), 1);
+    // The next cycle (a new issue) hits the same seam class on its round 1.
+    let again = route(&r, 1, &seam_findings()).expect_code(1).json();
+    assert_eq!(again["stripe"]["outcome"], "stripe_repeat_halt");
+    assert_eq!(again["stripe"]["stripe"], stripe.as_str());
+    assert_eq!(again["nextStep"], "step-back");
+    assert_eq!(std::fs::read_dir(r.root.join("docs/proposals/open")).unwrap().count(), 1, "no second proposal");
+    let rd = run_dir(&r);
+    r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(1);
+    r.premerge(&["proposal", "apply", &stripe]).expect_code(0);
+    let third = route(&r, 1, &seam_findings()).expect_code(0).json();
+    assert_eq!(third["stripe"]["outcome"], "emitted");
 }
