@@ -847,14 +847,10 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say(format!("  (exit {})", drained.code()))?;
     d.say("$ premerge proposal list")?;
     d.with_ctx(b"", |c| run_list(ListArgs { format: Format::Text, root: here() }, c))?;
-    let repo = d.repo()?;
-    let cfg = super::load_config(&repo)?;
-    let root = default_root(&repo, &cfg)?;
-    let stripe = scan_root(&root)?
-        .listed
-        .first()
-        .map(|l| l.stripe.clone())
-        .ok_or_else(|| anyhow!("the demo proposal is missing"))?;
+    // The review stage's step-back opened a proposal of its own; apply the one this
+    // stage emitted, whose id follows from the evidence alone.
+    let projection = crate::stripe::projection::project("repeat_seam", &Evidence::parse(evidence)?);
+    let stripe = StripeId::compute("review", &projection)?.to_string();
     d.say(format!("$ premerge proposal apply {stripe}"))?;
     d.with_ctx(b"", |c| run_apply(IdArgs { id: stripe.clone(), root: here() }, c))?;
     d.say("$ premerge drain")?;
