@@ -103,7 +103,7 @@ pub fn check_path(root_canon: &Path, rel: &str) -> PathCheck {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A dangling symlink is "not found" by canonicalize; say what it is.
             return match fs::symlink_metadata(&lexical) {
-                Ok(_) => PathCheck::Outside,
+                Ok(_) => PathCheck::Symlinked,
                 Err(_) => PathCheck::NotFound,
             };
         }
