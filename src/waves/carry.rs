@@ -30,6 +30,19 @@ pub enum PathCheck {
     Symlinked,
 }
 
+impl PathCheck {
+    /// The drop reason of a path that is not a plain regular file inside the repository.
+    pub fn drop_reason(self) -> Option<&'static str> {
+        match self {
+            PathCheck::Regular => None,
+            PathCheck::NotFound => Some("not_found"),
+            PathCheck::NotRegular => Some("not_regular_file"),
+            PathCheck::Outside => Some("outside_repo"),
+            PathCheck::Symlinked => Some("symlinked_path"),
+        }
+    }
+}
+
 /// Every reason a row is dropped, in the order the checks run.
 pub const DROP_REASONS: &[&str] = &[
     "not_object",
@@ -160,24 +173,9 @@ pub fn decide(
             out.drop_row("control_character");
             continue;
         }
-        match check(file) {
-            PathCheck::Regular => {}
-            PathCheck::NotFound => {
-                out.drop_row("not_found");
-                continue;
-            }
-            PathCheck::NotRegular => {
-                out.drop_row("not_regular_file");
-                continue;
-            }
-            PathCheck::Outside => {
-                out.drop_row("outside_repo");
-                continue;
-            }
-            PathCheck::Symlinked => {
-                out.drop_row("symlinked_path");
-                continue;
-            }
+        if let Some(why) = check(file).drop_reason() {
+            out.drop_row(why);
+            continue;
         }
         if owned.contains(file) {
             out.drop_row("already_owned");
