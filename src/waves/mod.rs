@@ -200,14 +200,21 @@ pub fn fold_summary(s: &str) -> String {
 /// summary, first 16 hex digits. The line is left out on purpose: fixes move lines, and
 /// the same defect must keep its identity from one attempt to the next.
 pub fn fingerprint(file: &str, summary: &str) -> String {
+    fingerprint_folded(file, &fold_summary(summary))
+}
+
+/// [`fingerprint`] of a summary already folded with [`fold_summary`].
+pub fn fingerprint_folded(file: &str, folded: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut h = Sha256::new();
     h.update(file.as_bytes());
     h.update([0x1f]);
-    h.update(fold_summary(summary).as_bytes());
+    h.update(folded.as_bytes());
     let digest = h.finalize();
     let mut s = String::with_capacity(16);
     for b in &digest[..8] {
-        s.push_str(&format!("{b:02x}"));
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     s
 }
@@ -295,17 +302,22 @@ pub fn classify(findings: &[Finding], max_findings: usize) -> Result<Vec<Classif
         }
         let (severity, severity_source) = classify_one(f)?;
         let folded = fold_summary(&f.title);
-        if let Some(first) = seen.get(&(f.file.as_str(), f.line, folded.clone())) {
-            return Err(WavesError::Duplicate {
-                index: f.index,
-                first: *first,
-                file: f.file.clone(),
-                line: f.line.map_or_else(|| "none".to_string(), |l| l.to_string()),
-            });
+        let fingerprint = fingerprint_folded(&f.file, &folded);
+        match seen.entry((f.file.as_str(), f.line, folded)) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                return Err(WavesError::Duplicate {
+                    index: f.index,
+                    first: *first.get(),
+                    file: f.file.clone(),
+                    line: f.line.map_or_else(|| "none".to_string(), |l| l.to_string()),
+                });
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(f.index);
+            }
         }
-        seen.insert((f.file.as_str(), f.line, folded), f.index);
         out.push(ClassifiedFinding {
-            fingerprint: fingerprint(&f.file, &f.title),
+            fingerprint,
             file: f.file.clone(),
             line: f.line,
             summary: f.title.clone(),
