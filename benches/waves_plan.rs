@@ -70,8 +70,8 @@ fn main() {
         let total = best_of(3, || {
             let c = waves::classify(&input, waves::MAX_FINDINGS).expect("valid input");
             let p = waves::plan_waves(1, 8, &c).expect("valid plan");
-            let a = premerge::canonical::to_pretty(&c).expect("serialises");
-            let b = premerge::canonical::to_pretty(&p).expect("serialises");
+            let a = waves::to_artefact_json(&c).expect("serialises");
+            let b = waves::to_artefact_json(&p).expect("serialises");
             a.len() + b.len()
         });
         let nlogn = n as f64 * (n as f64).log2();

@@ -40,25 +40,25 @@ pub struct Args {
 /// `classified-NN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Classified {
-    pub schema_version: u32,
     pub attempt: u32,
-    /// The findings document's shape: `lens`, `reviewer` or `sarif`.
-    pub shape: String,
     pub carry: CarryInfo,
     pub counts: Counts,
     pub findings: Vec<ClassifiedFinding>,
+    pub schema_version: u32,
+    /// The findings document's shape: `lens`, `reviewer` or `sarif`.
+    pub shape: String,
 }
 
 /// What carry read, under `carry` in `classified-NN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CarryInfo {
-    pub enabled: bool,
-    /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
-    pub source: Option<String>,
-    /// Whether that file existed.
-    pub present: bool,
     /// Most rows admitted: min(MAX_BLOCKED_ON, max_per_wave).
     pub cap: usize,
+    pub enabled: bool,
+    /// Whether that file existed.
+    pub present: bool,
+    /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
+    pub source: Option<String>,
 }
 
 /// Path of an attempt's artefact: `<run dir>/<stem>-NN.json`.
@@ -208,14 +208,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     };
     // The plan is written last: a reader that finds fix-waves-NN.json finds the
     // classified-NN.json it was derived from.
-    store::atomic_write(
-        &artefact(&run_dir, "classified", args.attempt),
-        crate::canonical::to_pretty(&doc)?.as_bytes(),
-    )?;
-    store::atomic_write(
-        &artefact(&run_dir, "fix-waves", args.attempt),
-        crate::canonical::to_pretty(&plan)?.as_bytes(),
-    )?;
+    store::atomic_write(&artefact(&run_dir, "classified", args.attempt), waves::to_artefact_json(&doc)?.as_bytes())?;
+    store::atomic_write(&artefact(&run_dir, "fix-waves", args.attempt), waves::to_artefact_json(&plan)?.as_bytes())?;
     let line = waves::triage_line(args.attempt, &doc.counts, plan.waves.len());
     store::append_event(
         &run_dir,
@@ -290,4 +284,24 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     let exit = d.with_ctx(b"", |c| super::fence::run(check, c))?;
     d.say(format!("fence exit code: {} (1 = refused)", exit.code()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classified_serialises_canonically() {
+        let mut counts = Counts::default();
+        counts.blocked_on_dropped.insert("over_cap".into(), 2);
+        let doc = Classified {
+            schema_version: 1,
+            attempt: 2,
+            shape: "reviewer".into(),
+            carry: CarryInfo { enabled: true, source: Some("blocked-on-01.json".into()), present: true, cap: 8 },
+            counts,
+            findings: Vec::new(),
+        };
+        assert_eq!(waves::to_artefact_json(&doc).unwrap(), crate::canonical::to_pretty(&doc).unwrap());
+    }
 }

@@ -127,52 +127,52 @@ pub enum SeveritySource {
 /// One classified finding, as written into `classified-NN.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassifiedFinding {
-    /// First 16 hex digits of SHA-256 of `file 0x1f folded-summary`: line-independent.
-    pub fingerprint: String,
-    pub file: String,
-    pub line: Option<u64>,
-    pub summary: String,
-    pub failure_scenario: Option<String>,
-    pub category: Option<String>,
-    pub severity: Severity,
-    pub severity_source: SeveritySource,
-    /// Position in the input (carried rows come after every input finding).
-    pub rank: usize,
     pub carried: bool,
     /// For carried findings: the file whose fixer reported the block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_from: Option<String>,
+    pub category: Option<String>,
+    pub failure_scenario: Option<String>,
+    pub file: String,
+    /// First 16 hex digits of SHA-256 of `file 0x1f folded-summary`: line-independent.
+    pub fingerprint: String,
     pub lens: Option<String>,
+    pub line: Option<u64>,
+    /// Position in the input (carried rows come after every input finding).
+    pub rank: usize,
+    pub severity: Severity,
+    pub severity_source: SeveritySource,
+    pub summary: String,
     pub verdict: Option<String>,
 }
 
 /// One finding as a fixer receives it in the wave plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaveFinding {
-    pub fingerprint: String,
-    pub line: Option<u64>,
-    pub summary: String,
-    pub failure_scenario: Option<String>,
-    pub category: Option<String>,
     pub carried: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_from: Option<String>,
+    pub category: Option<String>,
+    pub failure_scenario: Option<String>,
+    pub fingerprint: String,
+    pub line: Option<u64>,
+    pub summary: String,
 }
 
 /// One file of a wave and its only owner.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaveEntry {
     pub file: String,
-    pub owner: String,
     pub findings: Vec<WaveFinding>,
+    pub owner: String,
 }
 
 /// `fix-waves-NN.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WavePlan {
-    pub schema_version: u32,
     pub attempt: u32,
     pub max_per_wave: usize,
+    pub schema_version: u32,
     pub waves: Vec<Vec<WaveEntry>>,
 }
 
@@ -181,6 +181,17 @@ impl WavePlan {
     pub fn entries(&self) -> impl Iterator<Item = (usize, &WaveEntry)> {
         self.waves.iter().enumerate().flat_map(|(i, w)| w.iter().map(move |e| (i + 1, e)))
     }
+}
+
+/// Pretty JSON of an artefact struct of this module, written straight from the struct.
+///
+/// Equal to [`crate::canonical::to_pretty`] because every artefact struct here declares
+/// its fields in byte order (a test pins the equality); it skips the intermediate
+/// `serde_json::Value`, which is most of the cost of writing 100,000 findings.
+pub fn to_artefact_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
 }
 
 /// Fold a summary for identity: lowercase, whitespace runs collapsed to one space, trimmed.
@@ -414,14 +425,14 @@ pub fn plan_waves(attempt: u32, max_per_wave: usize, findings: &[ClassifiedFindi
 /// Counts of one attempt's triage, as written under `counts` in `classified-NN.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
-    pub total: usize,
-    pub blocker: usize,
-    pub suggestion: usize,
-    pub carried: usize,
     pub blocked_on_admitted: usize,
     pub blocked_on_dropped: std::collections::BTreeMap<String, usize>,
-    pub skipped_without_location: usize,
+    pub blocker: usize,
+    pub carried: usize,
     pub skipped_outside_repo: usize,
+    pub skipped_without_location: usize,
+    pub suggestion: usize,
+    pub total: usize,
 }
 
 impl Counts {
@@ -590,6 +601,21 @@ mod tests {
         assert_eq!(files, vec![vec![("b", "w01-01", 2), ("a", "w01-02", 1)], vec![("d", "w02-01", 1)]]);
         assert_eq!(p.attempt, 3);
         assert!(plan_waves(1, 0, &c).is_err());
+    }
+
+    #[test]
+    fn artefact_structs_serialise_canonically() {
+        let mut c =
+            classify(&[f(0, "b", Some(1), "x", None, Some("bug")), f(1, "a", None, "y", Some("note"), None)], 10)
+                .unwrap();
+        let row = carry::CarryRow { file: "c".into(), from_file: "b".into(), reason: "r".into() };
+        c.push(synthesise(&row, 2));
+        let plan = plan_waves(1, 8, &c).unwrap();
+        let mut counts = count(&c);
+        counts.blocked_on_dropped.insert("duplicate".into(), 1);
+        assert_eq!(to_artefact_json(&plan).unwrap(), crate::canonical::to_pretty(&plan).unwrap());
+        assert_eq!(to_artefact_json(&c).unwrap(), crate::canonical::to_pretty(&c).unwrap());
+        assert_eq!(to_artefact_json(&counts).unwrap(), crate::canonical::to_pretty(&counts).unwrap());
     }
 
     #[test]
