@@ -723,3 +723,18 @@ proptest! {
         prop_assert_eq!(waves::fence::parse_plan(&text, 1).unwrap(), plan);
     }
 }
+
+#[test]
+fn demo_stage_plans_carries_shows_and_fences() {
+    let repo = TestRepo::new();
+    let r = repo.premerge(&["demo"]);
+    r.expect_code(0);
+    let stage = r.stdout.split("== fixer waves, carry, fence ==").nth(1).expect("the stage ran");
+    assert!(
+        stage.contains("PREMERGE_TRIAGE TOTAL=4 BLOCKER=3 SUGGESTION=1 WAVES=1 ATTEMPT=2 BLOCKED=1 DROPPED=1"),
+        "{stage}"
+    );
+    assert!(stage.contains("| 1 | w01-02 | `src/handlers.rs` | 1 | yes (1) |"), "{stage}");
+    assert!(stage.contains("stray: src/ratio.rs\n"), "{stage}");
+    assert!(stage.contains("fence exit code: 1"), "{stage}");
+}
