@@ -1,14 +1,115 @@
-//! `premerge blocked`: placeholder until its issue lands.
+//! `premerge blocked record`: merge one fixer's `blocked_on_file` return into
+//! `blocked-on-NN.json` under the run-directory lock.
+//!
+//! Rows are stored as the fixer reported them; they are validated only when the next
+//! attempt carries them (`premerge plan --carry-blocked`), where every rejected row is
+//! counted by reason. The file is always written, `"blocked_on": []` included, so the
+//! next attempt can tell "nothing was blocked" from "nobody recorded".
+
+use std::fs;
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Map, Value, json};
 
 use super::Ctx;
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Exit};
+use crate::store;
+use crate::waves::SCHEMA_VERSION;
+
+/// Most rows one `blocked-on-NN.json` keeps. Carry admits at most `MAX_BLOCKED_ON` (8)
+/// of them; the rest exist only so drops can be counted. Sixty-four fixers' worth of
+/// rows is more than any attempt has; beyond it rows are dropped here, with a warning.
+pub const MAX_RECORDED_ROWS: usize = 64;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
-    /// Not built yet.
-    Pending,
+    /// Merge one fixer's return (JSON on stdin, `blocked_on_file` entries) into blocked-on-NN.json.
+    Record(RecordArgs),
 }
 
-pub fn run(_: Cmd, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge blocked` is not built yet")
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// The attempt whose fixer is reporting.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub attempt: u32,
+    /// The file the reporting fixer owned.
+    #[arg(long, value_name = "PATH")]
+    pub from_file: String,
+    /// Pipeline run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
+
+/// The rows of a fixer's return: `blocked_on_file` as an array of paths or of
+/// `{file, reason}` objects (absent or null: nothing).
+pub fn rows_of_return(text: &str, from_file: &str) -> Result<Vec<Value>> {
+    let doc: Value = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(text).map_err(|e| anyhow!("stdin: not valid JSON: {e}"))?
+    };
+    let Value::Object(o) = doc else { bail!("stdin: a fixer return must be a JSON object") };
+    let entries = match o.get("blocked_on_file") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => bail!("stdin: blocked_on_file must be an array"),
+    };
+    Ok(entries
+        .iter()
+        .map(|e| match e {
+            Value::String(s) => json!({"file": s, "from_file": from_file, "reason": ""}),
+            Value::Object(m) => {
+                let reason = m.get("reason").cloned().unwrap_or(Value::String(String::new()));
+                json!({"file": m.get("file").cloned().unwrap_or(Value::Null), "from_file": from_file, "reason": reason})
+            }
+            // Kept as is: carry drops and counts it as `not_object`.
+            other => other.clone(),
+        })
+        .collect())
+}
+
+pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
+    let Cmd::Record(args) = cmd;
+    let input = ctx.read_stdin()?;
+    let new_rows = rows_of_return(&input, &args.from_file)?;
+    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
+    let path = super::plan::artefact(&run_dir, "blocked-on", args.attempt);
+    let _lock = store::RunLock::acquire(&run_dir)?;
+    let mut rows = match fs::read_to_string(&path) {
+        Ok(text) => crate::waves::carry::rows_of(&text, args.attempt)
+            .map_err(|why| anyhow!("{}: {why}; not merging into it", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => bail!("{}: cannot read: {e}", path.display()),
+    };
+    let before = rows.len();
+    let mut over = 0;
+    for r in new_rows {
+        if rows.contains(&r) {
+            continue;
+        }
+        if rows.len() >= MAX_RECORDED_ROWS {
+            over += 1;
+            continue;
+        }
+        rows.push(r);
+    }
+    if over > 0 {
+        ctx.warn(format!("{}: {over} row(s) over the {MAX_RECORDED_ROWS}-row bound were not recorded", path.display()));
+    }
+    let added = rows.len() - before;
+    let doc = json!({"schema_version": SCHEMA_VERSION, "attempt": args.attempt, "blocked_on": rows});
+    store::atomic_write(&path, crate::canonical::to_pretty(&doc)?.as_bytes())?;
+    store::append_event(
+        &run_dir,
+        &json!({"kind": "blocked_recorded", "attempt": args.attempt, "from_file": args.from_file, "added": added}),
+    )?;
+    writeln!(
+        ctx.stdout,
+        "recorded {added} blocked-on row(s) from {} into {} ({} in total)",
+        crate::waves::fence::display_path(&args.from_file),
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        before + added
+    )?;
+    Ok(Exit::Ok)
 }

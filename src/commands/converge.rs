@@ -1,11 +1,55 @@
-//! `premerge converge`: placeholder until its issue lands.
+//! `premerge converge --attempt N`: one decision (CONTINUE, STOP_GREEN,
+//! STOP_NO_PROGRESS, STOP_REGRESSED, STOP_EXHAUSTED) from the blocker fingerprints of
+//! `classified-NN.json` and, after the first attempt, `classified-<N-1>.json`.
+
+use std::path::PathBuf;
+
+use serde_json::json;
 
 use super::Ctx;
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Exit};
+use crate::store;
+use crate::waves::converge::{blocker_fingerprints, decide};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub attempt: u32,
+    /// Print the decision with its numbers as one JSON line instead of the bare word.
+    #[arg(long)]
+    pub json: bool,
+    /// Pipeline run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
 
-pub fn run(_: Args, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge converge` is not built yet")
+pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
+    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
+    let now = blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt)?.findings);
+    let previous = if args.attempt > 1 {
+        Some(blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt - 1)?.findings))
+    } else {
+        None
+    };
+    let v = decide(args.attempt, &now, previous.as_ref());
+    let _lock = store::RunLock::acquire(&run_dir)?;
+    store::append_event(
+        &run_dir,
+        &json!({"kind": "converge", "attempt": args.attempt, "decision": v.decision.as_str()}),
+    )?;
+    if args.json {
+        write!(ctx.stdout, "{}", crate::canonical::to_line(&v)?)?;
+    } else {
+        writeln!(ctx.stdout, "{}", v.decision.as_str())?;
+        writeln!(
+            ctx.stderr,
+            "premerge: converge: attempt {}: {} blocker(s), previous {}, fixed {}, new {}",
+            v.attempt,
+            v.blockers,
+            v.previous.map_or_else(|| "none".to_string(), |p| p.to_string()),
+            v.fixed,
+            v.new
+        )?;
+    }
+    Ok(Exit::Ok)
 }

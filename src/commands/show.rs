@@ -1,14 +1,166 @@
-//! `premerge show`: placeholder until its issue lands.
+//! `premerge show waves|attempt`: the wave plan and an attempt's triage rendered for
+//! the people who review what a fix pipeline did (text, or a Markdown table fit for a
+//! pull-request comment, or the plan's JSON).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
 
 use super::Ctx;
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Exit};
+use crate::waves::WavePlan;
+use crate::waves::fence::{allowed, display_path};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
-    /// Not built yet.
-    Pending,
+    /// Render an attempt's wave plan: wave, owner, file, findings, carried.
+    Waves(WavesArgs),
+    /// Summarise an attempt: classified counts, blocked-on drops by reason, allowed set.
+    Attempt(AttemptArgs),
 }
 
-pub fn run(_: Cmd, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge show` is not built yet")
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WavesArgs {
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub attempt: u32,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Pipeline run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AttemptArgs {
+    /// The attempt number.
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub attempt: u32,
+    /// Pipeline run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
+
+pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
+    match cmd {
+        Cmd::Waves(a) => {
+            let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+            let plan = super::plan::read_plan(&run_dir, a.attempt)?;
+            let out = match a.format {
+                Format::Json => crate::canonical::to_pretty(&plan)?,
+                f => render_waves(&plan, f == Format::Markdown),
+            };
+            ctx.stdout.write_all(out.as_bytes())?;
+        }
+        Cmd::Attempt(a) => {
+            let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+            let text = render_attempt(&run_dir, a.attempt)?;
+            ctx.stdout.write_all(text.as_bytes())?;
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// One row per file: wave, owner, file, findings, carried.
+pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
+    let rows: Vec<[String; 5]> = plan
+        .entries()
+        .map(|(w, e)| {
+            let carried = e.findings.iter().filter(|f| f.carried).count();
+            let file = if markdown {
+                format!("`{}`", display_path(&e.file).replace('|', "\\|").replace('`', "'"))
+            } else {
+                display_path(&e.file)
+            };
+            [
+                w.to_string(),
+                e.owner.clone(),
+                file,
+                e.findings.len().to_string(),
+                if carried > 0 { format!("yes ({carried})") } else { "no".to_string() },
+            ]
+        })
+        .collect();
+    let head = ["wave", "owner", "file", "findings", "carried"];
+    let mut out = String::new();
+    if markdown {
+        out.push_str(&format!(
+            "**premerge fix waves, attempt {}**: {} file(s) in {} wave(s) of at most {}\n\n",
+            plan.attempt,
+            rows.len(),
+            plan.waves.len(),
+            plan.max_per_wave
+        ));
+        out.push_str(&format!("| {} |\n|---:|---|---|---:|---|\n", head.join(" | ")));
+        for r in &rows {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        return out;
+    }
+    let mut width = head.map(str::len);
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = width[i]));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    out.push_str(&line(head.to_vec()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out.push_str(&format!("{} file(s) in {} wave(s), attempt {}\n", rows.len(), plan.waves.len(), plan.attempt));
+    out
+}
+
+fn render_attempt(run_dir: &std::path::Path, attempt: u32) -> Result<String> {
+    let c = super::plan::read_classified(run_dir, attempt)?;
+    let mut out = format!("attempt {}\n", crate::store::nn(attempt));
+    let k = &c.counts;
+    out.push_str(&format!(
+        "findings: {} total, {} blocker, {} suggestion ({} carried)\n",
+        k.total, k.blocker, k.suggestion, k.carried
+    ));
+    if c.carry.enabled {
+        let drops: Vec<String> = k.blocked_on_dropped.iter().map(|(r, n)| format!("{r}={n}")).collect();
+        out.push_str(&format!(
+            "blocked-on: read {} ({}), admitted {} of at most {}, dropped {}{}\n",
+            c.carry.source.as_deref().unwrap_or("-"),
+            if c.carry.present { "present" } else { "absent" },
+            k.blocked_on_admitted,
+            c.carry.cap,
+            k.dropped(),
+            if drops.is_empty() { String::new() } else { format!(" ({})", drops.join(", ")) }
+        ));
+    } else {
+        out.push_str("blocked-on: carry not requested\n");
+    }
+    match super::plan::read_plan(run_dir, attempt) {
+        Ok(plan) => {
+            let set = allowed(&plan, None).unwrap_or_default();
+            out.push_str(&format!("waves: {}\nallowed set ({} file(s)):\n", plan.waves.len(), set.len()));
+            for p in set {
+                out.push_str(&format!("  {}\n", display_path(&p)));
+            }
+        }
+        Err(e) => out.push_str(&format!("allowed set: none (the fence refuses everything): {e:#}\n")),
+    }
+    Ok(out)
 }
