@@ -178,6 +178,13 @@ pub const KEYS: &[KeyDef] = &[
     ),
     key!("proposal.root", Str, "docs/proposals", None, "Where proposals live (open/, applied/, rejected/)."),
     key!(
+        "proposal.signal_root",
+        Str,
+        "",
+        None,
+        "Where premerge's own signals (seams, recurring blockers, fence violations, repeated widening) write proposals; empty: `<run dir>/proposals`, outside the working tree, so a proposal never becomes a stray for the fence."
+    ),
+    key!(
         "review.dispatch_command",
         List,
         "[]",

@@ -32,13 +32,35 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         None
     };
     let v = decide(args.attempt, &now, previous.as_ref());
-    let _lock = store::RunLock::acquire(&run_dir)?;
-    store::append_event(
-        &run_dir,
-        &json!({"kind": "converge", "attempt": args.attempt, "decision": v.decision.as_str()}),
-    )?;
+    {
+        let _lock = store::RunLock::acquire(&run_dir)?;
+        store::append_event(
+            &run_dir,
+            &json!({"kind": "converge", "attempt": args.attempt, "decision": v.decision.as_str()}),
+        )?;
+    }
+    // Blockers that survived two attempts are a stripe (`premerge`, `blocker_recurring`,
+    // keyed by their fingerprints): a proposal the first time, a halt when the same set
+    // survives again while that proposal is open.
+    let survived: Vec<&String> = previous.as_ref().map(|p| now.intersection(p).collect()).unwrap_or_default();
+    let mut stripe = None;
+    if !survived.is_empty()
+        && let Ok(repo) = ctx.repo()
+        && let Ok(cfg) = super::load_config(&repo)
+    {
+        let rows: Vec<serde_json::Value> = survived
+            .iter()
+            .map(|fp| json!({"id": format!("attempt-{}:{fp}", args.attempt), "fingerprint": fp}))
+            .collect();
+        stripe = super::proposal::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
+    }
+    let halts = stripe.as_ref().is_some_and(|o| o.halts());
     if args.json {
-        write!(ctx.stdout, "{}", crate::canonical::to_line(&v)?)?;
+        let mut out = serde_json::to_value(&v)?;
+        if let Some(o) = &stripe {
+            out["stripe"] = o.to_json();
+        }
+        write!(ctx.stdout, "{}", crate::canonical::to_line(&out)?)?;
     } else {
         writeln!(ctx.stdout, "{}", v.decision.as_str())?;
         writeln!(
@@ -50,6 +72,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             v.fixed,
             v.new
         )?;
+        if let Some(o) = &stripe {
+            writeln!(ctx.stderr, "premerge: converge: stripe {}", crate::canonical::to_compact(&o.to_json())?)?;
+        }
     }
-    Ok(Exit::Ok)
+    Ok(if halts { Exit::Policy } else { Exit::Ok })
 }

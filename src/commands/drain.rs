@@ -56,10 +56,19 @@ pub fn pending_halts(root: &Path, events: &[Value]) -> Vec<PendingHalt> {
             continue;
         };
         let Some(name) = Path::new(existing).file_name().and_then(|n| n.to_str()) else { continue };
-        let open = root.join("open").join(name);
-        if !open.is_file() {
+        // The proposal is looked up under this root, or where the halt recorded it (the
+        // proposals of premerge's own signals live under the run directory).
+        let recorded = Path::new(existing);
+        let open = if root.join("open").join(name).is_file() {
+            root.join("open").join(name)
+        } else if recorded.is_absolute()
+            && recorded.parent().and_then(Path::file_name).is_some_and(|d| d == "open")
+            && recorded.is_file()
+        {
+            recorded.to_path_buf()
+        } else {
             continue;
-        }
+        };
         let entry = by_file.entry(name.to_string()).or_insert_with(|| PendingHalt {
             stripe: stripe.to_string(),
             proposal: open,

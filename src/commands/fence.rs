@@ -135,7 +135,25 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         stray.len(),
         changed.len()
     )?;
+    record_violation_stripe(ctx, &run_dir, &stray);
     Ok(Exit::Policy)
+}
+
+/// A fence violation is a stripe (`premerge`, `fence_violation`, keyed by the stray
+/// paths): the first one opens a proposal, the same strays again while it is open are
+/// a repeat for a human. The fence has refused either way; this only records the class.
+fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, stray: &[String]) {
+    let Ok(repo) = ctx.repo() else { return };
+    let Ok(cfg) = super::load_config(&repo) else { return };
+    let rows: Vec<serde_json::Value> =
+        stray.iter().map(|p| serde_json::json!({"id": format!("stray:{p}"), "path": p})).collect();
+    if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows) {
+        let _ = writeln!(
+            ctx.stderr,
+            "premerge: fence: stripe {}",
+            crate::canonical::to_compact(&o.to_json()).unwrap_or_default()
+        );
+    }
 }
 
 /// The current plan of a run directory: the highest-numbered `fix-waves-NN.json`

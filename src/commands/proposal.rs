@@ -279,9 +279,20 @@ pub fn emit_for_repo(
     rows: &[Value],
     workflow: Option<&str>,
 ) -> Result<EmitOutcome> {
-    let root = default_root(repo, cfg)?;
+    let root = signal_root(repo, cfg, events_dir)?;
     let generator = GeneratorCfg::from_config(cfg);
     emit_in_mode(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), cfg.mode("proposal.halt_mode"))
+}
+
+/// Where premerge's own signals keep their proposals: `proposal.signal_root` relative to
+/// the repository root, or by default `<run dir>/proposals`. The default is outside the
+/// working tree on purpose: a proposal written during an attempt must never show up as
+/// a changed path that the commit fence would have to refuse.
+pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf> {
+    match cfg.str("proposal.signal_root") {
+        "" => Ok(run_dir.join("proposals")),
+        rel => Ok(repo.require_workdir()?.join(rel)),
+    }
 }
 
 /// Emit one of premerge's own signals from inside another command (review seams,

@@ -438,17 +438,21 @@ fn repeated_seam_class_halts_while_its_proposal_is_open() {
     assert_eq!(first["stripe"]["outcome"], "emitted");
     let stripe = first["stripe"]["stripe"].as_str().unwrap().to_string();
     assert!(stripe.starts_with("review:repeat_seam:"), "{stripe}");
-    let open: Vec<_> = std::fs::read_dir(r.root.join("docs/proposals/open")).unwrap().collect();
+    // premerge's own signals keep proposals under the run directory, outside the tree.
+    let props = run_dir(&r).join("proposals");
+    let open: Vec<_> = std::fs::read_dir(props.join("open")).unwrap().collect();
     assert_eq!(open.len(), 1);
+    assert!(!r.root.join("docs/proposals").exists());
     // The next cycle (a new issue) hits the same seam class on its round 1.
     let again = route(&r, 1, &seam_findings()).expect_code(1).json();
     assert_eq!(again["stripe"]["outcome"], "stripe_repeat_halt");
     assert_eq!(again["stripe"]["stripe"], stripe.as_str());
     assert_eq!(again["nextStep"], "step-back");
-    assert_eq!(std::fs::read_dir(r.root.join("docs/proposals/open")).unwrap().count(), 1, "no second proposal");
+    assert_eq!(std::fs::read_dir(props.join("open")).unwrap().count(), 1, "no second proposal");
     let rd = run_dir(&r);
     r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(1);
-    r.premerge(&["proposal", "apply", &stripe]).expect_code(0);
+    r.premerge(&["proposal", "apply", &stripe, "--root", props.to_str().unwrap()]).expect_code(0);
+    r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(0);
     let third = route(&r, 1, &seam_findings()).expect_code(0).json();
     assert_eq!(third["stripe"]["outcome"], "emitted");
 }

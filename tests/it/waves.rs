@@ -501,7 +501,10 @@ fn fence_output_is_identical_under_every_locale() {
         assert_eq!(a.stdout.lines().collect::<Vec<_>>(), want_allowed, "{locale}");
         let got: Vec<&str> = c.stdout.lines().map(|l| l.strip_prefix("stray: ").unwrap()).collect();
         assert_eq!(got, want_strays, "{locale}");
-        outputs.push((a.stdout_bytes, c.stdout_bytes, c.stderr));
+        // The refusal line; the stripe line after it differs by design (the first
+        // violation opens a proposal, the repeats halt).
+        let refusal = c.stderr.lines().next().unwrap_or("").to_string();
+        outputs.push((a.stdout_bytes, c.stdout_bytes, refusal));
     }
     assert!(outputs.windows(2).all(|w| w[0] == w[1]), "identical bytes under every locale");
 }
@@ -737,4 +740,36 @@ fn demo_stage_plans_carries_shows_and_fences() {
     assert!(stage.contains("| 1 | w01-02 | `src/handlers.rs` | 1 | yes (1) |"), "{stage}");
     assert!(stage.contains("stray: src/ratio.rs\n"), "{stage}");
     assert!(stage.contains("fence exit code: 1"), "{stage}");
+}
+
+/// Blockers that survive two attempts are a stripe (`premerge:blocker_recurring`): the
+/// first time a proposal opens under the run directory; the same surviving set again
+/// while it is open halts (exit 1). A fence violation is a stripe too.
+#[test]
+fn surviving_blockers_and_fence_violations_are_stripes() {
+    let (fx, _) = corpus_repo();
+    let r = fx.run_arg();
+    let f1 = fx.findings("1.json", &reviewer(&[("src/c1.rs", 1, "a"), ("src/c2.rs", 1, "b")]));
+    fx.plan(1, &f1, &[]).expect_code(0);
+    let f2 = fx.findings("2.json", &reviewer(&[("src/c1.rs", 4, "a")]));
+    fx.plan(2, &f2, &[]).expect_code(0);
+    let first = fx.repo.premerge(&["converge", "--attempt", "2", "--json", "--run-dir", &r]);
+    first.expect_code(0);
+    assert_eq!(first.json()["stripe"]["outcome"], "emitted");
+    let stripe = first.json()["stripe"]["stripe"].as_str().unwrap().to_string();
+    assert!(stripe.starts_with("premerge:blocker_recurring:"), "{stripe}");
+    assert!(Path::new(&r).join("proposals/open").is_dir(), "own signals keep proposals in the run directory");
+    let again = fx.repo.premerge(&["converge", "--attempt", "2", "--json", "--run-dir", &r]);
+    again.expect_code(1);
+    assert_eq!(again.json()["stripe"]["outcome"], "stripe_repeat_halt");
+    assert_eq!(again.json()["decision"], "CONTINUE", "the decision itself is unchanged");
+    // A stray path: the fence refuses and records the violation class.
+    fx.repo.write("src/c9.rs", "stray\n");
+    let c = fx.fence(&["check", "--attempt", "2", "--worktree"]);
+    c.expect_code(1);
+    assert!(c.stderr.contains("premerge:fence_violation:"), "{}", c.stderr);
+    assert!(c.stderr.contains("\"outcome\":\"emitted\""), "{}", c.stderr);
+    let c = fx.fence(&["check", "--attempt", "2", "--worktree"]);
+    assert!(c.stderr.contains("\"outcome\":\"stripe_repeat_halt\""), "{}", c.stderr);
+    assert_eq!(c.stdout, "stray: src/c9.rs\n", "the proposal itself is never a stray");
 }
