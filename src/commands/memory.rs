@@ -75,8 +75,7 @@ fn print(w: &mut dyn Write, memories: &[Memory], format: Format) -> Result<()> {
         }
         Format::Text => {
             for m in memories {
-                let issue = m.issue.map(|i| format!(" issue #{i}")).unwrap_or_default();
-                writeln!(w, "#{} {}:{} {} ({}{issue}, {})", m.id, m.file, m.line, m.symbol, m.rule, m.cycle)?;
+                writeln!(w, "#{} {}:{} {} ({}, cycle {})", m.id, m.file, m.line, m.symbol, m.rule, m.cycle)?;
                 writeln!(w, "    {}", m.content)?;
             }
             writeln!(w, "{} guard memory(ies)", memories.len())?;

@@ -253,7 +253,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
             last = Some(&f.file);
             files += 1;
         }
-        writeln!(w, "  {}:{} {} [{}] {}", f.file, f.line, f.rule, f.severity.as_str(), f.symbol)?;
+        writeln!(w, "  line {}: {} [{}] {}", f.line, f.rule, f.severity.as_str(), f.symbol)?;
         writeln!(w, "    - {}", if f.before.is_empty() { "(nothing)" } else { &f.before })?;
         writeln!(w, "    + {}", if f.after.is_empty() { "(removed)" } else { &f.after })?;
         if !f.before.is_empty() && !f.after.is_empty() {
