@@ -527,11 +527,10 @@ fn guard_of_if(n: Node, src: &[u8]) -> Option<Guard> {
     let cond = n.child_by_field_name("condition")?;
     let block = n.child_by_field_name("consequence")?;
     let body = squash(text(block, src));
-    let leaves = ["{bail!", "{panic!", "{unreachable!", "{returnErr(", "{anyhow::bail!"]
-        .iter()
-        .any(|p| body.starts_with(p))
-        || body.contains(";bail!")
-        || body.contains(";returnErr(");
+    let leaves =
+        ["{bail!", "{panic!", "{unreachable!", "{returnErr(", "{anyhow::bail!"].iter().any(|p| body.starts_with(p))
+            || body.contains(";bail!")
+            || body.contains(";returnErr(");
     if !leaves {
         return None;
     }

@@ -578,3 +578,17 @@ fn rules_doc_flag_prints_the_committed_catalogue() {
     let committed = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules.md")).unwrap();
     assert_eq!(run.stdout, committed);
 }
+
+#[test]
+fn demo_shows_both_findings_and_the_memories_written() {
+    let r = TestRepo::new();
+    let run = r.premerge(&["demo"]);
+    run.expect_code(0);
+    let out = &run.stdout;
+    let stage = out.split("== widening scan ==").nth(1).unwrap().split("\n== ").next().unwrap();
+    assert!(stage.contains("line 3: rust-integer-widened [medium] Query.limit"), "{stage}");
+    assert!(stage.contains("line 7: rust-assert-removed [medium] set_ratio"), "{stage}");
+    assert!(stage.contains("2 guard memory(ies) written"), "{stage}");
+    assert!(stage.contains("$ premerge memory search --file src/query.rs"), "{stage}");
+    assert!(stage.contains("Removed in issue #4. Verify what now guarantees the old invariant"), "{stage}");
+}
