@@ -446,8 +446,14 @@ fn is_test_attr(a: &str) -> bool {
 
 /// The name an `impl` block contributes to symbols: its self type's last segment.
 fn impl_name(n: Node, src: &[u8]) -> String {
-    let Some(t) = n.child_by_field_name("type") else { return "impl".to_string() };
-    let t = if t.kind() == "generic_type" { t.child_by_field_name("type").unwrap_or(t) } else { t };
+    let Some(mut t) = n.child_by_field_name("type") else { return "impl".to_string() };
+    // `impl Trait for &'a mut T`, `impl<T> Foo<T>`: the name is the underlying type's.
+    while matches!(t.kind(), "reference_type" | "generic_type" | "pointer_type") {
+        match t.child_by_field_name("type") {
+            Some(inner) => t = inner,
+            None => break,
+        }
+    }
     let s = squash(text(t, src));
     s.rsplit("::").next().unwrap_or(&s).to_string()
 }
@@ -873,13 +879,28 @@ fn show_bound(param: &str, bounds: &[String]) -> String {
     if bounds.is_empty() { param.to_string() } else { format!("{param}: {}", bounds.join(" + ")) }
 }
 
+/// A trait bound's identity across re-exports and paths: its last segment without
+/// generic arguments (`serde::Serialize` and `serde_core::Serialize` are one bound).
+fn bound_key(b: &str) -> &str {
+    let head = b.split('<').next().unwrap_or(b);
+    head.rsplit("::").next().unwrap_or(head)
+}
+
+/// Whether a bound constrains the type (lifetimes and `?Sized` do not add a trait).
+fn is_trait_bound(b: &str) -> bool {
+    !b.starts_with('\'') && !b.starts_with('?')
+}
+
 fn compare_bounds(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
     for ((item, param), ob) in &old.bounds {
         let (Some(nb), Some(owner)) = (new.bounds.get(&(item.clone(), param.clone())), new.owners.get(item)) else {
             continue;
         };
-        let kept: BTreeSet<&String> = nb.iter().collect();
-        if ob.iter().any(|b| !kept.contains(b)) {
+        let kept: BTreeSet<&str> = nb.iter().map(|b| bound_key(b)).collect();
+        let removed = ob.iter().filter(|b| is_trait_bound(b)).any(|b| !kept.contains(bound_key(b)));
+        // A bound swapped for another (a renamed trait) is not a removal: the count must drop.
+        let count = |v: &[String]| v.iter().filter(|b| is_trait_bound(b)).count();
+        if removed && count(nb) < count(ob) {
             out.push(finding(
                 BOUND_REMOVED,
                 owner.line,
@@ -939,20 +960,22 @@ fn compare_statics(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) 
 
 fn compare_unsafe(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
     let empty = Vec::new();
+    // Every unsafe site of the old file, by text: a site that only moved (its function
+    // renamed, split or reordered) was not introduced.
+    let mut old_sites: Vec<&str> = old.unsafe_sites.values().flatten().map(|s| s.1.as_str()).collect();
     for (owner, sites) in &new.unsafe_sites {
         let before = old.unsafe_sites.get(owner).unwrap_or(&empty);
-        if sites.len() <= before.len() {
-            continue;
-        }
-        let mut old_keys: Vec<&str> = before.iter().map(|s| s.1.as_str()).collect();
-        let fresh = sites.iter().find(|s| match old_keys.iter().position(|k| *k == s.1) {
-            Some(i) => {
-                old_keys.remove(i);
-                false
+        let mut fresh = None;
+        for s in sites {
+            match old_sites.iter().position(|k| *k == s.1) {
+                Some(i) => {
+                    old_sites.swap_remove(i);
+                }
+                None => fresh = fresh.or(Some(s)),
             }
-            None => true,
-        });
-        let Some((line, _, shown)) = fresh.or(sites.last()) else { continue };
+        }
+        // An edited block is not a new one: only more sites than before count.
+        let Some((line, _, shown)) = fresh.filter(|_| sites.len() > before.len()) else { continue };
         let in_test = new.owners.get(owner).is_some_and(|o| o.in_test);
         out.push(finding(UNSAFE_INTRODUCED, *line, owner, String::new(), shown.clone(), in_test));
     }
