@@ -149,11 +149,48 @@ pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
         r.notes.extend(note);
         r.files_scanned += usize::from(scanned);
     }
+    drop_checks_moved_to_other_files(&mut r.findings, inputs);
     sort_findings(&mut r.findings);
     r.notes.sort_by(|a, b| {
         a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
     });
     r
+}
+
+/// Text with every whitespace character removed: how a check is recognised after
+/// reformatting.
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Checks shorter than this (squashed) are too generic to be recognised elsewhere.
+const MIN_MOVED_CHECK_CHARS: usize = 8;
+
+/// A removed check that appears, verbatim up to whitespace, in the new version of
+/// another file of the same change (and not in its old version) was moved into a
+/// helper there, not removed. Detectors see one file; this pass sees the change.
+fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
+    let is_check = |f: &Finding| catalogue::get(&f.rule).is_some_and(|r| r.family == "check-removed");
+    if !findings.iter().any(|f| is_check(f) && !f.before.is_empty()) {
+        return;
+    }
+    let text = |b: &Option<Vec<u8>>| b.as_deref().and_then(|b| std::str::from_utf8(b).ok()).map(squash);
+    let added: Vec<(&str, String, String)> = inputs
+        .par_iter()
+        .filter_map(|i| Some((i.path.as_str(), text(&i.after)?, text(&i.before).unwrap_or_default())))
+        .collect();
+    findings.retain(|f| {
+        if !is_check(f) {
+            return true;
+        }
+        let needle = squash(f.before.trim_end_matches("..."));
+        if needle.chars().count() < MIN_MOVED_CHECK_CHARS {
+            return true;
+        }
+        !added
+            .iter()
+            .any(|(path, after, before)| *path != f.file && after.contains(&needle) && !before.contains(&needle))
+    });
 }
 
 /// Scan one file.
@@ -310,6 +347,20 @@ mod tests {
         assert!(scan_file(&utf, &Policy::default()).notes[0].reason.contains("UTF-8"));
         let other = FileInput { path: "a.txt".into(), before: None, after: Some(b"\0".to_vec()) };
         assert_eq!(scan_file(&other, &Policy::default()), Report::default());
+    }
+
+    #[test]
+    fn a_check_moved_to_another_changed_file_is_not_removed() {
+        let f = |path: &str, before: &str, after: &str| FileInput {
+            path: path.into(),
+            before: Some(before.as_bytes().to_vec()),
+            after: Some(after.as_bytes().to_vec()),
+        };
+        let a = f("src/a.rs", "fn g(x: u8) {\n    assert!(x < 10);\n}\n", "fn g(x: u8) {\n    check(x);\n}\n");
+        let moved = f("src/b.rs", "", "pub fn check(x: u8) {\n    assert!(x <  10);\n}\n");
+        let unrelated = f("src/b.rs", "", "pub fn check(x: u8) {}\n");
+        assert!(scan(&[a.clone(), moved], &Policy::default()).findings.is_empty());
+        assert_eq!(scan(&[a, unrelated], &Policy::default()).findings.len(), 1);
     }
 
     #[test]

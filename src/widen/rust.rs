@@ -145,7 +145,7 @@ pub const RULES: &[RuleDef] = &[
         id: UNSAFE_INTRODUCED,
         languages: RUST,
         family: "unsafe",
-        description: "An `unsafe` block, function or impl appeared where there was none (or more of them).",
+        description: "An `unsafe` block, function or impl appeared in a function, type or module that had none.",
         severity: Severity::High,
         message: "{symbol}: `unsafe` introduced: {after}",
         invariant: "The code was memory-safe by construction, checked by the compiler.",
@@ -454,8 +454,11 @@ fn impl_name(n: Node, src: &[u8]) -> String {
             None => break,
         }
     }
-    let s = squash(text(t, src));
-    s.rsplit("::").next().unwrap_or(&s).to_string()
+    match t.kind() {
+        "scoped_type_identifier" => t.child_by_field_name("name").map(|n| text(n, src).to_string()),
+        _ => None,
+    }
+    .unwrap_or_else(|| squash(text(t, src)))
 }
 
 fn dotted(scope: &[String], name: &str) -> String {
@@ -974,8 +977,10 @@ fn compare_unsafe(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
                 None => fresh = fresh.or(Some(s)),
             }
         }
-        // An edited block is not a new one: only more sites than before count.
-        let Some((line, _, shown)) = fresh.filter(|_| sites.len() > before.len()) else { continue };
+        // Only an owner that was entirely safe counts: more or edited `unsafe` inside
+        // code that already had some (blocks added inside an `unsafe fn` for the
+        // `unsafe_op_in_unsafe_fn` lint, say) introduces no new kind of risk.
+        let Some((line, _, shown)) = fresh.filter(|_| before.is_empty()) else { continue };
         let in_test = new.owners.get(owner).is_some_and(|o| o.in_test);
         out.push(finding(UNSAFE_INTRODUCED, *line, owner, String::new(), shown.clone(), in_test));
     }
