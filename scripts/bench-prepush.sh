@@ -14,7 +14,8 @@ set -euo pipefail
 RUNS=${1:-30}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build --release --bin premerge >/dev/null)
+# PREMERGE_BIN names a binary to measure instead of building the release one.
+if [ -z "${PREMERGE_BIN:-}" ]; then (cd "$ROOT" && cargo build --release --bin premerge >/dev/null); fi
 BIN=${PREMERGE_BIN:-$TARGET/release/premerge}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -41,8 +42,26 @@ for i in 1 2 3 4 5; do
   mkdir -p src
   printf 'pub struct Query%s {\n    pub limit: u8,\n}\n\npub fn set_ratio_%s(r: f64) -> f64 {\n    assert!(r >= 0.0 && r <= 1.0);\n    r\n}\n' "$i" "$i" >"src/m$i.rs"
 done
-printf 'repos: []\n' >.pre-commit-config.yaml
-printf 'pre-push:\n  commands: {}\n' >lefthook.yml
+# A no-op hook for each framework: one local hook running `true` (prek refuses a
+# configuration with no hook at all, so pre-commit and prek get the same one).
+cat >.pre-commit-config.yaml <<'YAML'
+repos:
+  - repo: local
+    hooks:
+      - id: noop
+        name: noop
+        entry: "true"
+        language: system
+        pass_filenames: false
+        always_run: true
+        stages: [pre-push]
+YAML
+cat >lefthook.yml <<'YAML'
+pre-push:
+  commands:
+    noop:
+      run: "true"
+YAML
 git add -A && git commit -q -m base
 for i in 1 2 3 4 5; do
   printf 'pub struct Query%s {\n    pub limit: u64,\n}\n\npub fn set_ratio_%s(r: f64) -> f64 {\n    r\n}\n' "$i" "$i" >"src/m$i.rs"

@@ -15,7 +15,8 @@ REAL=${2:-}
 REAL_BASE=${3:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build --release --bin premerge >/dev/null)
+# PREMERGE_BIN names a binary to measure instead of building the release one.
+if [ -z "${PREMERGE_BIN:-}" ]; then (cd "$ROOT" && cargo build --release --bin premerge >/dev/null); fi
 BIN=${PREMERGE_BIN:-$TARGET/release/premerge}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
