@@ -33,8 +33,9 @@ pub fn cycle(issue: Option<u64>, commit: Option<&str>) -> String {
     }
 }
 
-/// A memory about to be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A memory: what the scan writes and what `premerge memory list|search` prints
+/// (inside [`Memory`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewMemory {
     pub cycle: String,
     pub file: String,
@@ -52,25 +53,23 @@ pub struct NewMemory {
     pub metadata: Value,
 }
 
-/// A stored memory, as `premerge memory list|search` prints it.
+/// A stored memory: its row id and bookkeeping around the memory itself (whose
+/// fields read through, `m.file`, `m.symbol`, and serialise inline).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Memory {
     pub id: i64,
-    pub cycle: String,
-    pub file: String,
-    pub symbol: String,
-    pub rule: String,
-    pub language: String,
-    pub line: u32,
-    pub before: String,
-    pub after: String,
-    pub issue: Option<u64>,
-    pub commit: Option<String>,
-    pub content: String,
-    pub metadata: Value,
+    #[serde(flatten)]
+    pub memory: NewMemory,
     pub created_at: String,
     /// `embedded`, `sent` (also written to the external backend) or `failed: <why>`.
     pub backend: String,
+}
+
+impl std::ops::Deref for Memory {
+    type Target = NewMemory;
+    fn deref(&self) -> &NewMemory {
+        &self.memory
+    }
 }
 
 fn shown(s: &str) -> String {
