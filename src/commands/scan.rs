@@ -287,12 +287,12 @@ pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
         return Ok(());
     }
     let w = &mut *run.ctx.stdout;
-    writeln!(
-        w,
-        "premerge widening scan: {} finding(s), {} guard memory(ies) written (signal only, not blocking)",
-        out.findings.len(),
-        out.memory.written
-    )?;
+    let memories = if run.config.bool("memory.enabled") {
+        format!(", {} guard memory(ies) written", out.memory.written)
+    } else {
+        String::new()
+    };
+    writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
     for f in out.findings.iter().take(MAX_HOOK_LINES) {
         let after = if f.after.is_empty() { "(removed)" } else { &f.after };
         writeln!(w, "  {}:{} {} {}: {} -> {}", f.file, f.line, f.rule, f.symbol, f.before, after)?;
