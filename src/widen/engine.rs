@@ -169,27 +169,49 @@ const MIN_MOVED_CHECK_CHARS: usize = 8;
 /// A removed check that appears, verbatim up to whitespace, in the new version of
 /// another file of the same change (and not in its old version) was moved into a
 /// helper there, not removed. Detectors see one file; this pass sees the change.
+/// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
+/// the size of the change, however many checks were removed.
 fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
     let is_check = |f: &Finding| catalogue::get(&f.rule).is_some_and(|r| r.family == "check-removed");
-    if !findings.iter().any(|f| is_check(f) && !f.before.is_empty()) {
+    let needle_of = |f: &Finding| {
+        Some(squash(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
+    };
+    let needles: Vec<String> = findings
+        .iter()
+        .filter(|f| is_check(f))
+        .filter_map(needle_of)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if needles.is_empty() {
         return;
     }
-    let text = |b: &Option<Vec<u8>>| b.as_deref().and_then(|b| std::str::from_utf8(b).ok()).map(squash);
-    let added: Vec<(&str, String, String)> = inputs
+    let Ok(ac) = aho_corasick::AhoCorasick::new(&needles) else { return };
+    let found = |b: &Option<Vec<u8>>| -> std::collections::BTreeSet<usize> {
+        let Some(text) = b.as_deref().and_then(|b| std::str::from_utf8(b).ok()) else { return Default::default() };
+        ac.find_overlapping_iter(&squash(text)).map(|m| m.pattern().as_usize()).collect()
+    };
+    // Needle index -> the (first two) files whose change added it.
+    let per_file: Vec<(&str, Vec<usize>)> = inputs
         .par_iter()
-        .filter_map(|i| Some((i.path.as_str(), text(&i.after)?, text(&i.before).unwrap_or_default())))
+        .map(|i| {
+            let old = found(&i.before);
+            (i.path.as_str(), found(&i.after).into_iter().filter(|n| !old.contains(n)).collect())
+        })
         .collect();
+    let mut added: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for (path, ids) in per_file {
+        for id in ids {
+            let files = added.entry(id).or_default();
+            if files.len() < 2 {
+                files.push(path);
+            }
+        }
+    }
     findings.retain(|f| {
-        if !is_check(f) {
-            return true;
-        }
-        let needle = squash(f.before.trim_end_matches("..."));
-        if needle.chars().count() < MIN_MOVED_CHECK_CHARS {
-            return true;
-        }
-        !added
-            .iter()
-            .any(|(path, after, before)| *path != f.file && after.contains(&needle) && !before.contains(&needle))
+        let Some(needle) = needle_of(f).filter(|_| is_check(f)) else { return true };
+        let id = needles.binary_search(&needle).expect("every needle was collected above");
+        !added.get(&id).is_some_and(|files| files.iter().any(|p| *p != f.file))
     });
 }
 
