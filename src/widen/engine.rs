@@ -278,6 +278,10 @@ fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, 
             return note(NoteKind::Skipped, format!("{side} version is binary"));
         }
     }
+    if before == after {
+        // A mode change or a pure rename: the same text constrains the same things.
+        return (Vec::new(), None, false);
+    }
     let (Ok(before), Ok(after)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
         return note(NoteKind::Skipped, "not valid UTF-8".to_string());
     };

@@ -166,10 +166,12 @@ const MAX_SNIPPET_CHARS: usize = 120;
 
 /// Compare the two versions of a Rust file.
 pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    let old_tree = parse(before, "old")?;
-    let new_tree = parse(after, "new")?;
-    let old = Inventory::build(&old_tree, before);
-    let new = Inventory::build(&new_tree, after);
+    // An added file has no old constraints: nothing to parse on that side.
+    let old = match before.is_empty() {
+        true => Inventory::default(),
+        false => Inventory::build(&parse(before, "old")?, before),
+    };
+    let new = Inventory::build(&parse(after, "new")?, after);
     let mut out = Vec::new();
     compare_slots(&old, &new, &mut out);
     compare_visibility(&old, &new, &mut out);
