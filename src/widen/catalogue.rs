@@ -30,10 +30,18 @@ pub fn get(id: &str) -> Option<&'static RuleDef> {
     all().find(|r| r.id == id)
 }
 
-/// Fill a rule's message template.
+/// Fill a rule's message template. Templates quote as they like (`` `{before}` `` or
+/// `{before}`); an empty value reads "nothing", never an empty pair of backticks.
 pub fn render_message(rule: &RuleDef, symbol: &str, before: &str, after: &str) -> String {
-    let shown = |s: &str| if s.is_empty() { "(nothing)".to_string() } else { format!("`{s}`") };
-    rule.message.replace("{symbol}", symbol).replace("{before}", &shown(before)).replace("{after}", &shown(after))
+    let mut m = rule.message.replace("{symbol}", symbol);
+    for (name, value) in [("before", before), ("after", after)] {
+        if value.is_empty() {
+            m = m.replace(&format!("`{{{name}}}`"), "nothing").replace(&format!("{{{name}}}"), "nothing");
+        } else {
+            m = m.replace(&format!("{{{name}}}"), value);
+        }
+    }
+    m
 }
 
 fn languages(rule: &RuleDef) -> String {
@@ -131,9 +139,10 @@ mod tests {
             family: "optionality",
             description: "d",
             severity: Severity::Low,
-            message: "{symbol}: {before} became {after}",
+            message: "{symbol}: `{before}` became `{after}` ({after})",
             invariant: "i",
         };
-        assert_eq!(render_message(&r, "Q.a", "a: u8", ""), "Q.a: `a: u8` became (nothing)");
+        assert_eq!(render_message(&r, "Q.a", "a: u8", ""), "Q.a: `a: u8` became nothing (nothing)");
+        assert_eq!(render_message(&r, "Q.a", "a: u8", "a: u64"), "Q.a: `a: u8` became `a: u64` (a: u64)");
     }
 }

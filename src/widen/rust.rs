@@ -39,7 +39,7 @@ pub const RULES: &[RuleDef] = &[
         family: "optionality",
         description: "A field, parameter, return or alias type `T` became `Option<T>`.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}; the value may now be absent",
+        message: "{symbol}: `{before}` became `{after}`; the value may now be absent",
         invariant: "The value was always present; code written since may assume it still is.",
     },
     RuleDef {
@@ -48,7 +48,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "An integer type became one whose range strictly contains the old one (`u8` to `u64`, `u32` to `i64`).",
         severity: Severity::Medium,
-        message: "{symbol}: {before} became {after}; values outside the old range are now representable",
+        message: "{symbol}: `{before}` became `{after}`; values outside the old range are now representable",
         invariant: "The value fitted the old type's range (a `u8` is at most 255), which bounded sizes, loops and allocations.",
     },
     RuleDef {
@@ -57,7 +57,7 @@ pub const RULES: &[RuleDef] = &[
         family: "numeric-range",
         description: "A `NonZero*` type (`NonZeroU32`, `NonZero<u32>`) became a plain integer.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}; zero is now a valid value",
+        message: "{symbol}: `{before}` became `{after}`; zero is now a valid value",
         invariant: "The value was never zero (safe divisor, non-empty count, valid id).",
     },
     RuleDef {
@@ -66,7 +66,7 @@ pub const RULES: &[RuleDef] = &[
         family: "enum-erasure",
         description: "A value typed by an enum declared in the file became a `String` or `&str`.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}; any string is now accepted",
+        message: "{symbol}: `{before}` became `{after}`; any string is now accepted",
         invariant: "The value was one of the enum's variants, checked by the compiler in every match.",
     },
     RuleDef {
@@ -75,7 +75,7 @@ pub const RULES: &[RuleDef] = &[
         family: "type-erasure",
         description: "A concrete type became `serde_json::Value` or a `dyn Any`.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}; the shape is no longer checked by the compiler",
+        message: "{symbol}: `{before}` became `{after}`; the shape is no longer checked by the compiler",
         invariant: "The value had a known, compiler-checked shape.",
     },
     RuleDef {
@@ -84,7 +84,7 @@ pub const RULES: &[RuleDef] = &[
         family: "type-erasure",
         description: "A trait bound on a generic parameter was removed (`T: Ord` to `T`), inline or in a `where` clause.",
         severity: Severity::Medium,
-        message: "{symbol}: bound {before} became {after}",
+        message: "{symbol}: bound `{before}` became `{after}`",
         invariant: "Every type argument implemented the removed trait, which the item's callers and body could rely on.",
     },
     RuleDef {
@@ -93,7 +93,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "An `assert!`, `assert_eq!`, `assert_ne!` or `debug_assert*!` was removed from a function that still exists.",
         severity: Severity::Medium,
-        message: "{symbol}: the check {before} was removed",
+        message: "{symbol}: the check `{before}` was removed",
         invariant: "The asserted condition held whenever the function ran past the check.",
     },
     RuleDef {
@@ -102,7 +102,7 @@ pub const RULES: &[RuleDef] = &[
         family: "check-removed",
         description: "An `ensure!` or an `if` guard that bails, panics or returns `Err` was removed from a function that still exists.",
         severity: Severity::Medium,
-        message: "{symbol}: the guard {before} was removed",
+        message: "{symbol}: the guard `{before}` was removed",
         invariant: "Inputs failing the guard were rejected before the rest of the function ran.",
     },
     RuleDef {
@@ -111,7 +111,7 @@ pub const RULES: &[RuleDef] = &[
         family: "mutability-exposure",
         description: "`#[serde(deny_unknown_fields)]` was removed from a type.",
         severity: Severity::Medium,
-        message: "{symbol}: {before} was removed; unknown fields are now silently accepted",
+        message: "{symbol}: `{before}` was removed; unknown fields are now silently accepted",
         invariant: "Input with unexpected fields (typos, wrong versions) was rejected instead of half-read.",
     },
     RuleDef {
@@ -120,7 +120,7 @@ pub const RULES: &[RuleDef] = &[
         family: "mutability-exposure",
         description: "`#[non_exhaustive]` was removed from a type or variant.",
         severity: Severity::Low,
-        message: "{symbol}: {before} was removed; other crates may now match or build it exhaustively",
+        message: "{symbol}: `{before}` was removed; other crates may now match or build it exhaustively",
         invariant: "Other crates could not construct or exhaustively match the type, so it could grow safely.",
     },
     RuleDef {
@@ -129,7 +129,7 @@ pub const RULES: &[RuleDef] = &[
         family: "mutability-exposure",
         description: "A struct field became more visible (private to `pub(crate)`, `pub(crate)` to `pub`).",
         severity: Severity::Medium,
-        message: "{symbol}: {before} became {after}; code outside the module can now set it directly",
+        message: "{symbol}: `{before}` became `{after}`; code outside the module can now set it directly",
         invariant: "Only the type's own module wrote the field, so its constructors and setters upheld its invariants.",
     },
     RuleDef {
@@ -138,7 +138,7 @@ pub const RULES: &[RuleDef] = &[
         family: "mutability-exposure",
         description: "A `static` became `static mut`.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}",
+        message: "{symbol}: `{before}` became `{after}`",
         invariant: "The value never changed after initialisation, so reading it needed no synchronisation.",
     },
     RuleDef {
@@ -147,7 +147,7 @@ pub const RULES: &[RuleDef] = &[
         family: "unsafe",
         description: "An `unsafe` block, function or impl appeared in a function, type or module that had none.",
         severity: Severity::High,
-        message: "{symbol}: `unsafe` introduced: {after}",
+        message: "{symbol}: `unsafe` introduced: `{after}`",
         invariant: "The code was memory-safe by construction, checked by the compiler.",
     },
     RuleDef {
@@ -156,7 +156,7 @@ pub const RULES: &[RuleDef] = &[
         family: "unsafe",
         description: "The crate-level `#![forbid(unsafe_code)]` was removed or weakened.",
         severity: Severity::High,
-        message: "{symbol}: {before} became {after}; the crate may now contain `unsafe` code",
+        message: "{symbol}: `{before}` became `{after}`; the crate may now contain `unsafe` code",
         invariant: "No `unsafe` code could appear anywhere in the crate.",
     },
 ];
