@@ -557,7 +557,7 @@ impl Inventory {
     fn build(tree: &Tree, src: &str) -> Inventory {
         let mut w = Walk { src: src.as_bytes(), inv: Inventory::default() };
         let root = tree.root_node();
-        w.visit(root, &mut Vec::new(), None, false);
+        w.visit(root, Vec::new(), &mut Vec::new(), None, false);
         w.inv
     }
 }
@@ -632,8 +632,9 @@ impl Walk<'_> {
         }
     }
 
-    /// Visit `n` with the symbol scope so far; `func` is the innermost function.
-    fn visit(&mut self, n: Node, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
+    /// Visit `n` with its outer attributes and the symbol scope so far; `func` is the
+    /// innermost function.
+    fn visit(&mut self, n: Node, attrs: Vec<String>, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
         let kind = n.kind();
         let name_of = |n: Node| n.child_by_field_name("name").map(|x| text(x, self.src).to_string());
         match kind {
@@ -688,7 +689,6 @@ impl Walk<'_> {
             }
             _ => {}
         }
-        let attrs = if kind.ends_with("_item") { attributes(n, self.src) } else { Vec::new() };
         let in_test = in_test || attrs.iter().any(|a| is_test_attr(a));
         let own_name = match kind {
             "impl_item" => Some(impl_name(n, self.src)),
@@ -798,11 +798,19 @@ impl Walk<'_> {
         scope.pop();
     }
 
+    /// Visit the children of `n`, handing each item the attributes written before it
+    /// (siblings in tree-sitter-rust; collected on the way, as looking back from each
+    /// item would be quadratic in the number of items).
     fn children(&mut self, n: Node, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
         let mut c = n.walk();
         let kids: Vec<Node> = n.named_children(&mut c).collect();
+        let mut pending = Vec::new();
         for k in kids {
-            self.visit(k, scope, func, in_test);
+            match k.kind() {
+                "attribute_item" => pending.push(squash(text(k, self.src))),
+                "line_comment" | "block_comment" => {}
+                _ => self.visit(k, std::mem::take(&mut pending), scope, func, in_test),
+            }
         }
     }
 
