@@ -12,16 +12,8 @@
 set -euo pipefail
 
 RUNS=${1:-30}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-# PREMERGE_BIN names a binary to measure instead of building the release one.
-if [ -z "${PREMERGE_BIN:-}" ]; then (cd "$ROOT" && cargo build --release --bin premerge >/dev/null); fi
-BIN=${PREMERGE_BIN:-$TARGET/release/premerge}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null
-export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.invalid
-export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.invalid
+# shellcheck source=scripts/bench-common.sh
+. "$(dirname "$0")/bench-common.sh"
 
 python3 -m venv "$WORK/venv"
 INSTALLED=()
