@@ -1,19 +1,347 @@
-//! `premerge scan`: placeholder until its issue lands.
+//! `premerge scan`: the widening scan of a range, and the guard memories it writes.
+//!
+//! A signal: it never blocks. The command exits 0 whatever it finds; in the hooks a
+//! scan error is a warning ([`hook_stage`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use clap::Args as ClapArgs;
+use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::error::CmdResult;
+use super::diff::{Format, RangeArgs};
+use crate::config::Config;
+use crate::diff::{Diff, EntryKind};
+use crate::error::{CmdResult, Exit};
+use crate::git::Repo;
+use crate::memory::{self, db};
+use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
+use crate::widen::{Language, catalogue};
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+/// Most findings the hooks print; the rest are counted on one line. A hook's output
+/// is read by someone waiting for a push: one screen at most.
+const MAX_HOOK_LINES: usize = 8;
 
-pub fn run(_: Args, _: &mut Ctx) -> CmdResult {
-    anyhow::bail!("`premerge scan` is not built yet")
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// The issue this change belongs to: the guard-memory cycle and the number named in
+    /// each memory. Without it the cycle is the head commit.
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+    /// Report findings without writing guard memories.
+    #[arg(long)]
+    pub no_memory: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Print the rule catalogue as Markdown (the content of docs/rules.md) and exit.
+    #[arg(long, conflicts_with_all = ["issue", "no_memory"])]
+    pub rules_doc: bool,
 }
 
-pub fn hook_stage(_: &mut super::hook::HookRun) -> anyhow::Result<()> {
+/// What writing guard memories did.
+#[derive(Debug, Default)]
+pub struct MemoryOutcome {
+    pub written: usize,
+    pub duplicates: usize,
+    /// External-backend failures (each also recorded on the memory and as an event).
+    pub warnings: Vec<String>,
+}
+
+/// How a scan should treat memories.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanOptions {
+    pub issue: Option<u64>,
+    /// Write guard memories (still subject to `memory.enabled`).
+    pub memory: bool,
+    /// Also send new memories to `memory.backend_command` (the demo never does).
+    pub backend: bool,
+}
+
+/// A finished scan.
+pub struct Outcome {
+    pub findings: Vec<Finding>,
+    pub notes: Vec<Note>,
+    pub memory: MemoryOutcome,
+}
+
+/// Build the engine policy from the configuration.
+pub fn policy(config: &Config) -> Result<Policy> {
+    Ok(Policy::new(
+        config.int("scan.max_file_bytes"),
+        config.bool("scan.include_tests"),
+        config.list("scan.ignore"),
+        config.table("scan.severity"),
+    )?)
+}
+
+/// Read both versions of every changed file the scan can look at. Files of no
+/// supported language, submodules and symlinks are not read at all.
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
+    let mut out = Vec::new();
+    for f in &diff.files {
+        if Language::for_path(&f.path).is_none() || f.is_submodule() || policy.ignore.is_match(&f.path) {
+            continue;
+        }
+        let before = match (&f.old_oid, f.old_kind) {
+            (Some(oid), EntryKind::File) => Some(repo.blob(oid).with_context(|| format!("{}: old version", f.path))?),
+            _ => None,
+        };
+        let after = match (&f.new_oid, f.new_kind) {
+            (_, EntryKind::Absent | EntryKind::Symlink | EntryKind::Submodule) => None,
+            (Some(oid), _) => Some(repo.blob(oid).with_context(|| format!("{}: new version", f.path))?),
+            // The working tree is not hashed: read the file itself.
+            (None, _) => {
+                let root = repo.require_workdir()?;
+                Some(std::fs::read(root.join(&f.path)).with_context(|| format!("{}: cannot read", f.path))?)
+            }
+        };
+        if f.old_kind == EntryKind::Symlink && after.is_none() {
+            continue;
+        }
+        out.push(FileInput { path: f.path.clone(), before, after });
+    }
+    Ok(out)
+}
+
+/// Scan a diff and (unless told not to) write guard memories for what it found.
+pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
+    let policy = policy(config)?;
+    let files = inputs(repo, diff, &policy)?;
+    let report = engine::scan(&files, &policy);
+    let mut mem = MemoryOutcome::default();
+    if opts.memory && config.bool("memory.enabled") && !report.findings.is_empty() {
+        // The index and the working tree have no commit of their own: their cycle is
+        // the commit they sit on.
+        let cycle = match (&diff.head, opts.issue) {
+            (Some(_), _) | (None, Some(_)) => memory::cycle(opts.issue, diff.head.as_deref()),
+            (None, None) => format!("worktree-{}", repo.head_oid().unwrap_or_else(|| "unborn".into())),
+        };
+        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
+    }
+    Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem })
+}
+
+fn write_memories(
+    repo: &Repo,
+    config: &Config,
+    findings: &[Finding],
+    opts: ScanOptions,
+    cycle: &str,
+    commit: Option<&str>,
+) -> Result<MemoryOutcome> {
+    let state = repo.state_dir();
+    let mut conn = state.open_db()?;
+    let mut out = MemoryOutcome::default();
+    let backend = config.list("memory.backend_command");
+    let timeout = Duration::from_millis(config.int("memory.backend_timeout_ms"));
+    for m in memory::plan(findings, cycle, opts.issue, commit) {
+        let event = |kind: &str, id: i64| json!({"kind": kind, "id": id, "cycle": m.cycle, "file": m.file, "symbol": m.symbol, "rule": m.rule});
+        match db::insert(&mut conn, &m, &crate::store::now_rfc3339())? {
+            db::Write::Duplicate(id) => {
+                out.duplicates += 1;
+                crate::store::append_event(&state.path, &event("guard-memory-duplicate-skipped", id))?;
+            }
+            db::Write::Written(id) => {
+                out.written += 1;
+                crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
+                if opts.backend && !backend.is_empty() {
+                    let meta = crate::canonical::to_compact(&m.metadata)?;
+                    let values = BTreeMap::from([("text", m.content.clone()), ("metadata", meta)]);
+                    let argv = crate::exec::render(backend, &values);
+                    match crate::exec::run(&argv, b"", timeout) {
+                        Ok(_) => db::set_backend(&conn, id, "sent")?,
+                        Err(e) => {
+                            let why = e.to_string();
+                            db::set_backend(&conn, id, &format!("failed: {why}"))?;
+                            let mut ev = event("guard-memory-backend-failed", id);
+                            ev["error"] = Value::String(why.clone());
+                            crate::store::append_event(&state.path, &ev)?;
+                            out.warnings.push(format!(
+                                "memory backend failed for {} `{}`: {why} (kept in the embedded store)",
+                                m.file, m.symbol
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
+    if args.rules_doc {
+        ctx.stdout.write_all(catalogue::rules_doc().as_bytes())?;
+        return Ok(Exit::Ok);
+    }
+    let repo = ctx.repo()?;
+    let config = super::load_config(&repo)?;
+    let diff = args.range.diff(&repo)?;
+    if !config.bool("scan.enabled") {
+        ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
+        let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };
+        return print(ctx, &args, &diff, &out);
+    }
+    let opts = ScanOptions { issue: args.issue, memory: !args.no_memory, backend: true };
+    let out = scan_diff(&repo, &config, &diff, opts)?;
+    report_notes(ctx, &out);
+    print(ctx, &args, &diff, &out)
+}
+
+/// Notes and backend failures go to stderr as warnings.
+fn report_notes(ctx: &mut Ctx, out: &Outcome) {
+    for n in &out.notes {
+        match n.kind {
+            NoteKind::Skipped => ctx.warn(format!("scan: {}: skipped: {}", n.file, n.reason)),
+            NoteKind::ParseFailed => ctx.warn(format!("scan: {}: not scanned: {}", n.file, n.reason)),
+        }
+    }
+    for w in &out.memory.warnings {
+        ctx.warn(w);
+    }
+}
+
+fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
+    match args.format {
+        Format::Json => {
+            let doc = json!({
+                "schema_version": 1,
+                "base": diff.base,
+                "head": diff.head,
+                "findings": out.findings,
+                "memories_written": out.memory.written,
+                "memories_skipped_duplicate": out.memory.duplicates,
+                "notes": out.notes,
+            });
+            ctx.stdout.write_all(crate::canonical::to_line(&doc)?.as_bytes())?;
+        }
+        Format::Text => write_text(ctx.stdout, out)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
+pub fn inline_diff(before: &str, after: &str) -> String {
+    use similar::{ChangeTag, TextDiff};
+    let d = TextDiff::configure().algorithm(similar::Algorithm::Myers).diff_words(before, after);
+    let mut s = String::new();
+    for c in d.iter_all_changes() {
+        match c.tag() {
+            ChangeTag::Equal => s.push_str(c.value()),
+            ChangeTag::Delete => s.push_str(&format!("[-{}-]", c.value())),
+            ChangeTag::Insert => s.push_str(&format!("{{+{}+}}", c.value())),
+        }
+    }
+    s.replace("-][-", "").replace("+}{+", "")
+}
+
+fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
+    let mut files = 0;
+    let mut last: Option<&str> = None;
+    for f in &out.findings {
+        if last != Some(f.file.as_str()) {
+            if last.is_some() {
+                writeln!(w)?;
+            }
+            writeln!(w, "{}", super::diff::quote_path(&f.file))?;
+            last = Some(&f.file);
+            files += 1;
+        }
+        writeln!(w, "  line {}: {} [{}] {}", f.line, f.rule, f.severity.as_str(), f.symbol)?;
+        writeln!(w, "    - {}", if f.before.is_empty() { "(nothing)" } else { &f.before })?;
+        writeln!(w, "    + {}", if f.after.is_empty() { "(removed)" } else { &f.after })?;
+        if !f.before.is_empty() && !f.after.is_empty() {
+            writeln!(w, "    ~ {}", inline_diff(&f.before, &f.after))?;
+        }
+        writeln!(w, "    {}", f.message)?;
+    }
+    if !out.findings.is_empty() {
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "{} finding(s) in {} file(s); {} guard memory(ies) written, {} already recorded",
+        out.findings.len(),
+        files,
+        out.memory.written,
+        out.memory.duplicates
+    )?;
     Ok(())
 }
 
-pub fn demo_stage(_: &mut super::demo::DemoRun) -> anyhow::Result<()> {
+/// The hooks' widening scan: one short block of findings, memories written, never blocks.
+pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
+    if !run.config.bool("scan.enabled") {
+        return Ok(());
+    }
+    let opts = ScanOptions { issue: None, memory: true, backend: true };
+    let out = scan_diff(run.repo, run.config, run.diff, opts)?;
+    report_notes(run.ctx, &out);
+    if out.findings.is_empty() {
+        return Ok(());
+    }
+    let w = &mut *run.ctx.stdout;
+    let memories = if run.config.bool("memory.enabled") {
+        format!(", {} guard memory(ies) written", out.memory.written)
+    } else {
+        String::new()
+    };
+    writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
+    for f in out.findings.iter().take(MAX_HOOK_LINES) {
+        let after = if f.after.is_empty() { "(removed)" } else { &f.after };
+        writeln!(w, "  {}:{} {} {}: {} -> {}", f.file, f.line, f.rule, f.symbol, f.before, after)?;
+    }
+    if out.findings.len() > MAX_HOOK_LINES {
+        writeln!(
+            w,
+            "  ... and {} more: run `premerge scan` on the range for all of them",
+            out.findings.len() - MAX_HOOK_LINES
+        )?;
+    }
     Ok(())
+}
+
+/// The demo: scan the change under review, then read the memories back.
+pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+    d.say("$ premerge scan --base HEAD~1 --issue 4")?;
+    let out = d.with_ctx(b"", |c| {
+        let repo = c.repo()?;
+        let config = super::load_config(&repo)?;
+        let range = RangeArgs { base: Some("HEAD~1".into()), ..Default::default() };
+        let diff = range.diff(&repo)?;
+        // The demo keeps to the embedded store: no external backend from a user's config.
+        let out = scan_diff(&repo, &config, &diff, ScanOptions { issue: Some(4), memory: true, backend: false })?;
+        write_text(c.stdout, &out)?;
+        Ok(out)
+    })?;
+    if out.memory.written > 0 {
+        d.say("\n$ premerge memory search --file src/query.rs")?;
+        d.with_ctx(b"", |c| {
+            let cmd = super::memory::Cmd::Search(super::memory::SearchArgs {
+                file: vec!["src/query.rs".into()],
+                query: None,
+                format: Format::Text,
+            });
+            super::memory::run(cmd, c).map(|_| ())
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inline_diff;
+
+    #[test]
+    fn inline_diff_marks_changed_tokens() {
+        assert_eq!(inline_diff("limit: u8", "limit: u64"), "limit: [-u8-]{+u64+}");
+        assert_eq!(inline_diff("a: String", "a: Option<String>"), "a: [-String-]{+Option<String>+}");
+        assert_eq!(inline_diff("x", "x"), "x");
+    }
 }

@@ -11,6 +11,8 @@
 //!   elsewhere in the same file are never findings. A parse failure is a
 //!   `DetectError`, never a panic.
 
+pub mod catalogue;
+pub mod engine;
 pub mod go;
 pub mod python;
 pub mod rust;
@@ -112,3 +114,38 @@ pub struct RawFinding {
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("{0}")]
 pub struct DetectError(pub String);
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+        }
+    }
+
+    /// Parse a severity name as written in `scan.severity`.
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s {
+            "low" => Some(Severity::Low),
+            "medium" => Some(Severity::Medium),
+            "high" => Some(Severity::High),
+            _ => None,
+        }
+    }
+}
+
+/// The signature every language module's `detect` has.
+pub type Detector = fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError>;
+
+/// The detector that handles a language (TypeScript and JavaScript share one).
+pub fn detector(lang: Language) -> Detector {
+    match lang {
+        Language::Rust => rust::detect,
+        Language::Typescript | Language::Javascript => ts::detect,
+        Language::Python => python::detect,
+        Language::Go => go::detect,
+        Language::Sql => sql::detect,
+        Language::JsonSchema => schema::detect,
+    }
+}

@@ -1,1 +1,594 @@
-//! Integration tests of this area (filled by its issue).
+//! The widening scan: the fixture harness and its meta-test, end-to-end scans of real
+//! repositories, guard memories, the external backend, kill switches and hooks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use premerge::widen::catalogue;
+use premerge::widen::engine::{self, FileInput, Policy};
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------- fixture harness
+
+/// One fixture case: `fixtures/<rule-id>/<case>/`.
+struct Case {
+    rule: String,
+    name: String,
+    dir: PathBuf,
+}
+
+impl Case {
+    fn id(&self) -> String {
+        format!("{}/{}", self.rule, self.name)
+    }
+
+    /// Whether the case must report its own rule (`fires*`) or must not.
+    fn fires(&self) -> bool {
+        self.name.starts_with("fires")
+    }
+}
+
+fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for rule_dir in sorted_dirs(&fixtures_root()) {
+        let rule = rule_dir.file_name().unwrap().to_string_lossy().into_owned();
+        for case_dir in sorted_dirs(&rule_dir) {
+            let name = case_dir.file_name().unwrap().to_string_lossy().into_owned();
+            out.push(Case { rule: rule.clone(), name, dir: case_dir });
+        }
+    }
+    out
+}
+
+/// Find `<stem>.<ext>` in a case directory.
+fn version(dir: &Path, stem: &str) -> Option<(String, Vec<u8>)> {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(ext) = name.strip_prefix(&format!("{stem}.")) {
+            return Some((ext.to_string(), fs::read(&p).unwrap()));
+        }
+    }
+    None
+}
+
+/// Run the full engine (every rule, default policies) on a case; the findings as
+/// `expected.json` spells them.
+fn run_case(case: &Case) -> Value {
+    let before = version(&case.dir, "before");
+    let after = version(&case.dir, "after");
+    let ext = before.as_ref().or(after.as_ref()).map(|(e, _)| e.clone()).unwrap_or_else(|| {
+        panic!("{}: neither before.<ext> nor after.<ext>", case.id());
+    });
+    if let (Some((a, _)), Some((b, _))) = (&before, &after) {
+        assert_eq!(a, b, "{}: before and after have different extensions", case.id());
+    }
+    let path = match fs::read_to_string(case.dir.join("path.txt")) {
+        Ok(p) => p.trim().to_string(),
+        Err(_) => format!("src/fixture.{ext}"),
+    };
+    let input = FileInput { path, before: before.map(|v| v.1), after: after.map(|v| v.1) };
+    let report = engine::scan_file(&input, &Policy::default());
+    assert!(report.notes.is_empty(), "{}: the engine noted {:?}", case.id(), report.notes);
+    let findings: Vec<Value> = report
+        .findings
+        .iter()
+        .map(|f| json!({"rule": f.rule, "symbol": f.symbol, "line": f.line, "before": f.before, "after": f.after}))
+        .collect();
+    json!({ "findings": findings })
+}
+
+fn expected(case: &Case) -> Value {
+    let p = case.dir.join("expected.json");
+    let text = fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", p.display()))
+}
+
+/// Every rule runs against every fixture: each case's findings (all rules, after
+/// policies) must equal its `expected.json` exactly.
+#[test]
+fn every_fixture_reports_exactly_its_expected_findings() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let got = run_case(&case);
+        let want = expected(&case);
+        if got != want {
+            failures.push(format!(
+                "{}:\n  expected {}\n  actual   {}",
+                case.id(),
+                serde_json::to_string(&want).unwrap(),
+                serde_json::to_string_pretty(&got).unwrap()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} fixture(s) differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `fires*` cases report their own rule; every other case must not.
+#[test]
+fn firing_cases_fire_and_near_misses_do_not() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let got = run_case(&case);
+        let own = got["findings"].as_array().unwrap().iter().any(|f| f["rule"] == case.rule.as_str());
+        if own != case.fires() {
+            failures.push(format!("{}: own rule reported = {own}", case.id()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The meta-test: every rule has a firing and a non-firing fixture, and every fixture
+/// folder belongs to a rule of the catalogue.
+#[test]
+fn every_rule_has_fixtures_and_every_fixture_has_a_rule() {
+    let ids: BTreeSet<&str> = catalogue::all().map(|r| r.id).collect();
+    let mut by_rule: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for case in cases() {
+        if !ids.contains(case.rule.as_str()) {
+            problems.push(format!("fixtures/{}: no rule of the catalogue has this id", case.rule));
+        }
+        if !case.dir.join("expected.json").is_file() {
+            problems.push(format!("fixtures/{}: no expected.json", case.id()));
+        }
+        let e = by_rule.entry(case.rule.clone()).or_default();
+        if case.fires() { e.0 += 1 } else { e.1 += 1 }
+    }
+    for id in &ids {
+        let (fires, quiet) = by_rule.get(*id).copied().unwrap_or_default();
+        if fires == 0 {
+            problems.push(format!("{id}: no `fires*` fixture"));
+        }
+        if quiet == 0 {
+            problems.push(format!("{id}: no near-miss fixture"));
+        }
+    }
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `docs/rules.md` is generated from the catalogue and must match it.
+#[test]
+fn rules_doc_matches_the_catalogue() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules.md");
+    let committed = fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == catalogue::rules_doc(),
+        "docs/rules.md is out of date: regenerate it with `premerge scan --rules-doc > docs/rules.md`"
+    );
+}
+
+// ---------------------------------------------------------------- end to end
+
+use crate::common::TestRepo;
+
+const QUERY_BEFORE: &str = "/// A page request.\npub struct Query {\n    pub limit: u8,\n    pub name: String,\n}\n\npub fn set_ratio(r: f64) -> f64 {\n    assert!(r >= 0.0 && r <= 1.0);\n    r\n}\n";
+const QUERY_AFTER: &str = "/// A page request.\npub struct Query {\n    pub limit: u64,\n    pub name: String,\n}\n\npub fn set_ratio(r: f64) -> f64 {\n    r\n}\n";
+
+/// A repository whose last commit widens `Query.limit` and removes the ratio assert.
+fn widened_repo() -> (TestRepo, String, String) {
+    let r = TestRepo::new();
+    r.write("src/query.rs", QUERY_BEFORE);
+    r.write("README.md", "# x\n");
+    let base = r.commit_all("initial");
+    r.write("src/query.rs", QUERY_AFTER);
+    let head = r.commit_all("widen");
+    (r, base, head)
+}
+
+fn state_dir(r: &TestRepo) -> PathBuf {
+    r.root.join(".git/premerge")
+}
+
+fn events(r: &TestRepo) -> Vec<Value> {
+    match fs::read_to_string(state_dir(r).join("events.jsonl")) {
+        Ok(t) => t.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn event_kinds(r: &TestRepo) -> Vec<String> {
+    events(r).iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect()
+}
+
+fn scan_json(r: &TestRepo, args: &[&str]) -> Value {
+    let mut a = vec!["scan", "--format", "json"];
+    a.extend_from_slice(args);
+    r.premerge(&a).expect_code(0).json()
+}
+
+#[test]
+fn scan_reports_the_contract_json_and_writes_memories() {
+    let (r, base, head) = widened_repo();
+    let v = scan_json(&r, &["--issue", "4"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["base"], base.as_str());
+    assert_eq!(v["head"], head.as_str());
+    assert_eq!(
+        v["findings"],
+        json!([
+            {"rule": "rust-integer-widened", "language": "rust", "file": "src/query.rs", "symbol": "Query.limit",
+             "line": 3, "before": "limit: u8", "after": "limit: u64", "severity": "medium",
+             "message": "Query.limit: `limit: u8` became `limit: u64`; values outside the old range are now representable"},
+            {"rule": "rust-assert-removed", "language": "rust", "file": "src/query.rs", "symbol": "set_ratio",
+             "line": 7, "before": "assert!(r >= 0.0 && r <= 1.0)", "after": "", "severity": "medium",
+             "message": "set_ratio: the check `assert!(r >= 0.0 && r <= 1.0)` was removed"}
+        ])
+    );
+    assert_eq!(v["memories_written"], 2);
+    let m = r.premerge(&["memory", "list", "--format", "json"]).expect_code(0).json();
+    let mems = m["memories"].as_array().unwrap();
+    assert_eq!(mems.len(), 2);
+    assert_eq!(mems[0]["symbol"], "Query.limit");
+    let content = mems[0]["content"].as_str().unwrap();
+    assert!(content.contains("`limit: u8` became `limit: u64`"), "{content}");
+    assert!(content.contains("issue #4"), "{content}");
+    assert!(content.contains("verify what now guarantees the old invariant".trim_start_matches('v')), "{content}");
+    assert_eq!(
+        mems[0]["metadata"],
+        json!({"kind": "guard", "rule": "rust-integer-widened", "rules": ["rust-integer-widened"], "file": "src/query.rs",
+               "symbol": "Query.limit", "commit": head, "issue": 4, "cycle": "issue-4"})
+    );
+    // Text output: grouped by file, with the changed tokens marked.
+    let t = r.premerge(&["scan", "--no-memory"]).expect_code(0).stdout.clone();
+    assert!(t.starts_with("src/query.rs\n"), "{t}");
+    assert!(t.contains("~ limit: [-u8-]{+u64+}"), "{t}");
+    assert!(t.ends_with("2 finding(s) in 1 file(s); 0 guard memory(ies) written, 0 already recorded\n"), "{t}");
+}
+
+#[test]
+fn memories_are_never_duplicated_within_a_cycle() {
+    let (r, _, head) = widened_repo();
+    assert_eq!(scan_json(&r, &["--issue", "4"])["memories_written"], 2);
+    let again = scan_json(&r, &["--issue", "4"]);
+    assert_eq!(again["memories_written"], 0);
+    assert_eq!(again["memories_skipped_duplicate"], 2);
+    assert_eq!(again["findings"].as_array().unwrap().len(), 2, "findings are reported on every run");
+    // Another cycle (issue) records its own memories.
+    assert_eq!(scan_json(&r, &["--issue", "5"])["memories_written"], 2);
+    // Without --issue the cycle is the head commit: once per commit.
+    assert_eq!(scan_json(&r, &[])["memories_written"], 2);
+    assert_eq!(scan_json(&r, &[])["memories_written"], 0);
+    let kinds = event_kinds(&r);
+    let count = |k: &str| kinds.iter().filter(|x| *x == k).count();
+    assert_eq!(count("guard-memory-written"), 6);
+    assert_eq!(count("guard-memory-duplicate-skipped"), 4);
+    let ev = events(&r).into_iter().find(|e| e["kind"] == "guard-memory-written").unwrap();
+    assert_eq!(ev["file"], "src/query.rs");
+    assert!(ev["ts"].is_string());
+    let list = r.premerge(&["memory", "list", "--format", "json"]).expect_code(0).json();
+    let cycles: BTreeSet<String> =
+        list["memories"].as_array().unwrap().iter().map(|m| m["cycle"].as_str().unwrap().to_string()).collect();
+    assert_eq!(cycles, BTreeSet::from(["issue-4".into(), "issue-5".into(), format!("commit-{head}")]));
+    // --no-memory writes nothing and logs nothing.
+    let before = events(&r).len();
+    assert_eq!(scan_json(&r, &["--issue", "9", "--no-memory"])["memories_written"], 0);
+    assert_eq!(events(&r).len(), before);
+}
+
+#[test]
+fn memory_search_by_text_and_file() {
+    let (r, _, _) = widened_repo();
+    r.write("src/other.rs", "pub struct Page {\n    pub size: u16,\n}\n");
+    r.commit_all("page");
+    r.write("src/other.rs", "pub struct Page {\n    pub size: u32,\n}\n");
+    r.commit_all("page wider");
+    // Over HEAD~3..HEAD the page file is new (nothing to widen): scan its own change too.
+    scan_json(&r, &["--base", "HEAD~3", "--head", "HEAD~2", "--issue", "4"]);
+    scan_json(&r, &["--issue", "4"]);
+    let s = r.premerge(&["memory", "search", "--file", "src/query.rs", "--format", "json"]).expect_code(0).json();
+    let syms: Vec<&str> = s["memories"].as_array().unwrap().iter().map(|m| m["symbol"].as_str().unwrap()).collect();
+    assert_eq!(syms, ["Query.limit", "set_ratio"]);
+    let s = r.premerge(&["memory", "search", "ratio", "--format", "json"]).expect_code(0).json();
+    assert_eq!(s["memories"][0]["symbol"], "set_ratio");
+    assert_eq!(s["memories"].as_array().unwrap().len(), 1);
+    let s = r
+        .premerge(&[
+            "memory",
+            "search",
+            "widened",
+            "--file",
+            "src/other.rs",
+            "--file",
+            "src/none.rs",
+            "--format",
+            "json",
+        ])
+        .expect_code(0)
+        .json();
+    assert_eq!(s["memories"].as_array().unwrap().len(), 1);
+    assert_eq!(s["memories"][0]["symbol"], "Page.size");
+    let t = r.premerge(&["memory", "list"]).expect_code(0).stdout.clone();
+    assert!(t.ends_with("3 guard memory(ies)\n"), "{t}");
+    r.premerge(&["memory", "search", "((("]).expect_code(2);
+}
+
+#[test]
+fn no_memories_yet_is_an_empty_answer_and_creates_nothing() {
+    let (r, _, _) = widened_repo();
+    let s = r.premerge(&["memory", "search", "--file", "src/query.rs", "--format", "json"]).expect_code(0).json();
+    assert_eq!(s["memories"], json!([]));
+    assert!(!state_dir(&r).join("premerge.db").exists());
+}
+
+/// A fake memory backend: records its argv (NUL-separated) and behaves as told.
+fn fake_backend(r: &TestRepo, body: &str) -> (PathBuf, PathBuf) {
+    let rec = r.dir.path().join("backend.rec");
+    let exe = r.dir.path().join("fake-memory");
+    fs::write(&exe, format!("#!/bin/sh\nprintf '%s\\0' \"$@\" >> '{}'\n{body}\n", rec.display())).unwrap();
+    let mut p = fs::metadata(&exe).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(&exe, p).unwrap();
+    (exe, rec)
+}
+
+fn configure_backend(r: &TestRepo, exe: &Path, timeout_ms: u64) {
+    r.write(
+        "premerge.toml",
+        format!(
+            "[memory]\nbackend_command = [\"{}\", \"add\", \"{{text}}\", \"--memory-type\", \"guard\", \"-m\", \"{{metadata}}\"]\nbackend_timeout_ms = {timeout_ms}\n",
+            exe.display()
+        ),
+    );
+}
+
+#[test]
+fn external_backend_gets_text_and_metadata_as_single_arguments() {
+    let (r, _, _) = widened_repo();
+    let (exe, rec) = fake_backend(&r, "exit 0");
+    configure_backend(&r, &exe, 5000);
+    let run = r.premerge(&["scan", "--format", "json", "--issue", "4"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["memories_written"], 2);
+    let recorded = fs::read_to_string(&rec).unwrap();
+    let args: Vec<&str> = recorded.split('\0').collect();
+    // Two calls of 6 arguments each (plus the trailing empty split).
+    assert_eq!(args.len(), 13, "{args:?}");
+    assert_eq!(&args[..2], ["add", args[1]]);
+    assert_eq!(args[0], "add");
+    assert!(args[1].starts_with("Guard memory for src/query.rs `Query.limit`"), "{}", args[1]);
+    assert!(args[1].contains("issue #4"));
+    assert_eq!(&args[2..5], ["--memory-type", "guard", "-m"]);
+    let meta: Value = serde_json::from_str(args[5]).unwrap();
+    assert_eq!(meta["symbol"], "Query.limit");
+    assert_eq!(meta["issue"], 4);
+    let m = r.premerge(&["memory", "list", "--format", "json"]).json();
+    assert_eq!(m["memories"][0]["backend"], "sent");
+    // A duplicate is not sent again.
+    r.premerge(&["scan", "--issue", "4"]).expect_code(0);
+    assert_eq!(fs::read_to_string(&rec).unwrap().split('\0').count(), 13);
+}
+
+#[test]
+fn external_backend_failure_and_timeout_are_warnings_and_the_embedded_copy_stays() {
+    for (body, timeout, needle) in [("echo boom >&2; exit 3", 5000, "exited with"), ("sleep 5", 200, "timed out")] {
+        let (r, _, _) = widened_repo();
+        let (exe, rec) = fake_backend(&r, body);
+        configure_backend(&r, &exe, timeout);
+        let run = r.premerge(&["scan", "--format", "json", "--issue", "4"]);
+        run.expect_code(0);
+        assert_eq!(run.json()["memories_written"], 2);
+        assert!(run.stderr.contains("premerge: warning: memory backend failed for src/query.rs"), "{}", run.stderr);
+        assert!(run.stderr.contains(needle), "{}", run.stderr);
+        assert!(rec.exists(), "the backend was called");
+        let m = r.premerge(&["memory", "list", "--format", "json"]).json();
+        let backend = m["memories"][0]["backend"].as_str().unwrap();
+        assert!(backend.starts_with("failed: ") && backend.contains(needle), "{backend}");
+        assert_eq!(event_kinds(&r).iter().filter(|k| *k == "guard-memory-backend-failed").count(), 2);
+    }
+}
+
+#[test]
+fn kill_switch_widening_scan_restores_the_hook_without_the_scan() {
+    let (r, base, head) = widened_repo();
+    let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
+    // Same repository content, scan off: the hook prints only its own header line.
+    let mut off = widened_repo().0;
+    off.env.push(("PREMERGE_WIDENING_SCAN".into(), "0".into()));
+    let stdin_off = format!(
+        "refs/heads/main {} refs/heads/main {}\n",
+        off.git(&["rev-parse", "HEAD"]),
+        off.git(&["rev-parse", "HEAD~1"])
+    );
+    let on = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
+    on.expect_code(0);
+    assert!(on.stdout.contains("premerge widening scan: 2 finding(s), 2 guard memory(ies) written"), "{}", on.stdout);
+    let offrun = off.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin_off.as_bytes());
+    offrun.expect_code(0);
+    assert_eq!(offrun.stdout, "premerge pre-push: 1 file(s) changed in 1 ref(s) (+1 -2)\n");
+    assert_eq!(offrun.stderr, "");
+    assert!(!state_dir(&off).join("premerge.db").exists());
+    assert!(!state_dir(&off).join("events.jsonl").exists());
+    // The command itself reports nothing and writes nothing.
+    let v = off.premerge(&["scan", "--format", "json"]);
+    v.expect_code(0);
+    assert_eq!(v.json()["findings"], json!([]));
+    assert!(!state_dir(&off).join("premerge.db").exists());
+}
+
+#[test]
+fn kill_switch_invariant_memory_keeps_findings_and_writes_nothing() {
+    let (mut r, base, head) = widened_repo();
+    r.env.push(("PREMERGE_INVARIANT_MEMORY".into(), "0".into()));
+    let v = scan_json(&r, &["--issue", "4"]);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(v["memories_written"], 0);
+    let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
+    let run = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
+    run.expect_code(0);
+    assert!(run.stdout.contains("premerge widening scan: 2 finding(s) (signal only, not blocking)"), "{}", run.stdout);
+    assert!(!state_dir(&r).join("premerge.db").exists());
+    assert!(!state_dir(&r).join("events.jsonl").exists());
+}
+
+#[test]
+fn post_merge_hook_scans_orig_head_to_head() {
+    let r = TestRepo::new();
+    r.write("src/query.rs", QUERY_BEFORE);
+    r.commit_all("initial");
+    r.git(&["checkout", "-q", "-b", "feature"]);
+    r.write("src/query.rs", QUERY_AFTER);
+    r.commit_all("widen");
+    r.git(&["checkout", "-q", "main"]);
+    r.git(&["merge", "-q", "feature"]);
+    let run = r.premerge(&["hook", "post-merge", "0"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("premerge widening scan: 2 finding(s)"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("src/query.rs:3 rust-integer-widened Query.limit: limit: u8 -> limit: u64"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("set_ratio: assert!(r >= 0.0 && r <= 1.0) -> (removed)"), "{}", run.stdout);
+}
+
+#[test]
+fn a_scan_error_in_a_hook_is_a_warning_and_the_push_goes_on() {
+    let (r, base, head) = widened_repo();
+    r.write("premerge.toml", "[scan]\nignore = [\"[\"]\n");
+    let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
+    let run = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
+    run.expect_code(0);
+    assert!(run.stderr.contains("premerge: warning: widening scan: scan.ignore"), "{}", run.stderr);
+    assert!(run.stderr.contains("signal only: continuing"), "{}", run.stderr);
+}
+
+#[test]
+fn bad_input_is_skipped_with_a_note_and_never_crashes() {
+    let r = TestRepo::new();
+    r.write("premerge.toml", "[scan]\nmax_file_bytes = 400\n");
+    r.write("src/query.rs", QUERY_BEFORE);
+    r.write("src/bin.rs", b"pub struct A { a: u8 }\0\x01\x02");
+    r.write("src/latin.rs", b"pub struct A { a: u8 } // caf\xe9\n");
+    r.write("src/big.rs", format!("pub struct A {{ a: u8 }}\n{}", "// padding\n".repeat(50)));
+    r.write("src/broken.rs", "pub struct A { a: u8 }\n");
+    r.commit_all("initial");
+    r.write("src/query.rs", QUERY_AFTER);
+    r.write("src/bin.rs", b"pub struct A { a: u64 }\0\x01\x02");
+    r.write("src/latin.rs", b"pub struct A { a: u64 } // caf\xe9\n");
+    r.write("src/big.rs", format!("pub struct A {{ a: u64 }}\n{}", "// padding\n".repeat(50)));
+    r.write("src/broken.rs", "pub struct A { a: u64 \n");
+    r.commit_all("change");
+    let run = r.premerge(&["scan", "--format", "json", "--no-memory"]);
+    run.expect_code(0);
+    let v = run.json();
+    let files: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["src/query.rs", "src/query.rs"]);
+    let notes: Vec<(String, String)> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["file"].as_str().unwrap().to_string(), n["kind"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("src/big.rs".to_string(), "skipped".to_string()),
+            ("src/bin.rs".to_string(), "skipped".to_string()),
+            ("src/broken.rs".to_string(), "parse-failed".to_string()),
+            ("src/latin.rs".to_string(), "skipped".to_string()),
+        ]
+    );
+    assert!(run.stderr.contains("scan: src/big.rs: skipped: old version is"), "{}", run.stderr);
+    assert!(run.stderr.contains("over scan.max_file_bytes (400)"), "{}", run.stderr);
+    assert!(run.stderr.contains("scan: src/bin.rs: skipped: old version is binary"), "{}", run.stderr);
+    assert!(run.stderr.contains("scan: src/latin.rs: skipped: not valid UTF-8"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("scan: src/broken.rs: not scanned: new version does not parse as Rust"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn unknown_revision_is_exit_2() {
+    let (r, _, _) = widened_repo();
+    let run = r.premerge(&["scan", "--base", "no-such-rev"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("premerge: unknown revision `no-such-rev`"), "{}", run.stderr);
+}
+
+#[test]
+fn staged_and_worktree_changes_are_scanned() {
+    let r = TestRepo::new();
+    r.write("src/query.rs", QUERY_BEFORE);
+    r.commit_all("initial");
+    r.write("src/query.rs", QUERY_AFTER);
+    let v = scan_json(&r, &["--worktree"]);
+    assert_eq!(v["head"], Value::Null);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(v["memories_written"], 2);
+    assert_eq!(scan_json(&r, &["--staged"])["findings"], json!([]));
+    r.git(&["add", "src/query.rs"]);
+    let v = scan_json(&r, &["--staged"]);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(v["memories_written"], 0, "same cycle (the commit the changes sit on)");
+}
+
+#[test]
+fn policies_from_premerge_toml() {
+    let (r, _, _) = widened_repo();
+    r.write("premerge.toml", "[scan.severity]\nrust-integer-widened = \"high\"\nrust-assert-removed = \"off\"\n");
+    let v = scan_json(&r, &["--no-memory"]);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(v["findings"][0]["severity"], "high");
+    r.write("premerge.toml", "[scan]\nignore = [\"src/**\"]\n");
+    assert_eq!(scan_json(&r, &["--no-memory"])["findings"], json!([]));
+    r.write("premerge.toml", "[scan.severity]\nno-such-rule = \"low\"\n");
+    let run = r.premerge(&["scan"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("scan.severity: unknown rule `no-such-rule`"), "{}", run.stderr);
+}
+
+#[test]
+fn test_code_is_dropped_by_default_and_low_with_include_tests() {
+    let r = TestRepo::new();
+    r.write("tests/api.rs", QUERY_BEFORE);
+    r.commit_all("initial");
+    r.write("tests/api.rs", QUERY_AFTER);
+    r.commit_all("change");
+    assert_eq!(scan_json(&r, &["--no-memory"])["findings"], json!([]));
+    r.write("premerge.toml", "[scan]\ninclude_tests = true\n");
+    let v = scan_json(&r, &["--no-memory"]);
+    let sev: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["severity"].as_str().unwrap()).collect();
+    assert_eq!(sev, ["low", "low"]);
+}
+
+#[test]
+fn rules_doc_flag_prints_the_committed_catalogue() {
+    let r = TestRepo::new();
+    let run = r.premerge(&["scan", "--rules-doc"]);
+    run.expect_code(0);
+    let committed = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/rules.md")).unwrap();
+    assert_eq!(run.stdout, committed);
+}
+
+#[test]
+fn demo_shows_both_findings_and_the_memories_written() {
+    let r = TestRepo::new();
+    let run = r.premerge(&["demo"]);
+    run.expect_code(0);
+    let out = &run.stdout;
+    let stage = out.split("== widening scan ==").nth(1).unwrap().split("\n== ").next().unwrap();
+    assert!(stage.contains("line 3: rust-integer-widened [medium] Query.limit"), "{stage}");
+    assert!(stage.contains("line 7: rust-assert-removed [medium] set_ratio"), "{stage}");
+    assert!(stage.contains("2 guard memory(ies) written"), "{stage}");
+    assert!(stage.contains("$ premerge memory search --file src/query.rs"), "{stage}");
+    assert!(stage.contains("Removed in issue #4. Verify what now guarantees the old invariant"), "{stage}");
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Benchmark: the whole `premerge hook pre-push` (diff, widening scan, guard-memory
+# write) on a small push (one commit, five changed source files), side by side with
+# the no-op pre-push hooks of pre-commit, lefthook and prek (installed from PyPI into
+# a throwaway virtualenv).
+#
+#   scripts/bench-prepush.sh [RUNS]
+#
+# Each tool runs in its own copy of the same repository through the hook git would
+# run (.git/hooks/pre-push) with git's pre-push stdin. Before every premerge run the
+# state directory is removed (untimed), so every timed run writes its memories.
+set -euo pipefail
+
+RUNS=${1:-30}
+# shellcheck source=scripts/bench-common.sh
+. "$(dirname "$0")/bench-common.sh"
+
+python3 -m venv "$WORK/venv"
+INSTALLED=()
+for pkg in pre-commit lefthook prek; do
+  if "$WORK/venv/bin/pip" install -q "$pkg" >/dev/null 2>&1; then
+    INSTALLED+=("$pkg")
+  else
+    echo "could not install $pkg from PyPI: skipped"
+  fi
+done
+export PATH="$WORK/venv/bin:$PATH"
+
+# The pushed repository: five Rust files, one commit widening a field and dropping a
+# check in each.
+mkdir "$WORK/base" && cd "$WORK/base"
+git init -q -b main
+for i in 1 2 3 4 5; do
+  mkdir -p src
+  printf 'pub struct Query%s {\n    pub limit: u8,\n}\n\npub fn set_ratio_%s(r: f64) -> f64 {\n    assert!(r >= 0.0 && r <= 1.0);\n    r\n}\n' "$i" "$i" >"src/m$i.rs"
+done
+# A no-op hook for each framework: one local hook running `true` (prek refuses a
+# configuration with no hook at all, so pre-commit and prek get the same one).
+cat >.pre-commit-config.yaml <<'YAML'
+repos:
+  - repo: local
+    hooks:
+      - id: noop
+        name: noop
+        entry: "true"
+        language: system
+        pass_filenames: false
+        always_run: true
+        stages: [pre-push]
+YAML
+cat >lefthook.yml <<'YAML'
+pre-push:
+  commands:
+    noop:
+      run: "true"
+YAML
+git add -A && git commit -q -m base
+for i in 1 2 3 4 5; do
+  printf 'pub struct Query%s {\n    pub limit: u64,\n}\n\npub fn set_ratio_%s(r: f64) -> f64 {\n    r\n}\n' "$i" "$i" >"src/m$i.rs"
+done
+git commit -q -am widen
+BASE=$(git rev-parse HEAD~1)
+HEAD=$(git rev-parse HEAD)
+printf 'refs/heads/main %s refs/heads/main %s\n' "$HEAD" "$BASE" >"$WORK/stdin"
+
+setup() { # tool
+  cp -r "$WORK/base" "$WORK/$1"
+  cd "$WORK/$1"
+  case $1 in
+    premerge) printf '#!/bin/sh\nexec "%s" hook pre-push "$@"\n' "$BIN" >.git/hooks/pre-push && chmod +x .git/hooks/pre-push ;;
+    pre-commit) pre-commit install -t pre-push >/dev/null ;;
+    prek) prek install -t pre-push >/dev/null ;;
+    lefthook) lefthook install >/dev/null 2>&1 ;;
+  esac
+  cd "$WORK"
+}
+
+TOOLS=(premerge "${INSTALLED[@]}")
+for t in "${TOOLS[@]}"; do setup "$t"; done
+echo "premerge's own output on this push:"
+(cd "$WORK/premerge" && .git/hooks/pre-push origin file:///dev/null <"$WORK/stdin")
+rm -rf "$WORK/premerge/.git/premerge"
+
+python3 - "$WORK" "$RUNS" "${TOOLS[@]}" <<'PY'
+import os, shutil, statistics, subprocess, sys, time
+work, runs, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+stdin = open(os.path.join(work, "stdin"), "rb").read()
+print(f"{'hook':<12} {'median ms':>10} {'min ms':>8}  ({runs} runs, 2 warm-ups)")
+for t in tools:
+    repo = os.path.join(work, t)
+    times = []
+    for i in range(runs + 2):
+        if t == "premerge":
+            shutil.rmtree(os.path.join(repo, ".git", "premerge"), ignore_errors=True)
+        start = time.perf_counter()
+        p = subprocess.run([".git/hooks/pre-push", "origin", "file:///dev/null"], cwd=repo, input=stdin,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elapsed = (time.perf_counter() - start) * 1000
+        if p.returncode != 0:
+            print(f"{t}: hook exited {p.returncode}"); break
+        if i >= 2:
+            times.append(elapsed)
+    if times:
+        print(f"{t:<12} {statistics.median(times):>10.1f} {min(times):>8.1f}")
+PY

@@ -1,0 +1,401 @@
+//! The scan engine: picks the detector of each changed file, guards it against bad
+//! input, and applies the policies (ignored paths, severity overrides, inline allow
+//! comments, test code) to what the detectors report.
+//!
+//! Pure: it takes file contents as bytes and returns values. Reading blobs is the
+//! command's job. Files are scanned in parallel (rayon); the result is sorted, so the
+//! output never depends on scheduling.
+
+use std::collections::BTreeMap;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{Language, RawFinding, Severity, catalogue, detector};
+
+/// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
+/// a larger "source" file is almost always generated or vendored, and parsing it
+/// twice would dominate the scan's time for no useful signal.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// How many leading bytes are searched for a NUL to call a file binary (git's own
+/// heuristic looks at the first 8000 bytes).
+const BINARY_SNIFF_BYTES: usize = 8000;
+
+/// Errors in the scan policy (bad configuration values).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PolicyError {
+    /// A `scan.ignore` pattern that is not a valid glob.
+    #[error("scan.ignore: `{pattern}` is not a valid glob: {why}")]
+    BadGlob { pattern: String, why: String },
+    /// A `scan.severity` entry naming no rule of the catalogue.
+    #[error("scan.severity: unknown rule `{rule}`")]
+    UnknownRule { rule: String },
+    /// A `scan.severity` value other than high, medium, low or off.
+    #[error("scan.severity.{rule}: `{value}` is not one of high, medium, low, off")]
+    BadSeverity { rule: String, value: String },
+}
+
+/// The policies the engine applies to detector output.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Files larger than this (either version) are skipped with a note.
+    pub max_file_bytes: u64,
+    /// Report findings inside test code (at low severity) instead of dropping them.
+    pub include_tests: bool,
+    /// Paths never scanned.
+    pub ignore: GlobSet,
+    /// Per-rule severity override; `None` silences the rule.
+    pub severity: BTreeMap<String, Option<Severity>>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            include_tests: false,
+            ignore: GlobSet::empty(),
+            severity: BTreeMap::new(),
+        }
+    }
+}
+
+impl Policy {
+    /// Build a policy from configuration values, validating globs, rule ids and severities.
+    pub fn new(
+        max_file_bytes: u64,
+        include_tests: bool,
+        ignore: &[String],
+        severity: &BTreeMap<String, String>,
+    ) -> Result<Policy, PolicyError> {
+        let mut b = GlobSetBuilder::new();
+        for p in ignore {
+            let g = Glob::new(p).map_err(|e| PolicyError::BadGlob { pattern: p.clone(), why: e.kind().to_string() })?;
+            b.add(g);
+        }
+        let ignore = b.build().map_err(|e| PolicyError::BadGlob { pattern: ignore.join(", "), why: e.to_string() })?;
+        let mut sev = BTreeMap::new();
+        for (rule, value) in severity {
+            if catalogue::get(rule).is_none() {
+                return Err(PolicyError::UnknownRule { rule: rule.clone() });
+            }
+            let v = catalogue::parse_severity_override(value)
+                .ok_or_else(|| PolicyError::BadSeverity { rule: rule.clone(), value: value.clone() })?;
+            sev.insert(rule.clone(), v);
+        }
+        Ok(Policy { max_file_bytes, include_tests, ignore, severity: sev })
+    }
+}
+
+/// One changed file, both versions as bytes (`None`: absent on that side).
+#[derive(Debug, Clone)]
+pub struct FileInput {
+    /// Repository path of the new version (the old one for a deletion).
+    pub path: String,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+}
+
+/// A finding after policies: what `premerge scan` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: String,
+    pub language: Language,
+    pub file: String,
+    pub symbol: String,
+    pub line: u32,
+    pub before: String,
+    pub after: String,
+    pub message: String,
+    pub severity: Severity,
+}
+
+/// Why a file produced no findings although it was looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoteKind {
+    /// Skipped on purpose: binary, invalid UTF-8, over the size limit.
+    Skipped,
+    /// A version failed to parse: no findings for the file, and a warning.
+    ParseFailed,
+}
+
+/// A note about one file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Note {
+    pub file: String,
+    pub kind: NoteKind,
+    pub reason: String,
+}
+
+/// The engine's answer for a set of files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Sorted by (file, line, rule, symbol), byte order.
+    pub findings: Vec<Finding>,
+    /// Sorted by (file, kind, reason).
+    pub notes: Vec<Note>,
+    /// How many files a detector ran on.
+    pub files_scanned: usize,
+}
+
+/// Scan many files in parallel.
+pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
+    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> = inputs.par_iter().map(|f| scan_one(f, policy)).collect();
+    let mut r = Report::default();
+    for (findings, note, scanned) in parts {
+        r.findings.extend(findings);
+        r.notes.extend(note);
+        r.files_scanned += usize::from(scanned);
+    }
+    drop_checks_moved_to_other_files(&mut r.findings, inputs);
+    sort_findings(&mut r.findings);
+    r.notes.sort_by(|a, b| {
+        a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
+    });
+    r
+}
+
+/// Text with every whitespace character removed: how a check is recognised after
+/// reformatting.
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Checks shorter than this (squashed) are too generic to be recognised elsewhere.
+const MIN_MOVED_CHECK_CHARS: usize = 8;
+
+/// A removed check that appears, verbatim up to whitespace, in the new version of
+/// another file of the same change (and not in its old version) was moved into a
+/// helper there, not removed. Detectors see one file; this pass sees the change.
+/// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
+/// the size of the change, however many checks were removed.
+fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
+    let is_check = |f: &Finding| catalogue::get(&f.rule).is_some_and(|r| r.family == "check-removed");
+    let needle_of = |f: &Finding| {
+        Some(squash(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
+    };
+    let needles: Vec<String> = findings
+        .iter()
+        .filter(|f| is_check(f))
+        .filter_map(needle_of)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if needles.is_empty() {
+        return;
+    }
+    let Ok(ac) = aho_corasick::AhoCorasick::new(&needles) else { return };
+    let found = |b: &Option<Vec<u8>>| -> std::collections::BTreeSet<usize> {
+        let Some(text) = b.as_deref().and_then(|b| std::str::from_utf8(b).ok()) else { return Default::default() };
+        ac.find_overlapping_iter(&squash(text)).map(|m| m.pattern().as_usize()).collect()
+    };
+    // Needle index -> the (first two) files whose change added it.
+    let per_file: Vec<(&str, Vec<usize>)> = inputs
+        .par_iter()
+        .map(|i| {
+            let old = found(&i.before);
+            (i.path.as_str(), found(&i.after).into_iter().filter(|n| !old.contains(n)).collect())
+        })
+        .collect();
+    let mut added: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for (path, ids) in per_file {
+        for id in ids {
+            let files = added.entry(id).or_default();
+            if files.len() < 2 {
+                files.push(path);
+            }
+        }
+    }
+    findings.retain(|f| {
+        let Some(needle) = needle_of(f).filter(|_| is_check(f)) else { return true };
+        let id = needles.binary_search(&needle).expect("every needle was collected above");
+        !added.get(&id).is_some_and(|files| files.iter().any(|p| *p != f.file))
+    });
+}
+
+/// Scan one file.
+pub fn scan_file(input: &FileInput, policy: &Policy) -> Report {
+    scan(std::slice::from_ref(input), policy)
+}
+
+/// The one order findings are reported in.
+pub fn sort_findings(v: &mut [Finding]) {
+    v.sort_by(|a, b| {
+        a.file
+            .as_bytes()
+            .cmp(b.file.as_bytes())
+            .then(a.line.cmp(&b.line))
+            .then(a.rule.as_bytes().cmp(b.rule.as_bytes()))
+            .then(a.symbol.as_bytes().cmp(b.symbol.as_bytes()))
+    });
+}
+
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+}
+
+/// Whether a path is test code by convention (test directories and test file names
+/// of the languages the scan covers).
+pub fn is_test_path(path: &str) -> bool {
+    let mut parts = path.split('/').collect::<Vec<_>>();
+    let name = parts.pop().unwrap_or("");
+    if parts.iter().any(|d| matches!(*d, "tests" | "test" | "__tests__" | "testdata" | "spec")) {
+        return true;
+    }
+    let stem = name.split('.').next().unwrap_or("");
+    name.starts_with("test_")
+        || stem.ends_with("_test")
+        || name == "conftest.py"
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+/// Returns (findings, note, whether a detector ran).
+fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, bool) {
+    let path = input.path.as_str();
+    let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
+    // A deleted file takes its constraints with it: not a widening.
+    let Some(after) = input.after.as_deref() else { return (Vec::new(), None, false) };
+    if policy.ignore.is_match(path) {
+        return (Vec::new(), None, false);
+    }
+    let note = |kind, reason: String| (Vec::new(), Some(Note { file: path.to_string(), kind, reason }), false);
+    let before = input.before.as_deref().unwrap_or(b"");
+    for (side, bytes) in [("old", before), ("new", after)] {
+        if bytes.len() as u64 > policy.max_file_bytes {
+            return note(
+                NoteKind::Skipped,
+                format!(
+                    "{side} version is {} bytes, over scan.max_file_bytes ({})",
+                    bytes.len(),
+                    policy.max_file_bytes
+                ),
+            );
+        }
+        if is_binary(bytes) {
+            return note(NoteKind::Skipped, format!("{side} version is binary"));
+        }
+    }
+    if before == after {
+        // A mode change or a pure rename: the same text constrains the same things.
+        return (Vec::new(), None, false);
+    }
+    let (Ok(before), Ok(after)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
+        return note(NoteKind::Skipped, "not valid UTF-8".to_string());
+    };
+    let raw = match detector(lang)(path, before, after) {
+        Ok(r) => r,
+        Err(e) => return note(NoteKind::ParseFailed, e.0),
+    };
+    let test_path = is_test_path(path);
+    let lines: Vec<&str> = after.lines().collect();
+    let findings = raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
+    (findings, None, true)
+}
+
+/// Whether the new line carries `premerge: allow(<rule-id>)` (a comma-separated list
+/// of ids is accepted).
+fn allowed(line: Option<&&str>, rule: &str) -> bool {
+    let Some(line) = line else { return false };
+    let mut rest = *line;
+    while let Some(i) = rest.find("premerge: allow(") {
+        rest = &rest[i + "premerge: allow(".len()..];
+        let Some(end) = rest.find(')') else { return false };
+        if rest[..end].split(',').any(|id| id.trim() == rule) {
+            return true;
+        }
+        rest = &rest[end..];
+    }
+    false
+}
+
+fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&str], p: &Policy) -> Option<Finding> {
+    let rule = catalogue::get(f.rule)?;
+    let mut severity = match p.severity.get(f.rule) {
+        Some(None) => return None,
+        Some(Some(s)) => *s,
+        None => rule.severity,
+    };
+    if f.in_test || test_path {
+        if !p.include_tests {
+            return None;
+        }
+        severity = Severity::Low;
+    }
+    if f.line >= 1 && allowed(lines.get(f.line as usize - 1), f.rule) {
+        return None;
+    }
+    Some(Finding {
+        rule: f.rule.to_string(),
+        language: lang,
+        file: path.to_string(),
+        message: catalogue::render_message(rule, &f.symbol, &f.before, &f.after),
+        symbol: f.symbol,
+        line: f.line,
+        before: f.before,
+        after: f.after,
+        severity,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_paths_follow_language_conventions() {
+        for p in ["tests/a.rs", "src/__tests__/x.ts", "pkg/a_test.go", "test_api.py", "a/b.spec.ts", "x.test.js"] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in ["src/testing.rs", "src/latest.py", "contest.go", "src/attest/a.rs"] {
+            assert!(!is_test_path(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn allow_comment_lists() {
+        assert!(allowed(Some(&"x: u64, // premerge: allow(rust-integer-widened)"), "rust-integer-widened"));
+        assert!(allowed(Some(&"// premerge: allow(a, rust-x)"), "rust-x"));
+        assert!(!allowed(Some(&"// premerge: allow(rust-xy)"), "rust-x"));
+        assert!(!allowed(None, "rust-x"));
+    }
+
+    #[test]
+    fn bad_input_is_noted_not_scanned() {
+        let p = Policy { max_file_bytes: 10, ..Policy::default() };
+        let big = FileInput { path: "a.rs".into(), before: None, after: Some(vec![b'a'; 11]) };
+        assert_eq!(scan_file(&big, &p).notes[0].kind, NoteKind::Skipped);
+        let bin = FileInput { path: "a.rs".into(), before: Some(b"a\0b".to_vec()), after: Some(b"x".to_vec()) };
+        assert!(scan_file(&bin, &Policy::default()).notes[0].reason.contains("binary"));
+        let utf = FileInput { path: "a.rs".into(), before: None, after: Some(vec![0xff, 0xfe, b'a']) };
+        assert!(scan_file(&utf, &Policy::default()).notes[0].reason.contains("UTF-8"));
+        let other = FileInput { path: "a.txt".into(), before: None, after: Some(b"\0".to_vec()) };
+        assert_eq!(scan_file(&other, &Policy::default()), Report::default());
+    }
+
+    #[test]
+    fn a_check_moved_to_another_changed_file_is_not_removed() {
+        let f = |path: &str, before: &str, after: &str| FileInput {
+            path: path.into(),
+            before: Some(before.as_bytes().to_vec()),
+            after: Some(after.as_bytes().to_vec()),
+        };
+        let a = f("src/a.rs", "fn g(x: u8) {\n    assert!(x < 10);\n}\n", "fn g(x: u8) {\n    check(x);\n}\n");
+        let moved = f("src/b.rs", "", "pub fn check(x: u8) {\n    assert!(x <  10);\n}\n");
+        let unrelated = f("src/b.rs", "", "pub fn check(x: u8) {}\n");
+        assert!(scan(&[a.clone(), moved], &Policy::default()).findings.is_empty());
+        assert_eq!(scan(&[a, unrelated], &Policy::default()).findings.len(), 1);
+    }
+
+    #[test]
+    fn policy_validates_configuration() {
+        let bad = BTreeMap::from([("no-such-rule".to_string(), "low".to_string())]);
+        assert!(matches!(Policy::new(1, false, &[], &bad), Err(PolicyError::UnknownRule { .. })));
+        assert!(matches!(
+            Policy::new(1, false, &["[".to_string()], &BTreeMap::new()),
+            Err(PolicyError::BadGlob { .. })
+        ));
+    }
+}
