@@ -6,7 +6,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 
 use super::Ctx;
@@ -247,55 +247,18 @@ fn dispatch(
     }
 }
 
-/// Guard memories touching `files`. Kept small and isolated on purpose: it reads the
-/// `memories` table of premerge.db when the widening-scan work's migration created it
-/// (columns found by name: `file` or `path`; `symbol`; `text`, `content` or `body`),
-/// and returns none when there is no database or no such table.
+/// Guard memories touching `files`, from the embedded memory store (none when the
+/// clone has no database yet).
 fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
     let state = repo.state_dir();
     if !state.db_path().exists() {
         return Ok(Vec::new());
     }
     let conn = state.open_db()?;
-    let exists: i64 =
-        conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'memories'", [], |r| {
-            r.get(0)
-        })?;
-    if exists == 0 {
-        return Ok(Vec::new());
-    }
-    let mut stmt = conn.prepare("SELECT * FROM memories")?;
-    let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_ascii_lowercase()).collect();
-    let col = |wanted: &[&str]| wanted.iter().find_map(|w| names.iter().position(|n| n == w));
-    let file_col = col(&["file", "path"]).ok_or_else(|| anyhow!("memories table has no file or path column"))?;
-    let text_col = col(&["text", "content", "body"]).ok_or_else(|| anyhow!("memories table has no text column"))?;
-    let sym_col = col(&["symbol"]);
-    let text_of = |v: rusqlite::types::Value| match v {
-        rusqlite::types::Value::Text(s) => Some(s),
-        rusqlite::types::Value::Integer(n) => Some(n.to_string()),
-        _ => None,
-    };
-    let mut out = Vec::new();
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        let Some(file) = text_of(row.get(file_col)?) else { continue };
-        if files.binary_search_by(|f| f.as_bytes().cmp(file.as_bytes())).is_err() {
-            continue;
-        }
-        let symbol = match sym_col {
-            Some(i) => text_of(row.get(i)?),
-            None => None,
-        };
-        let text = text_of(row.get(text_col)?).unwrap_or_default();
-        out.push(GuardMemory { file, symbol, text });
-    }
-    out.sort_by(|a, b| {
-        (a.file.as_bytes(), a.symbol.as_deref().map(str::as_bytes), a.text.as_bytes()).cmp(&(
-            b.file.as_bytes(),
-            b.symbol.as_deref().map(str::as_bytes),
-            b.text.as_bytes(),
-        ))
-    });
+    let mut out: Vec<GuardMemory> = crate::memory::db::search_by_files(&conn, files)?
+        .into_iter()
+        .map(|m| GuardMemory { file: m.file.clone(), symbol: Some(m.symbol.clone()), text: m.content.clone() })
+        .collect();
     out.dedup();
     Ok(out)
 }

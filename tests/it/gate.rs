@@ -540,3 +540,27 @@ fn plan_history_stays_right_across_evaluations_as_commits_arrive() {
         (Some(false), Some(true))
     );
 }
+
+/// After a compaction the re-grounding lists the guard memories the widening scan
+/// recorded for the files this agent owns.
+#[test]
+fn compaction_regrounding_lists_guard_memories_of_owned_files() {
+    let r = planned();
+    r.write("src/lib.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    r.commit_all("query");
+    r.write("src/lib.rs", "pub struct Query {\n    pub limit: u64,\n}\n");
+    r.commit_all("widen");
+    let scan = r.premerge(&["scan", "--issue", "3", "--format", "json"]);
+    scan.expect_code(0);
+    assert_eq!(scan.json()["memories_written"], 1, "{}", scan.stdout);
+    let run_dir = r.root.join(".git/premerge/run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(
+        run_dir.join("fix-waves-01.json"),
+        r#"{"schema_version":1,"attempt":1,"max_per_wave":8,"waves":[[{"file":"src/lib.rs","owner":"w01-01","findings":[]}]]}"#,
+    )
+    .unwrap();
+    let text = session_start(&r, "s1", "compact").stdout;
+    assert!(text.contains("Query.limit"), "the memory about src/lib.rs is shown: {text}");
+    assert!(text.contains("Continue your work"), "{text}");
+}

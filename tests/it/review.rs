@@ -146,12 +146,25 @@ fn configure_dispatch(r: &TestRepo, script: &Path) {
 
 /// Seed a guard memory the way the widening scan's store keeps them: a `memories`
 /// table in premerge.db. (When the memory store lands, seed it through its API.)
+/// Write a guard memory through the real store (what `premerge scan` does).
 fn seed_guard_memory(r: &TestRepo, file: &str, symbol: &str, text: &str) {
-    let dir = r.root.join(".git/premerge");
-    fs::create_dir_all(&dir).unwrap();
-    let conn = rusqlite::Connection::open(dir.join("premerge.db")).unwrap();
-    conn.execute_batch("CREATE TABLE IF NOT EXISTS memories (file TEXT, symbol TEXT, text TEXT)").unwrap();
-    conn.execute("INSERT INTO memories VALUES (?1, ?2, ?3)", [file, symbol, text]).unwrap();
+    let repo = premerge::git::Repo::discover(&r.root).unwrap();
+    let mut conn = repo.state_dir().open_db().unwrap();
+    let m = premerge::memory::NewMemory {
+        cycle: "issue-7".into(),
+        file: file.into(),
+        symbol: symbol.into(),
+        rule: "rust-integer-widened".into(),
+        language: "rust".into(),
+        line: 3,
+        before: "limit: u8".into(),
+        after: "limit: u64".into(),
+        issue: Some(7),
+        commit: None,
+        content: text.into(),
+        metadata: json!({}),
+    };
+    premerge::memory::db::insert(&mut conn, &m, "2026-01-02T03:04:05Z").unwrap();
 }
 
 #[test]

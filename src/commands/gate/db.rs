@@ -254,28 +254,12 @@ pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
     })
 }
 
-/// Up to `per_file` guard memories for each file, when the `memories` table exists.
-/// The table belongs to the widening-scan work, so its columns are discovered, not assumed.
+/// Up to `per_file` guard memories for each file, from the embedded memory store.
 pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
-    let mut st = conn.prepare("SELECT name FROM pragma_table_info('memories')")?;
-    let cols: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-    let pick = |names: &[&'static str]| names.iter().copied().find(|n| cols.iter().any(|c| c == n));
-    let (Some(file_col), Some(text_col)) =
-        (pick(&["file", "path"]), pick(&["summary", "text", "message", "body", "content", "note", "rule"]))
-    else {
-        return Ok(Vec::new());
-    };
-    // Both column names come from the fixed lists above, never from input.
-    let sql = format!("SELECT {text_col} FROM memories WHERE {file_col} = ?1 LIMIT ?2");
-    let mut st = conn.prepare(&sql)?;
     let mut out = Vec::new();
     for f in files {
-        let rows = st.query_map(params![f, per_file as i64], |r| r.get::<_, Option<String>>(0))?;
-        for t in rows {
-            if let Some(t) = t? {
-                out.push((f.clone(), t));
-            }
-        }
+        let found = crate::memory::db::search_by_files(conn, std::slice::from_ref(f))?;
+        out.extend(found.into_iter().take(per_file).map(|m| (f.clone(), m.content.clone())));
     }
     Ok(out)
 }
