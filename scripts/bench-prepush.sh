@@ -7,8 +7,10 @@
 #   scripts/bench-prepush.sh [RUNS]
 #
 # Each tool runs in its own copy of the same repository through the hook git would
-# run (.git/hooks/pre-push) with git's pre-push stdin. Before every premerge run the
-# state directory is removed (untimed), so every timed run writes its memories.
+# run (.git/hooks/pre-push) with git's pre-push stdin. premerge is timed twice: with
+# its state directory removed before every run (the first push ever: the database is
+# created) and with the database kept and only the memories deleted (untimed) before
+# every run (steady state); every timed run writes its ten memories.
 set -euo pipefail
 
 RUNS=${1:-30}
@@ -82,24 +84,36 @@ echo "premerge's own output on this push:"
 rm -rf "$WORK/premerge/.git/premerge"
 
 python3 - "$WORK" "$RUNS" "${TOOLS[@]}" <<'PY'
-import os, shutil, statistics, subprocess, sys, time
+import os, shutil, sqlite3, statistics, subprocess, sys, time
 work, runs, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 stdin = open(os.path.join(work, "stdin"), "rb").read()
-print(f"{'hook':<12} {'median ms':>10} {'min ms':>8}  ({runs} runs, 2 warm-ups)")
+
+def forget_memories(repo):
+    # Steady state: the store exists (an earlier push created it); only this push's
+    # memories are removed, so the timed run writes them again.
+    db = sqlite3.connect(os.path.join(repo, ".git", "premerge", "premerge.db"))
+    db.execute("DELETE FROM memories"); db.execute("DELETE FROM memories_fts"); db.commit(); db.close()
+
+rows = []
 for t in tools:
+    rows += [("premerge (first push: store created)", t, "fresh"), ("premerge (store exists)", t, "existing")] if t == "premerge" else [(f"{t} (no-op hook)", t, None)]
+print(f"{'hook':<38} {'median ms':>10} {'min ms':>8}  ({runs} runs, 2 warm-ups)")
+for name, t, mode in rows:
     repo = os.path.join(work, t)
     times = []
     for i in range(runs + 2):
-        if t == "premerge":
+        if mode == "fresh":
             shutil.rmtree(os.path.join(repo, ".git", "premerge"), ignore_errors=True)
+        elif mode == "existing" and os.path.exists(os.path.join(repo, ".git", "premerge", "premerge.db")):
+            forget_memories(repo)
         start = time.perf_counter()
         p = subprocess.run([".git/hooks/pre-push", "origin", "file:///dev/null"], cwd=repo, input=stdin,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         elapsed = (time.perf_counter() - start) * 1000
         if p.returncode != 0:
-            print(f"{t}: hook exited {p.returncode}"); break
+            print(f"{name}: hook exited {p.returncode}"); break
         if i >= 2:
             times.append(elapsed)
     if times:
-        print(f"{t:<12} {statistics.median(times):>10.1f} {min(times):>8.1f}")
+        print(f"{name:<38} {statistics.median(times):>10.1f} {min(times):>8.1f}")
 PY

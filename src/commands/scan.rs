@@ -140,9 +140,11 @@ fn write_memories(
     let mut out = MemoryOutcome::default();
     let backend = config.list("memory.backend_command");
     let timeout = Duration::from_millis(config.int("memory.backend_timeout_ms"));
-    for m in memory::plan(findings, cycle, opts.issue, commit) {
+    let planned = memory::plan(findings, cycle, opts.issue, commit);
+    let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
+    for (m, write) in planned.iter().zip(writes) {
         let event = |kind: &str, id: i64| json!({"kind": kind, "id": id, "cycle": m.cycle, "file": m.file, "symbol": m.symbol, "rule": m.rule});
-        match db::insert(&mut conn, &m, &crate::store::now_rfc3339())? {
+        match write {
             db::Write::Duplicate(id) => {
                 out.duplicates += 1;
                 crate::store::append_event(&state.path, &event("guard-memory-duplicate-skipped", id))?;

@@ -29,7 +29,22 @@ pub enum Write {
 
 /// Write a memory unless its `(cycle, file, symbol)` already has one.
 pub fn insert(conn: &mut Connection, m: &NewMemory, created_at: &str) -> Result<Write> {
+    Ok(insert_all(conn, std::slice::from_ref(m), created_at)?[0])
+}
+
+/// Write memories in one transaction (one sync to disk however many there are),
+/// skipping each whose `(cycle, file, symbol)` already has one. Answers in order.
+pub fn insert_all(conn: &mut Connection, memories: &[NewMemory], created_at: &str) -> Result<Vec<Write>> {
     let tx = conn.transaction()?;
+    let mut out = Vec::with_capacity(memories.len());
+    for m in memories {
+        out.push(insert_one(&tx, m, created_at)?);
+    }
+    tx.commit()?;
+    Ok(out)
+}
+
+fn insert_one(tx: &rusqlite::Transaction, m: &NewMemory, created_at: &str) -> Result<Write> {
     let existing: Option<i64> = tx
         .query_row(
             "SELECT id FROM memories WHERE cycle = ?1 AND file = ?2 AND symbol = ?3",
@@ -66,7 +81,6 @@ pub fn insert(conn: &mut Connection, m: &NewMemory, created_at: &str) -> Result<
         "INSERT INTO memories_fts (rowid, content, file, symbol, rule) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, m.content, m.file, m.symbol, m.rule],
     )?;
-    tx.commit()?;
     Ok(Write::Written(id))
 }
 
