@@ -51,6 +51,9 @@ pub struct MemoryOutcome {
     pub duplicates: usize,
     /// External-backend failures (each also recorded on the memory and as an event).
     pub warnings: Vec<String>,
+    /// Evidence rows of `(file, symbol)`s written this cycle that already had a memory
+    /// from an earlier cycle: the same invariant widened again (`scan:widening_repeat`).
+    pub repeated: Vec<Value>,
 }
 
 /// How a scan should treat memories.
@@ -152,6 +155,16 @@ fn write_memories(
             db::Write::Written(id) => {
                 out.written += 1;
                 crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
+                let earlier: i64 = conn.query_row(
+                    "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
+                    rusqlite::params![m.file, m.symbol, m.cycle],
+                    |r| r.get(0),
+                )?;
+                if earlier > 0 {
+                    out.repeated.push(json!({
+                        "id": format!("memory-{id}"), "file": m.file, "symbol": m.symbol, "rule": m.rule,
+                    }));
+                }
                 if opts.backend && !backend.is_empty() {
                     let meta = crate::canonical::to_compact(&m.metadata)?;
                     let values = BTreeMap::from([("text", m.content.clone()), ("metadata", meta)]);
@@ -193,7 +206,24 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let opts = ScanOptions { issue: args.issue, memory: !args.no_memory, backend: true };
     let out = scan_diff(&repo, &config, &diff, opts)?;
     report_notes(ctx, &out);
+    record_repeats(ctx, &repo, &config, &out);
     print(ctx, &args, &diff, &out)
+}
+
+/// The same `(file, symbol)` widened again in a later cycle is a stripe
+/// (`scan`, `widening_repeat`). The scan is a signal: the outcome (a proposal, or a
+/// halt recorded for `premerge drain`) is reported on stderr and never changes the exit.
+fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
+    if out.memory.repeated.is_empty() {
+        return;
+    }
+    let run_dir = repo.state_dir().run_dir(None);
+    if let Some(o) =
+        super::proposal::emit_own_signal(ctx, repo, config, &run_dir, "scan", "widening_repeat", &out.memory.repeated)
+    {
+        let line = crate::canonical::to_compact(&o.to_json()).unwrap_or_default();
+        let _ = writeln!(ctx.stderr, "premerge: scan: widened again in a later cycle: stripe {line}");
+    }
 }
 
 /// Notes and backend failures go to stderr as warnings.
@@ -285,6 +315,7 @@ pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
     let opts = ScanOptions { issue: None, memory: true, backend: true };
     let out = scan_diff(run.repo, run.config, run.diff, opts)?;
     report_notes(run.ctx, &out);
+    record_repeats(run.ctx, run.repo, run.config, &out);
     if out.findings.is_empty() {
         return Ok(());
     }

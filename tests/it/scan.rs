@@ -592,3 +592,29 @@ fn demo_shows_both_findings_and_the_memories_written() {
     assert!(stage.contains("$ premerge memory search --file src/query.rs"), "{stage}");
     assert!(stage.contains("Removed in issue #4. Verify what now guarantees the old invariant"), "{stage}");
 }
+
+/// The same `(file, symbol)` widened again in a later cycle is a stripe
+/// (`scan:widening_repeat`): a proposal the first time, a recorded halt when it comes
+/// back while that proposal is open. The scan stays a signal: exit 0 throughout.
+#[test]
+fn widening_the_same_symbol_in_a_later_cycle_is_a_stripe() {
+    let r = TestRepo::new();
+    let widen = |ty: &str, issue: &str| {
+        r.write("src/q.rs", format!("pub struct Query {{\n    pub limit: {ty},\n}}\n"));
+        r.commit_all(&format!("limit {ty}"));
+        let out = r.premerge(&["scan", "--issue", issue, "--format", "json"]);
+        out.expect_code(0);
+        out
+    };
+    r.write("src/q.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    r.commit_all("query");
+    let first = widen("u16", "1");
+    assert!(!first.stderr.contains("widening_repeat"), "a first widening is no repeat: {}", first.stderr);
+    let second = widen("u32", "2");
+    assert!(second.stderr.contains("scan:widening_repeat:"), "{}", second.stderr);
+    assert!(second.stderr.contains("\"outcome\":\"emitted\""), "{}", second.stderr);
+    let third = widen("u64", "3");
+    assert!(third.stderr.contains("\"outcome\":\"stripe_repeat_halt\""), "{}", third.stderr);
+    // The halt is pending for a human.
+    r.premerge(&["drain"]).expect_code(1);
+}
