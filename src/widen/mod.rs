@@ -18,6 +18,7 @@ pub mod python;
 pub mod rust;
 pub mod schema;
 pub mod sql;
+pub mod syntax;
 pub mod ts;
 
 use serde::Serialize;

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
-use super::ts::common::{
-    self, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks, slot_finding,
-    text,
+use super::syntax::{
+    self as common, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 

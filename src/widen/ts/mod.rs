@@ -4,13 +4,11 @@
 //! both languages. `.ts`/`.mts`/`.cts` use the TypeScript grammar, `.tsx` the TSX
 //! grammar, `.js`/`.jsx`/`.mjs`/`.cjs` the JavaScript grammar.
 
-pub(in crate::widen) mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
-use self::common::{
+use super::syntax::{
     Body, Check, Slot, children, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
     slot_finding, text,
 };
@@ -131,8 +129,8 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
         _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     };
-    let b_tree = common::parse(lang.clone(), before, "old", path)?;
-    let a_tree = common::parse(lang, after, "new", path)?;
+    let b_tree = super::syntax::parse(lang.clone(), before, "old", path)?;
+    let a_tree = super::syntax::parse(lang, after, "new", path)?;
     let b = Inventory::build(b_tree.root_node(), before);
     let a = Inventory::build(a_tree.root_node(), after);
 
@@ -665,13 +663,21 @@ mod tests {
 
     #[test]
     fn fixtures_match_expected() {
-        let n = common::fixtures::check_all(RULES, detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+        let n = crate::widen::syntax::fixtures::check_all(
+            RULES,
+            detect,
+            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
+        );
         assert!(n >= 2 * RULES.len());
     }
 
     #[test]
     fn damaged_input_never_panics() {
-        common::fixtures::survives_damage(RULES, detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+        crate::widen::syntax::fixtures::survives_damage(
+            RULES,
+            detect,
+            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
+        );
     }
 
     #[test]

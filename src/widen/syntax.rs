@@ -2,9 +2,6 @@
 //! tree-sitter (a tree with errors is a `DetectError`), one-line source text, and the
 //! comparison of two constraint inventories (typed slots paired by key, checks matched by
 //! condition so that a reworded or moved check is not reported as removed).
-//!
-//! It lives under `ts/` only because the language modules may not add modules to
-//! `widen/mod.rs`; Python and Go reach it as `super::ts::common`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
