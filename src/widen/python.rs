@@ -138,8 +138,7 @@ const BOUND_METADATA: &[&str] =
 
 pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-    let b_tree = common::parse(lang.clone(), before, "old", path)?;
-    let a_tree = common::parse(lang, after, "new", path)?;
+    let (b_tree, a_tree) = common::parse_pair(lang, before, after, path)?;
     let b = Inventory::build(b_tree.root_node(), before);
     let a = Inventory::build(a_tree.root_node(), after);
 

@@ -167,11 +167,15 @@ const MAX_SNIPPET_CHARS: usize = 120;
 /// Compare the two versions of a Rust file.
 pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     // An added file has no old constraints: nothing to parse on that side.
-    let old = match before.is_empty() {
-        true => Inventory::default(),
-        false => Inventory::build(&parse(before, "old")?, before),
+    let (old, new) = match before.is_empty() {
+        true => (Inventory::default(), Inventory::build(&parse(after, "new", None)?, after)),
+        false => {
+            let old_tree = parse(before, "old", None)?;
+            // The new version is parsed incrementally from the old tree.
+            let new_tree = parse(after, "new", Some((&old_tree, before)))?;
+            (Inventory::build(&old_tree, before), Inventory::build(&new_tree, after))
+        }
     };
-    let new = Inventory::build(&parse(after, "new")?, after);
     let mut out = Vec::new();
     compare_slots(&old, &new, &mut out);
     compare_visibility(&old, &new, &mut out);
@@ -186,11 +190,17 @@ pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>,
     Ok(out)
 }
 
-fn parse(src: &str, side: &str) -> Result<Tree, DetectError> {
+/// Parse one version; with `previous` (the old tree and its text) the parse is
+/// incremental (`syntax::reparse`).
+fn parse(src: &str, side: &str, previous: Option<(&Tree, &str)>) -> Result<Tree, DetectError> {
     let mut p = Parser::new();
     p.set_language(&tree_sitter_rust::LANGUAGE.into())
         .map_err(|e| DetectError(format!("rust grammar unavailable: {e}")))?;
-    let tree = p.parse(src, None).ok_or_else(|| DetectError(format!("{side} version: the parser gave up")))?;
+    let tree = match previous {
+        Some((old, before)) => super::syntax::reparse(&mut p, old, before, src),
+        None => p.parse(src, None),
+    }
+    .ok_or_else(|| DetectError(format!("{side} version: the parser gave up")))?;
     if tree.root_node().has_error() {
         let at = first_error(tree.root_node()).map(|n| n.start_position().row + 1).unwrap_or(1);
         return Err(DetectError(format!("{side} version does not parse as Rust (line {at})")));

@@ -9,8 +9,9 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::widen::{DetectError, RawFinding};
 
-/// Parses one version of a file; a tree with syntax errors is refused, so a half-parsed
-/// file never yields findings built on a guess.
+/// Parses one version of a file from scratch (the reference the incremental parse is
+/// tested against).
+#[cfg(test)]
 pub(in crate::widen) fn parse(
     lang: tree_sitter::Language,
     src: &str,
@@ -22,12 +23,101 @@ pub(in crate::widen) fn parse(
     let tree = parser
         .parse(src, None)
         .ok_or_else(|| DetectError(format!("{path}: the {which} version could not be parsed")))?;
+    refuse_errors(&tree, which, path)?;
+    Ok(tree)
+}
+
+/// Parses both versions of a file; a tree with syntax errors is refused, so a
+/// half-parsed file never yields findings built on a guess. The new version is parsed incrementally from the
+/// old tree (see [`reparse`]), so the unchanged parts of a file are not parsed twice.
+pub(in crate::widen) fn parse_pair(
+    lang: tree_sitter::Language,
+    before: &str,
+    after: &str,
+    path: &str,
+) -> Result<(Tree, Tree), DetectError> {
+    let mut parser = Parser::new();
+    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
+    let old = parser
+        .parse(before, None)
+        .ok_or_else(|| DetectError(format!("{path}: the old version could not be parsed")))?;
+    refuse_errors(&old, "old", path)?;
+    let new = reparse(&mut parser, &old, before, after)
+        .ok_or_else(|| DetectError(format!("{path}: the new version could not be parsed")))?;
+    refuse_errors(&new, "new", path)?;
+    Ok((old, new))
+}
+
+fn refuse_errors(tree: &Tree, which: &str, path: &str) -> Result<(), DetectError> {
     let root = tree.root_node();
     if root.has_error() {
         let line = first_error_line(root).unwrap_or(1);
         return Err(DetectError(format!("{path}: the {which} version does not parse (syntax error near line {line})")));
     }
-    Ok(tree)
+    Ok(())
+}
+
+/// Parse `after` reusing `old`, the tree of `before`: the two texts differ only between
+/// their common prefix and their common suffix, so that span is one edit, and
+/// tree-sitter reuses every subtree outside it. The result is the tree a fresh parse
+/// of `after` gives; a change spread over the whole file simply reuses nothing.
+pub(in crate::widen) fn reparse(parser: &mut Parser, old: &Tree, before: &str, after: &str) -> Option<Tree> {
+    let mut edited = old.clone();
+    edited.edit(&edit_between(before, after));
+    parser.parse(after, Some(&edited))
+}
+
+/// The single edit that turns `a` into `b`, on UTF-8 character boundaries.
+fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit {
+    let (ab, bb) = (a.as_bytes(), b.as_bytes());
+    let mut pre = ab.iter().zip(bb).take_while(|(x, y)| x == y).count();
+    while pre > 0 && !(a.is_char_boundary(pre) && b.is_char_boundary(pre)) {
+        pre -= 1;
+    }
+    let room = (ab.len() - pre).min(bb.len() - pre);
+    let mut suf = ab.iter().rev().zip(bb.iter().rev()).take(room).take_while(|(x, y)| x == y).count();
+    while suf > 0 && !(a.is_char_boundary(ab.len() - suf) && b.is_char_boundary(bb.len() - suf)) {
+        suf -= 1;
+    }
+    let (old_end, new_end) = (ab.len() - suf, bb.len() - suf);
+    tree_sitter::InputEdit {
+        start_byte: pre,
+        old_end_byte: old_end,
+        new_end_byte: new_end,
+        start_position: point_at(ab, pre),
+        old_end_position: point_at(ab, old_end),
+        new_end_position: point_at(bb, new_end),
+    }
+}
+
+fn point_at(text: &[u8], byte: usize) -> tree_sitter::Point {
+    let head = &text[..byte];
+    let row = head.iter().filter(|&&c| c == b'\n').count();
+    let column = byte - head.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+    tree_sitter::Point { row, column }
+}
+
+#[cfg(test)]
+mod reparse_tests {
+    use super::*;
+
+    /// An incremental parse must give exactly the tree a fresh parse gives.
+    #[test]
+    fn incremental_tree_equals_fresh_tree() {
+        let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let cases = [
+            ("def f(x):\n    assert x > 0\n    return x\n", "def f(x):\n    return x\n"),
+            ("x = 1\n", "x: int = 1\ny = 'é'\n"),
+            ("a = 'é'\nb = 2\n", "a = 'è'\nb = 2\n"),
+            ("", "z = 3\n"),
+            ("class A:\n    x: int\n", "class A:\n    x: int | None\n"),
+        ];
+        for (before, after) in cases {
+            let (_, incremental) = parse_pair(lang.clone(), before, after, "t.py").unwrap();
+            let fresh = parse(lang.clone(), after, "new", "t.py").unwrap();
+            assert_eq!(incremental.root_node().to_sexp(), fresh.root_node().to_sexp(), "{before:?} -> {after:?}");
+        }
+    }
 }
 
 fn first_error_line(node: Node) -> Option<u32> {

@@ -129,8 +129,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
         _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     };
-    let b_tree = super::syntax::parse(lang.clone(), before, "old", path)?;
-    let a_tree = super::syntax::parse(lang, after, "new", path)?;
+    let (b_tree, a_tree) = super::syntax::parse_pair(lang, before, after, path)?;
     let b = Inventory::build(b_tree.root_node(), before);
     let a = Inventory::build(a_tree.root_node(), after);
 
