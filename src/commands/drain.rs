@@ -126,7 +126,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         None => super::proposal::default_root(&repo, &cfg)?,
     };
     super::proposal::check_root(&root)?;
-    let run_dir = repo.state_dir().run_dir(args.root.run_dir.as_ref().map(|d| ctx.cwd.join(d)).as_deref());
+    let run_dir = ctx.run_dir(&repo, args.root.run_dir.as_deref());
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);
     let out = run_dir.join(DRAIN_HALT_FILE);
     if pending.is_empty() {

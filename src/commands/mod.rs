@@ -30,6 +30,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+use crate::error::input_error;
+use crate::findings::Findings;
+
 use crate::cli::{Cli, Command};
 use crate::config::Config;
 use crate::error::CmdResult;
@@ -57,10 +60,49 @@ impl Ctx<'_> {
         Ok(s)
     }
 
+    /// The pipeline run directory: `--run-dir` (relative to the command's directory),
+    /// else `PREMERGE_RUN_DIR` (likewise), else `<state>/run/`.
+    pub fn run_dir(&self, repo: &Repo, explicit: Option<&Path>) -> PathBuf {
+        let dir = repo.state_dir().run_dir(explicit);
+        if dir.is_absolute() { dir } else { self.cwd.join(dir) }
+    }
+
     /// Print a warning line `premerge: warning: ...` on stderr.
     pub fn warn(&mut self, msg: impl std::fmt::Display) {
         let _ = writeln!(self.stderr, "premerge: warning: {msg}");
     }
+}
+
+/// Read and parse a findings file (`-`: stdin), refusing one larger than
+/// `review.max_findings_bytes`. Errors name the file and the JSON path.
+pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
+    let max = config.int("review.max_findings_bytes");
+    let name = path.display().to_string();
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        ctx.stdin.take(max + 1).read_to_end(&mut bytes).context("stdin: cannot read")?;
+    } else {
+        let full = if path.is_absolute() { path.to_path_buf() } else { ctx.cwd.join(path) };
+        let f = std::fs::File::open(&full).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
+        f.take(max + 1).read_to_end(&mut bytes).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
+    }
+    if bytes.len() as u64 > max {
+        return Err(input_error(
+            &name,
+            format!("larger than {max} bytes (review.max_findings_bytes); split the round or raise the limit"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
+    let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
+    let f = crate::findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
+    // Counted, never silent: SARIF results premerge cannot place in the repository.
+    if f.skipped_without_location > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF result(s) without a location", f.skipped_without_location));
+    }
+    if f.skipped_outside_repo > 0 {
+        ctx.warn(format!("{name}: skipped {} SARIF location(s) outside the repository", f.skipped_outside_repo));
+    }
+    Ok(f)
 }
 
 /// Load the effective configuration of a repository: `premerge.toml` at the root of

@@ -68,9 +68,7 @@ pub fn artefact(run_dir: &Path, stem: &str, attempt: u32) -> PathBuf {
 
 /// The run directory of a command: `--run-dir`, else the environment, else the default.
 pub fn run_dir_of(ctx: &Ctx, explicit: Option<&Path>) -> Result<PathBuf> {
-    let repo = ctx.repo()?;
-    let dir = repo.state_dir().run_dir(explicit);
-    Ok(if dir.is_absolute() { dir } else { ctx.cwd.join(dir) })
+    Ok(ctx.run_dir(&ctx.repo()?, explicit))
 }
 
 /// Read and validate `fix-waves-NN.json`. Every failure is an error: the fence turns
@@ -136,17 +134,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         bail!("plan.max_per_wave: must be at least 1");
     }
     let max_findings = config.int("plan.max_findings") as usize;
-    let max_bytes = config.int("review.max_findings_bytes");
-
-    let findings_path = if args.findings.is_absolute() { args.findings.clone() } else { ctx.cwd.join(&args.findings) };
-    let meta = fs::metadata(&findings_path).map_err(|e| anyhow!("{}: cannot read: {e}", args.findings.display()))?;
-    if meta.len() > max_bytes {
-        bail!("{}: {} bytes exceed review.max_findings_bytes ({max_bytes})", args.findings.display(), meta.len());
-    }
-    let text = fs::read_to_string(&findings_path)
-        .map_err(|e| anyhow!("{}: cannot read (is it UTF-8?): {e}", args.findings.display()))?;
-    let parsed = crate::findings::parse(&text, &root.to_string_lossy())
-        .map_err(|e| anyhow!("{}: {e}", args.findings.display()))?;
+    let parsed = super::read_findings(ctx, &repo, &config, &args.findings)?;
     let mut classified =
         waves::classify(&parsed.findings, max_findings).map_err(|e| anyhow!("{}: {e}", args.findings.display()))?;
 

@@ -2,17 +2,15 @@
 //! route the cycle, and on a step-back write the brief, dispatch it and record the
 //! handoff in the run directory.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::config::Config;
 use crate::error::{CmdResult, Exit, input_error};
-use crate::findings::{self, Findings};
 use crate::git::Repo;
 use crate::review::route::{NextStep, Route, route};
 use crate::review::stepback::{self, Dispatch, GuardMemory};
@@ -83,42 +81,10 @@ pub fn run_explain_cap(args: ExplainCapArgs, ctx: &mut Ctx) -> CmdResult {
     }
 }
 
-/// Read and parse a findings file (`-`: stdin), refusing one larger than
-/// `review.max_findings_bytes`. Errors name the file and the JSON path.
-pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
-    let max = config.int("review.max_findings_bytes");
-    let name = path.display().to_string();
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        ctx.stdin.take(max + 1).read_to_end(&mut bytes).context("stdin: cannot read")?;
-    } else {
-        let full = if path.is_absolute() { path.to_path_buf() } else { ctx.cwd.join(path) };
-        let f = std::fs::File::open(&full).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
-        f.take(max + 1).read_to_end(&mut bytes).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
-    }
-    if bytes.len() as u64 > max {
-        return Err(input_error(
-            &name,
-            format!("larger than {max} bytes (review.max_findings_bytes); split the round or raise the limit"),
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
-    let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
-    let f = findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
-    // Counted, never silent: SARIF results premerge cannot place in the repository.
-    if f.skipped_without_location > 0 {
-        ctx.warn(format!("{name}: skipped {} SARIF result(s) without a location", f.skipped_without_location));
-    }
-    if f.skipped_outside_repo > 0 {
-        ctx.warn(format!("{name}: skipped {} SARIF location(s) outside the repository", f.skipped_outside_repo));
-    }
-    Ok(f)
-}
-
 fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
-    let f = read_findings(ctx, &repo, &config, &args.findings)?;
+    let f = super::read_findings(ctx, &repo, &config, &args.findings)?;
     let clusters = seam::clusters(&f.findings);
     let out = json!({
         "schema_version": 1,
@@ -133,10 +99,9 @@ fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
 fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
-    let f = read_findings(ctx, &repo, &config, &args.findings)?;
+    let f = super::read_findings(ctx, &repo, &config, &args.findings)?;
     let r = route(args.round, &f.findings, config.bool("review.seam_escalation"), args.issue);
-    let explicit = args.run_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { ctx.cwd.join(d) });
-    let run_dir = repo.state_dir().run_dir(explicit.as_deref());
+    let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
     let mut out = serde_json::to_value(&r)?;
     if !r.events.is_empty() {
         let _lock = store::RunLock::acquire(&run_dir)?;

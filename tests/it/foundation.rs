@@ -409,3 +409,30 @@ fn hooks_path_and_linked_worktree_push() {
     assert!(out.status.success(), "{all}");
     assert!(all.contains("premerge pre-push: 2 file(s) changed in 1 ref(s)"), "{all}");
 }
+
+/// A relative run directory (flag or `PREMERGE_RUN_DIR`) means the same place for every
+/// command: relative to the directory the command runs in, `-C` included.
+#[test]
+fn relative_run_dir_resolves_against_the_command_directory_for_every_command() {
+    let r = seeded();
+    let findings = r#"[{"file":"keep.txt","line":1,"summary":"s","severity":"blocker"},
+        {"file":"gone.txt","line":1,"summary":"s","severity":"blocker"}]"#;
+    r.write("f.json", findings);
+    let root = r.root.to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let mut c = r.premerge_cmd(args);
+        c.current_dir(&r.home).env("PREMERGE_RUN_DIR", "pipeline/run");
+        crate::common::run_with_stdin(&mut c, b"")
+    };
+    run(&["-C", &root, "plan", "--attempt", "1", "--findings", "f.json"]).expect_code(0);
+    run(&["-C", &root, "review", "route", "--round", "1", "--findings", "f.json"]).expect_code(0);
+    let dir = r.root.join("pipeline/run");
+    assert!(dir.join("fix-waves-01.json").is_file(), "plan wrote under -C");
+    assert!(dir.join("events.jsonl").is_file(), "review route wrote under -C");
+    assert!(!r.home.join("pipeline").exists(), "nothing relative to the process directory");
+    // The findings file may also come on stdin, with the same size limit and parser.
+    let mut c = r.premerge_cmd(["plan", "--attempt", "2", "--findings", "-"]);
+    c.env("PREMERGE_RUN_DIR", "pipeline/run");
+    crate::common::run_with_stdin(&mut c, findings.as_bytes()).expect_code(0);
+    assert!(dir.join("fix-waves-02.json").is_file());
+}
