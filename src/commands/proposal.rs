@@ -3,8 +3,9 @@
 //!
 //! This file is also the file-system edge of stripes that other areas call to emit
 //! their own signals: [`emit`] (explicit root and event directory) and
-//! [`emit_for_repo`] (root, event directory and generator from a repository's
-//! configuration). The pure side (ids, projections, documents) is `crate::stripe`.
+//! [`emit_for_repo`] / [`emit_own_signal`] (premerge's own signals: root
+//! `proposal.signal_root`, generator and halt mode from the repository's configuration).
+//! The pure side (ids, projections, documents) is `crate::stripe`.
 //!
 //! Layout: `<root>/{open,applied,rejected}/<stripe with / as -->-<YYYYMMDDTHHMMSSZ>[-N].md`.
 //! Only `open/` is consulted by the stripe check, so a resolved stripe fires again
