@@ -9,7 +9,16 @@ use premerge::cli::Cli;
 use premerge::commands::{Ctx, dispatch};
 use premerge::error::EXIT_ERROR;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
+    // SAFETY: runs first in main, before any tree-sitter object exists, so nothing
+    // allocated by one allocator is ever freed by the other.
+    unsafe {
+        use libmimalloc_sys as mi;
+        tree_sitter::set_allocator(Some(mi::mi_malloc), Some(mi::mi_calloc), Some(mi::mi_realloc), Some(mi::mi_free));
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
