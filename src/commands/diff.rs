@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Ctx;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
-use crate::git::Repo;
+use crate::git::{Detail, Repo};
 
 /// Output format of commands that print a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -40,6 +40,11 @@ pub struct RangeArgs {
 impl RangeArgs {
     /// Compute the diff this range names.
     pub fn diff(&self, repo: &Repo) -> Result<Diff> {
+        self.diff_with(repo, Detail::Hunks)
+    }
+
+    /// Compute the diff this range names, with only the detail asked for.
+    pub fn diff_with(&self, repo: &Repo, detail: Detail) -> Result<Diff> {
         if self.staged || self.worktree {
             if let Some(b) = &self.base {
                 let base = repo.resolve_commit(b)?;
@@ -49,14 +54,14 @@ impl RangeArgs {
                     );
                 }
             }
-            return Ok(if self.staged { repo.diff_staged()? } else { repo.diff_worktree()? });
+            return Ok(if self.staged { repo.diff_staged_with(detail)? } else { repo.diff_worktree_with(detail)? });
         }
         let head = repo.resolve_commit(self.head.as_deref().unwrap_or("HEAD"))?;
         let base = match &self.base {
             Some(b) => Some(repo.resolve_commit(b)?),
             None => repo.resolve_commit(&format!("{head}^")).ok(),
         };
-        Ok(repo.diff_commits(base.as_deref(), &head)?)
+        Ok(repo.diff_commits_with(base.as_deref(), &head, detail)?)
     }
 }
 

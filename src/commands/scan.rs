@@ -86,28 +86,61 @@ pub fn policy(config: &Config) -> Result<Policy> {
 /// Read both versions of every changed file the scan can look at. Files of no
 /// supported language, submodules and symlinks are not read at all.
 fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
-    let mut out = Vec::new();
+    /// Where one version of a file comes from.
+    enum Source<'d> {
+        Absent,
+        /// The n-th blob of the batch read below.
+        Blob(usize),
+        /// The working tree, which is not hashed: the file itself.
+        Worktree(&'d str),
+    }
+    let mut oids: Vec<&str> = Vec::new();
+    let mut wanted: Vec<(&str, Source, Source)> = Vec::new();
     for f in &diff.files {
         if Language::for_path(&f.path).is_none() || f.is_submodule() || policy.ignore.is_match(&f.path) {
             continue;
         }
         let before = match (&f.old_oid, f.old_kind) {
-            (Some(oid), EntryKind::File) => Some(repo.blob(oid).with_context(|| format!("{}: old version", f.path))?),
-            _ => None,
+            (Some(oid), EntryKind::File) => {
+                oids.push(oid);
+                Source::Blob(oids.len() - 1)
+            }
+            _ => Source::Absent,
         };
         let after = match (&f.new_oid, f.new_kind) {
-            (_, EntryKind::Absent | EntryKind::Symlink | EntryKind::Submodule) => None,
-            (Some(oid), _) => Some(repo.blob(oid).with_context(|| format!("{}: new version", f.path))?),
-            // The working tree is not hashed: read the file itself.
-            (None, _) => {
-                let root = repo.require_workdir()?;
-                Some(std::fs::read(root.join(&f.path)).with_context(|| format!("{}: cannot read", f.path))?)
+            (_, EntryKind::Absent | EntryKind::Symlink | EntryKind::Submodule) => Source::Absent,
+            (Some(oid), _) => {
+                oids.push(oid);
+                Source::Blob(oids.len() - 1)
             }
+            (None, _) => Source::Worktree(&f.path),
         };
-        if f.old_kind == EntryKind::Symlink && after.is_none() {
+        if f.old_kind == EntryKind::Symlink && matches!(after, Source::Absent) {
             continue;
         }
-        out.push(FileInput { path: f.path.clone(), before, after });
+        wanted.push((&f.path, before, after));
+    }
+    let mut blobs: Vec<Option<Vec<u8>>> =
+        repo.blobs(&oids).context("reading the changed files")?.into_iter().map(Some).collect();
+    let mut root = None;
+    let mut read = |path: &str, side: &str, src: Source| -> Result<Option<Vec<u8>>> {
+        Ok(match src {
+            Source::Absent => None,
+            Source::Blob(i) => Some(blobs[i].take().with_context(|| format!("{path}: {side} version read twice"))?),
+            Source::Worktree(p) => {
+                let root = match &root {
+                    Some(r) => r,
+                    None => root.insert(repo.require_workdir()?),
+                };
+                Some(std::fs::read(root.join(p)).with_context(|| format!("{p}: cannot read"))?)
+            }
+        })
+    };
+    let mut out = Vec::with_capacity(wanted.len());
+    for (path, before, after) in wanted {
+        let before = read(path, "old", before)?;
+        let after = read(path, "new", after)?;
+        out.push(FileInput { path: path.to_string(), before, after });
     }
     Ok(out)
 }
@@ -197,7 +230,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     }
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
-    let diff = args.range.diff(&repo)?;
+    // The scan reads whole files: hunks would be computed for nothing.
+    let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
     if !config.bool("scan.enabled") {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
         let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };

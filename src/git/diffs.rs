@@ -5,6 +5,17 @@ use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, Oid, Patch, Tree};
 use super::{GitError, Repo, Result};
 use crate::diff::{Diff, EntryKind, FileChange, Hunk, Status};
 
+/// How much of each change a diff computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Hunks, line counts and the binary flag: what `premerge diff` shows.
+    Hunks,
+    /// Paths, statuses, modes and blob ids only (no hunks, zero line counts, `binary`
+    /// false): enough for a reader of whole files such as the widening scan, which
+    /// would otherwise pay for patches it never looks at.
+    Files,
+}
+
 impl Repo {
     fn tree_of(&self, oid: &str) -> Result<Tree<'_>> {
         let commit = self
@@ -23,6 +34,11 @@ impl Repo {
 
     /// Diff two commits (`base = None`: the empty tree, as for a root commit).
     pub fn diff_commits(&self, base: Option<&str>, head: &str) -> Result<Diff> {
+        self.diff_commits_with(base, head, Detail::Hunks)
+    }
+
+    /// [`Repo::diff_commits`] computing only what `detail` asks for.
+    pub fn diff_commits_with(&self, base: Option<&str>, head: &str, detail: Detail) -> Result<Diff> {
         let old = match base {
             Some(b) => Some(self.tree_of(b)?),
             None => None,
@@ -30,7 +46,7 @@ impl Repo {
         let new = self.tree_of(head)?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self.inner.path()))?;
+        let mut d = convert(diff, Some(self.inner.path()), detail)?;
         d.base = base.map(str::to_string);
         d.head = Some(head.to_string());
         Ok(d)
@@ -38,11 +54,16 @@ impl Repo {
 
     /// Diff the index against HEAD (what `git diff --cached` shows).
     pub fn diff_staged(&self) -> Result<Diff> {
+        self.diff_staged_with(Detail::Hunks)
+    }
+
+    /// [`Repo::diff_staged`] computing only what `detail` asks for.
+    pub fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
         let old = self.head_tree()?;
         let index = self.inner.index()?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self.inner.path()))?;
+        let mut d = convert(diff, Some(self.inner.path()), detail)?;
         d.base = self.head_oid();
         d.head = None;
         Ok(d)
@@ -50,6 +71,11 @@ impl Repo {
 
     /// Diff the working tree against HEAD, untracked (not ignored) files included as added.
     pub fn diff_worktree(&self) -> Result<Diff> {
+        self.diff_worktree_with(Detail::Hunks)
+    }
+
+    /// [`Repo::diff_worktree`] computing only what `detail` asks for.
+    pub fn diff_worktree_with(&self, detail: Detail) -> Result<Diff> {
         if self.is_bare() {
             return Err(GitError::Bare);
         }
@@ -57,7 +83,7 @@ impl Repo {
         let mut opts = diff_options();
         opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
         let diff = self.inner.diff_tree_to_workdir_with_index(old.as_ref(), Some(&mut opts))?;
-        let mut d = convert(diff, None)?;
+        let mut d = convert(diff, None, detail)?;
         d.base = self.head_oid();
         d.head = None;
         Ok(d)
@@ -98,7 +124,7 @@ const RENAME_LIMIT: usize = 1000;
 ///
 /// `odb_dir` is the git directory when both sides are in the object database
 /// (commits and the index): patches are then computed in parallel from blob ids.
-fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>) -> Result<Diff> {
+fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>, detail: Detail) -> Result<Diff> {
     // Exact renames first, as git does: pairing identical blobs by id is cheap and takes
     // them out of the inexact pass, whose similarity matrix is the expensive part.
     let mut exact = DiffFindOptions::new();
@@ -145,7 +171,7 @@ fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>) -> Resul
             deletions: 0,
             hunks: Vec::new(),
         };
-        if change.is_submodule() {
+        if change.is_submodule() || detail == Detail::Files {
             // A gitlink is reported, never read: there is no text to diff.
             files.push(change);
             continue;

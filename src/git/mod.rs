@@ -6,6 +6,7 @@
 //! index, working tree), `push` (pre-push and post-merge ranges).
 
 mod diffs;
+pub use diffs::Detail;
 mod gate;
 mod install;
 mod push;
@@ -66,6 +67,10 @@ fn tune_libgit2() {
 pub struct Repo {
     inner: Repository,
 }
+
+/// Fewest blobs worth a thread of their own in [`Repo::blobs`]: below this, opening
+/// another repository handle costs more than the reads it would share.
+const MIN_BLOBS_PER_THREAD: usize = 64;
 
 impl Repo {
     /// Open the repository containing `path`, searching upwards like git does.
@@ -149,6 +154,31 @@ impl Repo {
     /// The contents of a blob.
     pub fn blob(&self, oid: &str) -> Result<Vec<u8>> {
         Ok(self.inner.find_blob(Oid::from_str(oid)?)?.content().to_vec())
+    }
+
+    /// The contents of many blobs, in the order asked. Large batches are read on rayon's
+    /// threads, each with its own repository handle (a git2 `Repository` is not `Sync`),
+    /// as inflating thousands of objects one after another would leave cores idle.
+    pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>> {
+        use rayon::prelude::*;
+        let threads = rayon::current_num_threads().max(1);
+        if threads == 1 || oids.len() < 2 * MIN_BLOBS_PER_THREAD {
+            return oids.iter().map(|o| self.blob(o)).collect();
+        }
+        let per = oids.len().div_ceil(threads).max(MIN_BLOBS_PER_THREAD);
+        let dir = self.inner.path().to_path_buf();
+        let chunks: Vec<Result<Vec<Vec<u8>>>> = oids
+            .par_chunks(per)
+            .map(|chunk| {
+                let repo = git2::Repository::open(&dir)?;
+                chunk.iter().map(|o| Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec())).collect()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(oids.len());
+        for c in chunks {
+            out.extend(c?);
+        }
+        Ok(out)
     }
 
     /// The contents of `path` in commit `rev`, `None` when the path is absent there.
