@@ -160,7 +160,7 @@ pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
 /// Text with every whitespace character removed: how a check is recognised after
 /// reformatting.
 fn squash(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
+    super::syntax::compact(s)
 }
 
 /// Checks shorter than this (squashed) are too generic to be recognised elsewhere.

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    self as common, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
-    slot_finding, text,
+    self as common, Body, Check, Slot, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
+    removed_checks, slot_finding, text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -229,7 +229,7 @@ impl Inventory {
             const_types: BTreeSet::new(),
         };
         for decl in named_children(root) {
-            match decl.kind() {
+            match kind_of(decl) {
                 "const_declaration" => w.package_values(decl, "const"),
                 "var_declaration" => w.package_values(decl, "var"),
                 _ => {}
@@ -250,9 +250,7 @@ impl Walker<'_> {
     }
 
     fn visit_children(&mut self, node: Node) {
-        for child in named_children(node) {
-            self.visit(child);
-        }
+        super::syntax::for_each_named(node, |child| self.visit(child));
     }
 
     /// Records a check of the current owner.
@@ -262,10 +260,10 @@ impl Walker<'_> {
     }
 
     fn visit(&mut self, node: Node) {
-        match node.kind() {
+        match kind_of(node) {
             "type_spec" => self.type_spec(node),
             "const_spec" => {
-                if let Some(t) = node.child_by_field_name("type") {
+                if let Some(t) = field(node, "type") {
                     self.const_types.insert(compact(text(t, self.src)));
                 }
             }
@@ -275,7 +273,7 @@ impl Walker<'_> {
                 self.visit_children(node);
             }
             "call_expression" => {
-                if let (Some(owner), Some(f)) = (self.owner(), node.child_by_field_name("function")) {
+                if let (Some(owner), Some(f)) = (self.owner(), field(node, "function")) {
                     self.inv.body.note_call(&owner, f, self.src);
                 }
                 self.visit_children(node);
@@ -293,7 +291,7 @@ impl Walker<'_> {
         let mut specs = Vec::new();
         let mut stack = named_children(decl);
         while let Some(n) = stack.pop() {
-            match n.kind() {
+            match kind_of(n) {
                 "const_spec" | "var_spec" => specs.push(n),
                 "var_spec_list" => stack.extend(named_children(n)),
                 _ => {}
@@ -301,7 +299,7 @@ impl Walker<'_> {
         }
         for spec in specs {
             let shown = format!("{keyword} {}", one_line(text(spec, self.src)));
-            for name in named_children(spec).into_iter().filter(|c| c.kind() == "identifier") {
+            for name in named_children(spec).into_iter().filter(|c| kind_of(c) == "identifier") {
                 let entry = (line(spec), shown.clone());
                 let map = if keyword == "const" { &mut self.inv.consts } else { &mut self.inv.vars };
                 map.insert(text(name, self.src).to_string(), entry);
@@ -310,8 +308,7 @@ impl Walker<'_> {
     }
 
     fn type_spec(&mut self, node: Node) {
-        let (Some(name), Some(ty)) =
-            (node.child_by_field_name("name").map(|n| text(n, self.src).to_string()), node.child_by_field_name("type"))
+        let (Some(name), Some(ty)) = (field(node, "name").map(|n| text(n, self.src).to_string()), field(node, "type"))
         else {
             return;
         };
@@ -320,7 +317,7 @@ impl Walker<'_> {
             self.named_basic.insert(self.symbol(&name), underlying.to_string());
         }
         self.scope.push(name);
-        if ty.kind() == "struct_type" {
+        if kind_of(ty) == "struct_type" {
             self.struct_fields(ty);
         } else {
             self.visit(ty);
@@ -331,17 +328,17 @@ impl Walker<'_> {
     fn struct_fields(&mut self, st: Node) {
         let decls = named_children(st)
             .into_iter()
-            .filter(|c| c.kind() == "field_declaration_list")
+            .filter(|c| kind_of(c) == "field_declaration_list")
             .flat_map(named_children)
-            .filter(|c| c.kind() == "field_declaration");
+            .filter(|c| kind_of(c) == "field_declaration");
         for fd in decls {
             // An embedded field has no name and promotes its type's fields: nothing to pair.
-            let Some(ty) = fd.child_by_field_name("type") else {
+            let Some(ty) = field(fd, "type") else {
                 continue;
             };
             let names: Vec<String> = named_children(fd)
                 .into_iter()
-                .filter(|c| c.kind() == "field_identifier")
+                .filter(|c| kind_of(c) == "field_identifier")
                 .map(|n| text(n, self.src).to_string())
                 .collect();
             for name in &names {
@@ -353,7 +350,7 @@ impl Walker<'_> {
                     in_test: self.test_depth > 0,
                     info: SlotInfo { ty: compact(text(ty, self.src)), field: true },
                 });
-                if ty.kind() == "struct_type" {
+                if kind_of(ty) == "struct_type" {
                     self.scope.push(name.clone());
                     self.struct_fields(ty);
                     self.scope.pop();
@@ -363,13 +360,13 @@ impl Walker<'_> {
     }
 
     fn function(&mut self, node: Node) {
-        let Some(name) = node.child_by_field_name("name").map(|n| text(n, self.src).to_string()) else {
+        let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
         // A method is named through its receiver's type; the receiver itself is not a slot.
-        let owner_type = node.child_by_field_name("receiver").and_then(|r| {
+        let owner_type = field(node, "receiver").and_then(|r| {
             let decl = named_children(r).into_iter().next()?;
-            let t = compact(text(decl.child_by_field_name("type")?, self.src));
+            let t = compact(text(field(decl, "type")?, self.src));
             let t = t.trim_start_matches('*');
             Some(t.split('[').next().unwrap_or(t).to_string())
         });
@@ -378,16 +375,16 @@ impl Walker<'_> {
             None => self.symbol(&name),
         };
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
-        let params = node.child_by_field_name("parameters");
+        let params = field(node, "parameters");
         let is_test = ["Test", "Benchmark", "Fuzz"].iter().any(|p| name.starts_with(p))
             && params.is_some_and(|p| text(p, self.src).contains("testing."));
         self.test_depth += usize::from(is_test);
         if let Some(params) = params {
-            for p in named_children(params).into_iter().filter(|p| p.kind() == "parameter_declaration") {
-                let Some(ty) = p.child_by_field_name("type") else {
+            for p in named_children(params).into_iter().filter(|p| kind_of(p) == "parameter_declaration") {
+                let Some(ty) = field(p, "type") else {
                     continue;
                 };
-                for n in named_children(p).into_iter().filter(|c| c.kind() == "identifier") {
+                for n in named_children(p).into_iter().filter(|c| kind_of(c) == "identifier") {
                     let pname = text(n, self.src);
                     self.inv.slots.push(Slot {
                         key: format!("{symbol}({pname})"),
@@ -401,7 +398,7 @@ impl Walker<'_> {
             }
         }
         let saved = std::mem::replace(&mut self.scope, symbol.split('.').map(String::from).collect());
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = field(node, "body") {
             self.visit(body);
         }
         self.scope = saved;
@@ -416,13 +413,13 @@ impl Walker<'_> {
     fn statements(block: Node) -> Vec<Node> {
         named_children(block)
             .into_iter()
-            .flat_map(|s| if s.kind() == "statement_list" { named_children(s) } else { vec![s] })
+            .flat_map(|s| if kind_of(s) == "statement_list" { named_children(s) } else { vec![s] })
             .collect()
     }
 
     fn guard(&mut self, node: Node) {
         let (Some(owner), Some(cond), Some(cons)) =
-            (self.owner(), node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
+            (self.owner(), field(node, "condition"), field(node, "consequence"))
         else {
             return;
         };
@@ -432,7 +429,9 @@ impl Walker<'_> {
             let rule = if is_panic(stmt, self.src) {
                 self.guarded_panics.insert(stmt.id());
                 "go-panic-removed"
-            } else if stmt.kind() == "return_statement" && self.returns_new_error(stmt) && !propagates_error(&cond_text)
+            } else if kind_of(stmt) == "return_statement"
+                && self.returns_new_error(stmt)
+                && !propagates_error(&cond_text)
             {
                 "go-error-guard-removed"
             } else {
@@ -463,15 +462,15 @@ impl Walker<'_> {
             return false;
         };
         let mut e = last;
-        if e.kind() == "unary_expression"
-            && let Some(inner) = e.child_by_field_name("operand")
+        if kind_of(e) == "unary_expression"
+            && let Some(inner) = field(e, "operand")
         {
             e = inner;
         }
         let t = compact(text(e, self.src));
-        match e.kind() {
+        match kind_of(e) {
             "call_expression" => {
-                let f = e.child_by_field_name("function").map(|f| compact(text(f, self.src))).unwrap_or_default();
+                let f = field(e, "function").map(|f| compact(text(f, self.src))).unwrap_or_default();
                 let last = f.rsplit('.').next().unwrap_or(&f);
                 f == "errors.New"
                     || last.ends_with("Errorf")
@@ -484,9 +483,7 @@ impl Walker<'_> {
                 last.starts_with("Err")
                     || (last.starts_with("err") && last[3..].starts_with(|c: char| c.is_uppercase()))
             }
-            "composite_literal" => {
-                e.child_by_field_name("type").is_some_and(|ty| text(ty, self.src).ends_with("Error"))
-            }
+            "composite_literal" => field(e, "type").is_some_and(|ty| text(ty, self.src).ends_with("Error")),
             _ => false,
         }
     }
@@ -494,9 +491,9 @@ impl Walker<'_> {
 
 /// `panic(...)` as a statement.
 fn is_panic(stmt: Node, src: &str) -> bool {
-    stmt.kind() == "expression_statement"
+    kind_of(stmt) == "expression_statement"
         && stmt.named_child(0).is_some_and(|c| {
-            c.kind() == "call_expression" && c.child_by_field_name("function").is_some_and(|f| text(f, src) == "panic")
+            kind_of(c) == "call_expression" && field(c, "function").is_some_and(|f| text(f, src) == "panic")
         })
 }
 

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    self as common, Body, Check, Slot, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
-    slot_finding, text,
+    self as common, Body, Check, Slot, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
+    removed_checks, slot_finding, text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -435,9 +435,7 @@ impl Walker<'_> {
     }
 
     fn visit_children(&mut self, node: Node) {
-        for child in named_children(node) {
-            self.visit(child, &[]);
-        }
+        super::syntax::for_each_named(node, |child| self.visit(child, &[]));
     }
 
     /// Records a check of the current owner.
@@ -447,17 +445,17 @@ impl Walker<'_> {
     }
 
     fn visit(&mut self, node: Node, decorators: &[Node]) {
-        match node.kind() {
+        match kind_of(node) {
             "decorated_definition" => {
-                let decos: Vec<Node> = named_children(node).into_iter().filter(|c| c.kind() == "decorator").collect();
-                if let Some(def) = node.child_by_field_name("definition") {
+                let decos: Vec<Node> = named_children(node).into_iter().filter(|c| kind_of(c) == "decorator").collect();
+                if let Some(def) = field(node, "definition") {
                     self.visit(def, &decos);
                 }
             }
             "class_definition" => self.class(node, decorators),
             "function_definition" => self.function(node),
             "call" => {
-                if let (Some(owner), Some(f)) = (self.owner(), node.child_by_field_name("function")) {
+                if let (Some(owner), Some(f)) = (self.owner(), field(node, "function")) {
                     self.inv.body.note_call(&owner, f, self.src);
                 }
                 self.visit_children(node);
@@ -481,11 +479,11 @@ impl Walker<'_> {
     }
 
     fn class(&mut self, node: Node, decorators: &[Node]) {
-        let Some(name) = node.child_by_field_name("name").map(|n| text(n, self.src).to_string()) else {
+        let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
         let symbol = self.symbol(&name);
-        let bases = node.child_by_field_name("superclasses").map(|s| compact(text(s, self.src))).unwrap_or_default();
+        let bases = field(node, "superclasses").map(|s| compact(text(s, self.src))).unwrap_or_default();
         let enum_kinds: Option<BTreeSet<&'static str>> = split_top(bases.trim_matches(['(', ')']), ',')
             .into_iter()
             .map(|b| b.rsplit('.').next().unwrap_or(b))
@@ -505,13 +503,13 @@ impl Walker<'_> {
             let head = t.trim_start_matches('@').split('(').next().unwrap_or("").to_string();
             t.contains("frozen=True") || head.rsplit('.').next() == Some("frozen")
         });
-        let body = node.child_by_field_name("body");
+        let body = field(node, "body");
         if frozen_by.is_none()
             && let Some(body) = body
         {
             frozen_by = named_children(body).into_iter().filter_map(|s| s.named_child(0)).find(|a| {
-                a.kind() == "assignment"
-                    && a.child_by_field_name("left").is_some_and(|l| text(l, self.src) == "model_config")
+                kind_of(a) == "assignment"
+                    && field(*a, "left").is_some_and(|l| text(l, self.src) == "model_config")
                     && compact(text(*a, self.src)).contains("frozen=True")
             });
         }
@@ -538,19 +536,19 @@ impl Walker<'_> {
     }
 
     fn function(&mut self, node: Node) {
-        let Some(name) = node.child_by_field_name("name").map(|n| text(n, self.src).to_string()) else {
+        let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let is_test = name.starts_with("test");
         self.test_depth += usize::from(is_test);
-        if let Some(params) = node.child_by_field_name("parameters") {
+        if let Some(params) = field(node, "parameters") {
             for p in named_children(params) {
                 self.parameter(&symbol, p);
             }
         }
-        if let Some(ret) = node.child_by_field_name("return_type") {
+        if let Some(ret) = field(node, "return_type") {
             self.inv.slots.push(Slot {
                 key: format!("{symbol}->"),
                 symbol: symbol.clone(),
@@ -561,7 +559,7 @@ impl Walker<'_> {
             });
         }
         self.scope.push((name, Scope::Function));
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = field(node, "body") {
             self.visit_children(body);
         }
         self.scope.pop();
@@ -569,13 +567,11 @@ impl Walker<'_> {
     }
 
     fn parameter(&mut self, symbol: &str, p: Node) {
-        let (name, ty, default) = match p.kind() {
+        let (name, ty, default) = match kind_of(p) {
             "typed_parameter" => {
-                (named_children(p).into_iter().find(|c| c.kind() == "identifier"), p.child_by_field_name("type"), None)
+                (named_children(p).into_iter().find(|c| kind_of(c) == "identifier"), field(p, "type"), None)
             }
-            "typed_default_parameter" => {
-                (p.child_by_field_name("name"), p.child_by_field_name("type"), p.child_by_field_name("value"))
-            }
+            "typed_default_parameter" => (field(p, "name"), field(p, "type"), field(p, "value")),
             _ => return,
         };
         let (Some(name), Some(ty)) = (name, ty) else {
@@ -597,14 +593,14 @@ impl Walker<'_> {
         if self.in_function() {
             return;
         }
-        let (Some(left), Some(ty)) = (node.child_by_field_name("left"), node.child_by_field_name("type")) else {
+        let (Some(left), Some(ty)) = (field(node, "left"), field(node, "type")) else {
             return;
         };
-        if left.kind() != "identifier" {
+        if kind_of(left) != "identifier" {
             return;
         }
         let name = text(left, self.src);
-        let info = self.slot_info(ty, node.child_by_field_name("right"));
+        let info = self.slot_info(ty, field(node, "right"));
         self.inv.slots.push(Slot {
             key: self.symbol(name),
             symbol: self.symbol(name),
@@ -618,29 +614,29 @@ impl Walker<'_> {
     fn slot_info(&self, ty: Node, default: Option<Node>) -> SlotInfo {
         let mut info = SlotInfo {
             ty: Some(py_type(text(ty, self.src))),
-            default_none: default.is_some_and(|d| d.kind() == "none"),
+            default_none: default.is_some_and(|d| kind_of(d) == "none"),
             ..SlotInfo::default()
         };
         // `Field(...)` (pydantic) and `field(...)` (dataclasses): bounds, and a default
         // of None given as `default=None` or as pydantic's first positional argument.
         let callee = default
-            .filter(|d| d.kind() == "call")
-            .and_then(|d| Some((d.child_by_field_name("function")?, d.child_by_field_name("arguments")?)));
+            .filter(|d| kind_of(d) == "call")
+            .and_then(|d| Some((field(d, "function")?, field(d, "arguments")?)));
         if let Some((f, args)) = callee {
             let name = text(f, self.src).rsplit('.').next().unwrap_or("");
             if name != "Field" && name != "field" {
                 return info;
             }
             for (i, arg) in named_children(args).into_iter().enumerate() {
-                if arg.kind() != "keyword_argument" {
-                    info.default_none |= i == 0 && name == "Field" && arg.kind() == "none";
+                if kind_of(arg) != "keyword_argument" {
+                    info.default_none |= i == 0 && name == "Field" && kind_of(arg) == "none";
                     continue;
                 }
-                let key = arg.child_by_field_name("name").map(|k| text(k, self.src)).unwrap_or("");
+                let key = field(arg, "name").map(|k| text(k, self.src)).unwrap_or("");
                 if name == "Field" && BOUND_KEYWORDS.contains(&key) {
                     info.bounds.insert(key.to_string());
                 }
-                if key == "default" && arg.child_by_field_name("value").is_some_and(|v| v.kind() == "none") {
+                if key == "default" && field(arg, "value").is_some_and(|v| kind_of(v) == "none") {
                     info.default_none = true;
                 }
             }
@@ -651,12 +647,12 @@ impl Walker<'_> {
     /// `if cond: raise ...` (also in an `elif`).
     fn raise_guard(&mut self, node: Node) {
         let (Some(owner), Some(cond), Some(cons)) =
-            (self.owner(), node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
+            (self.owner(), field(node, "condition"), field(node, "consequence"))
         else {
             return;
         };
         self.inv.body.note_condition(&owner, cond, self.src);
-        let Some(raise) = named_children(cons).into_iter().find(|s| s.kind() == "raise_statement") else {
+        let Some(raise) = named_children(cons).into_iter().find(|s| kind_of(s) == "raise_statement") else {
             return;
         };
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::syntax::{field, kind_of};
 use tree_sitter::{Node, Parser, Tree};
 
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
@@ -218,12 +219,12 @@ fn first_error(n: Node) -> Option<Node> {
 
 /// Whitespace-collapsed source text, on one line.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::syntax::collapse_whitespace(s)
 }
 
 /// Source text with all whitespace removed: the identity of a type or condition.
 fn squash(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
+    super::syntax::compact(s)
 }
 
 fn snippet(s: &str) -> String {
@@ -252,19 +253,19 @@ enum Ty {
 }
 
 impl Ty {
-    fn of(n: Node, src: &[u8]) -> Ty {
-        let text = |n: Node| n.utf8_text(src).unwrap_or("").to_string();
-        match n.kind() {
+    fn of(n: Node, src: &str) -> Ty {
+        let text = |n: Node| text(n, src).to_string();
+        match kind_of(n) {
             "primitive_type" | "type_identifier" | "scoped_type_identifier" => {
                 Ty::Named { name: squash(&text(n)), args: Vec::new() }
             }
             "generic_type" => {
-                let name = n.child_by_field_name("type").map(|t| squash(&text(t))).unwrap_or_default();
+                let name = field(n, "type").map(|t| squash(&text(t))).unwrap_or_default();
                 let mut args = Vec::new();
-                if let Some(ta) = n.child_by_field_name("type_arguments") {
+                if let Some(ta) = field(n, "type_arguments") {
                     let mut c = ta.walk();
                     for a in ta.named_children(&mut c) {
-                        if a.kind() != "lifetime" {
+                        if kind_of(a) != "lifetime" {
                             args.push(Ty::of(a, src));
                         }
                     }
@@ -273,8 +274,8 @@ impl Ty {
             }
             "reference_type" => {
                 let mut c = n.walk();
-                let mutable = n.children(&mut c).any(|ch| ch.kind() == "mutable_specifier");
-                let inner = n.child_by_field_name("type").map(|t| Ty::of(t, src)).unwrap_or(Ty::Other(String::new()));
+                let mutable = n.children(&mut c).any(|ch| kind_of(ch) == "mutable_specifier");
+                let inner = field(n, "type").map(|t| Ty::of(t, src)).unwrap_or(Ty::Other(String::new()));
                 Ty::Ref { mutable, inner: Box::new(inner) }
             }
             _ => Ty::Other(squash(&text(n))),
@@ -366,7 +367,7 @@ fn strictly_wider(old: (bool, u32), new: (bool, u32)) -> bool {
 }
 
 /// A typed position: a field, parameter, return type, constant or alias.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Slot {
     /// What the `before`/`after` text shows in front of the type (`limit: `, `-> `).
     label: String,
@@ -383,7 +384,7 @@ impl Slot {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Guard {
     rule: &'static str,
     /// The condition, squashed: its identity across formatting and messages.
@@ -391,13 +392,13 @@ struct Guard {
     text: String,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Owner {
     line: u32,
     in_test: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct Inventory {
     /// (symbol, slot key) -> slot.
     slots: BTreeMap<(String, String), Slot>,
@@ -425,12 +426,28 @@ struct Inventory {
 }
 
 struct Walk<'a> {
-    src: &'a [u8],
+    src: &'a str,
     inv: Inventory,
+    /// Skip blocks holding none of [`TRIGGERS`], and the parts of items that hold only
+    /// types (off only to test that skipping changes nothing).
+    prune: bool,
+    /// How many blocks were skipped.
+    skipped: usize,
 }
 
-fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
-    n.utf8_text(src).unwrap_or("")
+/// What the walk reacts to inside a block, as the tokens each needs: inner attributes
+/// (`#`), `use` declarations, items (their keywords), macro calls (`!`), `if`
+/// expressions and `unsafe` blocks. A block holding none of them holds nothing the
+/// inventory records.
+static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyLock::new(|| {
+    super::syntax::Triggers::new(&[
+        "#", "!", "if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const",
+        "static",
+    ])
+});
+
+fn text<'a>(n: Node, src: &'a str) -> &'a str {
+    super::syntax::text(n, src)
 }
 
 fn line_of(n: Node) -> u32 {
@@ -438,11 +455,11 @@ fn line_of(n: Node) -> u32 {
 }
 
 /// The outer attributes written before an item (siblings in tree-sitter-rust).
-fn attributes<'t>(n: Node<'t>, src: &[u8]) -> Vec<String> {
+fn attributes<'t>(n: Node<'t>, src: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = n.prev_sibling();
     while let Some(p) = cur {
-        match p.kind() {
+        match kind_of(p) {
             "attribute_item" => out.push(squash(text(p, src))),
             "line_comment" | "block_comment" => {}
             _ => break,
@@ -457,17 +474,17 @@ fn is_test_attr(a: &str) -> bool {
 }
 
 /// The name an `impl` block contributes to symbols: its self type's last segment.
-fn impl_name(n: Node, src: &[u8]) -> String {
-    let Some(mut t) = n.child_by_field_name("type") else { return "impl".to_string() };
+fn impl_name(n: Node, src: &str) -> String {
+    let Some(mut t) = field(n, "type") else { return "impl".to_string() };
     // `impl Trait for &'a mut T`, `impl<T> Foo<T>`: the name is the underlying type's.
-    while matches!(t.kind(), "reference_type" | "generic_type" | "pointer_type") {
-        match t.child_by_field_name("type") {
+    while matches!(kind_of(t), "reference_type" | "generic_type" | "pointer_type") {
+        match field(t, "type") {
             Some(inner) => t = inner,
             None => break,
         }
     }
-    match t.kind() {
-        "scoped_type_identifier" => t.child_by_field_name("name").map(|n| text(n, src).to_string()),
+    match kind_of(t) {
+        "scoped_type_identifier" => field(t, "name").map(|n| text(n, src).to_string()),
         _ => None,
     }
     .unwrap_or_else(|| squash(text(t, src)))
@@ -478,9 +495,9 @@ fn dotted(scope: &[String], name: &str) -> String {
 }
 
 /// Visibility rank: private 0, restricted 1, crate 2, public 3.
-fn visibility_rank(n: Node, src: &[u8]) -> u8 {
+fn visibility_rank(n: Node, src: &str) -> u8 {
     let mut c = n.walk();
-    let Some(v) = n.children(&mut c).find(|ch| ch.kind() == "visibility_modifier") else { return 0 };
+    let Some(v) = n.children(&mut c).find(|ch| kind_of(ch) == "visibility_modifier") else { return 0 };
     match squash(text(v, src)).as_str() {
         "pub" => 3,
         "pub(crate)" | "crate" => 2,
@@ -524,11 +541,11 @@ fn macro_args(tt: &str) -> Vec<String> {
 }
 
 /// What a guard macro checks, or `None` when the macro is not a guard.
-fn guard_of_macro(n: Node, src: &[u8]) -> Option<Guard> {
-    let name = n.child_by_field_name("macro").map(|m| text(m, src))?;
+fn guard_of_macro(n: Node, src: &str) -> Option<Guard> {
+    let name = field(n, "macro").map(|m| text(m, src))?;
     let name = name.rsplit("::").next().unwrap_or(name);
     let mut c = n.walk();
-    let tt = n.children(&mut c).find(|ch| ch.kind() == "token_tree").map(|t| text(t, src)).unwrap_or("");
+    let tt = n.children(&mut c).find(|ch| kind_of(ch) == "token_tree").map(|t| text(t, src)).unwrap_or("");
     let args = macro_args(tt);
     let (rule, key) = match name {
         "assert" | "debug_assert" => (ASSERT_REMOVED, args.first()?.clone()),
@@ -541,12 +558,12 @@ fn guard_of_macro(n: Node, src: &[u8]) -> Option<Guard> {
 }
 
 /// An `if` without `else` whose block leaves the function (bail!, panic!, return Err).
-fn guard_of_if(n: Node, src: &[u8]) -> Option<Guard> {
-    if n.child_by_field_name("alternative").is_some() {
+fn guard_of_if(n: Node, src: &str) -> Option<Guard> {
+    if field(n, "alternative").is_some() {
         return None;
     }
-    let cond = n.child_by_field_name("condition")?;
-    let block = n.child_by_field_name("consequence")?;
+    let cond = field(n, "condition")?;
+    let block = field(n, "consequence")?;
     let body = squash(text(block, src));
     let leaves =
         ["{bail!", "{panic!", "{unreachable!", "{returnErr(", "{anyhow::bail!"].iter().any(|p| body.starts_with(p))
@@ -565,10 +582,15 @@ fn guard_of_if(n: Node, src: &[u8]) -> Option<Guard> {
 
 impl Inventory {
     fn build(tree: &Tree, src: &str) -> Inventory {
-        let mut w = Walk { src: src.as_bytes(), inv: Inventory::default() };
+        Inventory::walk(tree, src, true).0
+    }
+
+    /// The inventory and how many blocks the walk skipped.
+    fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
+        let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0 };
         let root = tree.root_node();
         w.visit(root, Vec::new(), &mut Vec::new(), None, false);
-        w.inv
+        (w.inv, w.skipped)
     }
 }
 
@@ -585,25 +607,24 @@ impl Walk<'_> {
 
     fn bounds_of(&mut self, item: Node, symbol: &str) {
         let mut params = Vec::new();
-        if let Some(tp) = item.child_by_field_name("type_parameters") {
+        if let Some(tp) = field(item, "type_parameters") {
             let mut c = tp.walk();
-            for p in tp.named_children(&mut c).filter(|p| p.kind() == "type_parameter") {
-                let Some(name) = p.child_by_field_name("name") else { continue };
+            for p in tp.named_children(&mut c).filter(|p| kind_of(p) == "type_parameter") {
+                let Some(name) = field(p, "name") else { continue };
                 params.push(self.t(name));
                 let key = (symbol.to_string(), self.t(name));
                 let entry = self.inv.bounds.entry(key).or_default();
-                if let Some(b) = p.child_by_field_name("bounds") {
+                if let Some(b) = field(p, "bounds") {
                     let mut bc = b.walk();
                     entry.extend(b.named_children(&mut bc).map(|x| squash(text(x, self.src))));
                 }
             }
         }
         let mut c = item.walk();
-        for wc in item.children(&mut c).filter(|ch| ch.kind() == "where_clause") {
+        for wc in item.children(&mut c).filter(|ch| kind_of(ch) == "where_clause") {
             let mut wcur = wc.walk();
-            for pred in wc.named_children(&mut wcur).filter(|p| p.kind() == "where_predicate") {
-                let (Some(left), Some(b)) = (pred.child_by_field_name("left"), pred.child_by_field_name("bounds"))
-                else {
+            for pred in wc.named_children(&mut wcur).filter(|p| kind_of(p) == "where_predicate") {
+                let (Some(left), Some(b)) = (field(pred, "left"), field(pred, "bounds")) else {
                     continue;
                 };
                 let left = squash(text(left, self.src));
@@ -616,10 +637,10 @@ impl Walk<'_> {
 
     fn fields(&mut self, list: Node, owner: &str, in_test: bool, visibility: bool) {
         let mut c = list.walk();
-        match list.kind() {
+        match kind_of(list) {
             "field_declaration_list" => {
-                for f in list.named_children(&mut c).filter(|f| f.kind() == "field_declaration") {
-                    let (Some(name), Some(ty)) = (f.child_by_field_name("name"), f.child_by_field_name("type")) else {
+                for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
+                    let (Some(name), Some(ty)) = (field(f, "name"), field(f, "type")) else {
                         continue;
                     };
                     let name = self.t(name);
@@ -645,8 +666,8 @@ impl Walk<'_> {
     /// Visit `n` with its outer attributes and the symbol scope so far; `func` is the
     /// innermost function.
     fn visit(&mut self, n: Node, attrs: Vec<String>, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
-        let kind = n.kind();
-        let name_of = |n: Node| n.child_by_field_name("name").map(|x| text(x, self.src).to_string());
+        let kind = kind_of(n);
+        let name_of = |n: Node| field(n, "name").map(|x| text(x, self.src).to_string());
         match kind {
             "inner_attribute_item" => {
                 let s = squash(&self.t(n));
@@ -727,16 +748,16 @@ impl Walk<'_> {
                 }
                 self.attrs(&attrs, &symbol);
                 self.bounds_of(n, &symbol);
-                if let Some(body) = n.child_by_field_name("body") {
+                if let Some(body) = field(n, "body") {
                     if kind == "enum_item" {
                         let mut c = body.walk();
-                        for v in body.named_children(&mut c).filter(|v| v.kind() == "enum_variant") {
+                        for v in body.named_children(&mut c).filter(|v| kind_of(v) == "enum_variant") {
                             let Some(vname) = name_of(v) else { continue };
                             let vsym = format!("{symbol}.{vname}");
                             self.inv.owners.entry(vsym.clone()).or_insert(Owner { line: line_of(v), in_test });
                             let vattrs = attributes(v, self.src);
                             self.attrs(&vattrs, &vsym);
-                            if let Some(vb) = v.child_by_field_name("body") {
+                            if let Some(vb) = field(v, "body") {
                                 self.fields(vb, &vsym, in_test, false);
                             }
                         }
@@ -747,23 +768,22 @@ impl Walk<'_> {
             }
             "function_item" | "function_signature_item" => {
                 self.bounds_of(n, &symbol);
-                if let Some(params) = n.child_by_field_name("parameters") {
+                if let Some(params) = field(n, "parameters") {
                     let mut c = params.walk();
-                    for p in params.named_children(&mut c).filter(|p| p.kind() == "parameter") {
-                        let (Some(pat), Some(ty)) = (p.child_by_field_name("pattern"), p.child_by_field_name("type"))
-                        else {
+                    for p in params.named_children(&mut c).filter(|p| kind_of(p) == "parameter") {
+                        let (Some(pat), Some(ty)) = (field(p, "pattern"), field(p, "type")) else {
                             continue;
                         };
                         let pat = one_line(&self.t(pat));
                         self.slot(&symbol, format!("param:{pat}"), format!("{pat}: "), ty, in_test);
                     }
                 }
-                if let Some(ret) = n.child_by_field_name("return_type") {
+                if let Some(ret) = field(n, "return_type") {
                     self.slot(&symbol, "return".into(), "-> ".into(), ret, in_test);
                 }
                 let mut c = n.walk();
                 if n.children(&mut c)
-                    .any(|ch| ch.kind() == "function_modifiers" && text(ch, self.src).contains("unsafe"))
+                    .any(|ch| kind_of(ch) == "function_modifiers" && text(ch, self.src).contains("unsafe"))
                 {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
                     self.inv.unsafe_sites.entry(symbol.clone()).or_default().push((
@@ -776,7 +796,7 @@ impl Walk<'_> {
             "impl_item" => {
                 self.bounds_of(n, &symbol);
                 let mut c = n.walk();
-                if n.children(&mut c).any(|ch| ch.kind() == "unsafe") {
+                if n.children(&mut c).any(|ch| kind_of(ch) == "unsafe") {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
                     let key = format!("impl:{}", squash(&head));
                     self.inv.unsafe_sites.entry(symbol.clone()).or_default().push((line_of(n), key, head));
@@ -785,17 +805,17 @@ impl Walk<'_> {
             "trait_item" => self.bounds_of(n, &symbol),
             "type_item" => {
                 self.bounds_of(n, &symbol);
-                if let Some(ty) = n.child_by_field_name("type") {
+                if let Some(ty) = field(n, "type") {
                     self.slot(&symbol, "alias".into(), format!("type {name} = "), ty, in_test);
                 }
             }
             "const_item" | "static_item" => {
-                if let Some(ty) = n.child_by_field_name("type") {
+                if let Some(ty) = field(n, "type") {
                     self.slot(&symbol, "type".into(), format!("{name}: "), ty, in_test);
                 }
                 if kind == "static_item" {
                     let mut c = n.walk();
-                    let mutable = n.children(&mut c).any(|ch| ch.kind() == "mutable_specifier");
+                    let mutable = n.children(&mut c).any(|ch| kind_of(ch) == "mutable_specifier");
                     let head = one_line(self.t(n).split('=').next().unwrap_or("")).trim_end_matches(';').to_string();
                     self.inv.statics.insert(symbol.clone(), (mutable, head));
                 }
@@ -804,7 +824,19 @@ impl Walk<'_> {
         }
         scope.push(name);
         let f = if matches!(kind, "function_item") { Some(symbol.clone()) } else { func.map(str::to_string) };
-        self.children(n, scope, f.as_deref(), in_test);
+        match kind {
+            // Signatures, fields, variants and aliases were read above: they hold types
+            // and patterns, never a check, an item or `unsafe` code. Only a function's
+            // body and a constant's value are walked further.
+            "function_item" | "function_signature_item" | "const_item" | "static_item" if self.prune => {
+                let inner = if kind == "function_item" || kind == "function_signature_item" { "body" } else { "value" };
+                if let Some(part) = field(n, inner) {
+                    self.visit(part, Vec::new(), scope, f.as_deref(), in_test);
+                }
+            }
+            "struct_item" | "enum_item" | "union_item" | "type_item" if self.prune => {}
+            _ => self.children(n, scope, f.as_deref(), in_test),
+        }
         scope.pop();
     }
 
@@ -812,16 +844,16 @@ impl Walk<'_> {
     /// (siblings in tree-sitter-rust; collected on the way, as looking back from each
     /// item would be quadratic in the number of items).
     fn children(&mut self, n: Node, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
-        let mut c = n.walk();
-        let kids: Vec<Node> = n.named_children(&mut c).collect();
-        let mut pending = Vec::new();
-        for k in kids {
-            match k.kind() {
-                "attribute_item" => pending.push(squash(text(k, self.src))),
-                "line_comment" | "block_comment" => {}
-                _ => self.visit(k, std::mem::take(&mut pending), scope, func, in_test),
-            }
+        if self.prune && kind_of(n) == "block" && !TRIGGERS.any_in(text(n, self.src)) {
+            self.skipped += 1;
+            return;
         }
+        let mut pending = Vec::new();
+        super::syntax::for_each_named(n, |k| match kind_of(k) {
+            "attribute_item" => pending.push(squash(text(k, self.src))),
+            "line_comment" | "block_comment" => {}
+            _ => self.visit(k, std::mem::take(&mut pending), scope, func, in_test),
+        });
     }
 
     fn attrs(&mut self, attrs: &[String], symbol: &str) {
@@ -1016,6 +1048,41 @@ fn compare_forbid(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping blocks without triggers changes no inventory: every Rust fixture, both
+    /// versions, walked with and without skipping.
+    #[test]
+    fn skipping_trigger_free_blocks_changes_no_inventory() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut sources = vec![
+            "pub fn helper(x: u32) -> u32 {\n    x.wrapping_mul(3) + 1\n}\nfn g() { if x { bail!(\"no\") } }\n"
+                .to_string(),
+            "fn f() { let y = { fn inner(a: u8) { assert!(a > 0); } 1 }; }\nfn h(v: &[u8]) -> usize { v.len() }\n"
+                .to_string(),
+        ];
+        for rule in std::fs::read_dir(&root).unwrap() {
+            let rule = rule.unwrap().path();
+            if !rule.file_name().unwrap().to_string_lossy().starts_with("rust-") {
+                continue;
+            }
+            for case in std::fs::read_dir(&rule).unwrap() {
+                for side in ["before.rs", "after.rs"] {
+                    sources.extend(std::fs::read_to_string(case.as_ref().unwrap().path().join(side)));
+                }
+            }
+        }
+        assert!(sources.len() > 40, "the Rust fixtures were read ({})", sources.len());
+        let mut skipped = 0;
+        for src in &sources {
+            let tree = parse(src, "new", None).unwrap();
+            let (pruned, n) = Inventory::walk(&tree, src, true);
+            let (full, none) = Inventory::walk(&tree, src, false);
+            assert_eq!(none, 0);
+            assert_eq!(pruned, full, "{src}");
+            skipped += n;
+        }
+        assert!(skipped >= 2, "trigger-free blocks are skipped ({skipped})");
+    }
 
     fn rules(before: &str, after: &str) -> Vec<(String, &'static str, String, String)> {
         detect("src/x.rs", before, after).unwrap().into_iter().map(|f| (f.symbol, f.rule, f.before, f.after)).collect()

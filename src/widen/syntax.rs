@@ -135,6 +135,161 @@ fn first_error_line(node: Node) -> Option<u32> {
     None
 }
 
+/// How many (grammar, field name) pairs [`field`] remembers per thread; the detectors
+/// use about fifteen names each.
+const FIELD_CACHE_SLOTS: usize = 256;
+
+thread_local! {
+    /// Field ids by (grammar address, field name address): tree-sitter's own lookup by
+    /// name compares the name with every field of the grammar, on every call.
+    static FIELD_IDS: std::cell::RefCell<[(usize, usize, u16); FIELD_CACHE_SLOTS]> =
+        const { std::cell::RefCell::new([(0, 0, 0); FIELD_CACHE_SLOTS]) };
+}
+
+/// The address `Language`'s `Hash` writes: its grammar pointer, the grammar's identity.
+struct GrammarAddress(usize);
+
+impl std::hash::Hasher for GrammarAddress {
+    fn finish(&self) -> u64 {
+        self.0 as u64
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ usize::from(*b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = n;
+    }
+}
+
+/// The identity of a grammar: the address of its parse tables.
+fn grammar_address(language: &tree_sitter::Language) -> usize {
+    use std::hash::Hash;
+    let mut h = GrammarAddress(0);
+    language.hash(&mut h);
+    h.0
+}
+
+/// `node.child_by_field_name(name)`, with the field's id cached per grammar: the same
+/// answer, without a string comparison per field of the grammar on every call.
+pub(in crate::widen) fn field<'t>(node: Node<'t>, name: &'static str) -> Option<Node<'t>> {
+    let language = node.language();
+    let (grammar, key) = (grammar_address(&language), name.as_ptr() as usize);
+    let slot = (grammar ^ key.rotate_left(21)).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize)
+        >> (usize::BITS - FIELD_CACHE_SLOTS.trailing_zeros());
+    let id = FIELD_IDS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let (g, k, id) = cache[slot];
+        if g == grammar && k == key {
+            return id;
+        }
+        // 0 is no field: tree-sitter numbers fields from 1.
+        let id = language.field_id_for_name(name).map_or(0, |id| id.get());
+        cache[slot] = (grammar, key, id);
+        id
+    });
+    if id == 0 { None } else { node.child_by_field_id(id) }
+}
+
+#[cfg(test)]
+mod field_tests {
+    use super::*;
+
+    /// The byte-level `compact` and `collapse_whitespace` agree with the definitions by
+    /// `char::is_whitespace`, vertical tab and non-ASCII spaces included.
+    #[test]
+    fn whitespace_helpers_follow_char_is_whitespace() {
+        let cases = ["a b", " x\t\n\u{0B}y\u{0C}\r ", "é \u{A0}ü\u{2028}z", "", "   ", "u8", "Option < T >"];
+        for s in cases {
+            let by_char: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+            assert_eq!(compact(s), by_char, "{s:?}");
+            assert_eq!(collapse_whitespace(s), s.split_whitespace().collect::<Vec<_>>().join(" "), "{s:?}");
+        }
+    }
+
+    /// The cached lookup answers exactly what tree-sitter's lookup by name answers, for
+    /// every node and field name of grammars whose field tables differ, interleaved.
+    #[test]
+    fn cached_field_and_kind_lookups_equal_tree_sitters() {
+        let sources: [(tree_sitter::Language, &str); 3] = [
+            (tree_sitter_rust::LANGUAGE.into(), "fn f<T: Ord>(x: u8) -> u8 { if x > 1 { x } else { 0 } }"),
+            (tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(), "function g(a?: string): number { return f(a); }"),
+            (tree_sitter_javascript::LANGUAGE.into(), "const h = (a) => { if (a) throw new E(a); };"),
+        ];
+        let names = ["name", "type", "body", "parameters", "return_type", "condition", "value", "function", "left"];
+        let trees: Vec<_> = sources
+            .iter()
+            .map(|(lang, src)| {
+                let mut p = Parser::new();
+                p.set_language(lang).unwrap();
+                p.parse(src, None).unwrap()
+            })
+            .collect();
+        let mut checked = 0;
+        for _ in 0..2 {
+            for tree in &trees {
+                let mut stack = vec![tree.root_node()];
+                while let Some(n) = stack.pop() {
+                    assert_eq!(kind_of(n), n.kind());
+                    for name in names {
+                        assert_eq!(field(n, name), n.child_by_field_name(name), "{} {name}", kind_of(n));
+                        checked += usize::from(n.child_by_field_name(name).is_some());
+                    }
+                    stack.extend(children(n));
+                }
+            }
+        }
+        assert!(checked > 20, "the sources exercise the fields ({checked})");
+    }
+}
+
+thread_local! {
+    /// Node kind names by grammar address, indexed by kind id.
+    static KIND_NAMES: std::cell::RefCell<Vec<(usize, Vec<&'static str>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `node.kind()` from a per-thread table: tree-sitter's binding measures and validates
+/// the name's C string on every call, and the walkers ask every node.
+pub(in crate::widen) fn kind_of<'t>(node: impl std::borrow::Borrow<Node<'t>>) -> &'static str {
+    let node = *node.borrow();
+    let language = node.language();
+    let grammar = grammar_address(&language);
+    let id = usize::from(node.kind_id());
+    KIND_NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        let table = match names.iter().position(|(g, _)| *g == grammar) {
+            Some(i) => &names[i].1,
+            None => {
+                let table: Vec<&'static str> = (0..language.node_kind_count())
+                    .map(|id| u16::try_from(id).ok().and_then(|id| language.node_kind_for_id(id)).unwrap_or(""))
+                    .collect();
+                names.push((grammar, table));
+                &names[names.len() - 1].1
+            }
+        };
+        table.get(id).copied().unwrap_or_else(|| node.kind())
+    })
+}
+
+/// The tokens without which a stretch of source cannot hold any node a walker reacts
+/// to. A walker that finds none of its triggers in a block's text skips the block: the
+/// test is a superset one (`diff` holds `if`), so a skip never loses a node, and a body
+/// of plain arithmetic or field access costs one scan of its bytes instead of a walk of
+/// its tree.
+pub(in crate::widen) struct Triggers(aho_corasick::AhoCorasick);
+
+impl Triggers {
+    pub fn new(tokens: &[&str]) -> Triggers {
+        Triggers(aho_corasick::AhoCorasick::new(tokens).expect("a handful of literal tokens always builds"))
+    }
+
+    /// Whether `text` holds at least one trigger.
+    pub fn any_in(&self, text: &str) -> bool {
+        self.0.is_match(text)
+    }
+}
+
 /// The source text of a node.
 pub(in crate::widen) fn text<'s>(node: Node, src: &'s str) -> &'s str {
     src.get(node.byte_range()).unwrap_or("")
@@ -147,30 +302,82 @@ pub(in crate::widen) fn line(node: Node) -> u32 {
 
 /// Source text on one line: whitespace runs collapsed, trailing `;`/`,` dropped.
 pub(in crate::widen) fn one_line(s: &str) -> String {
-    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    joined.trim_end_matches([';', ',']).trim_end().to_string()
+    let mut joined = collapse_whitespace(s);
+    let kept = joined.trim_end_matches([';', ',']).trim_end().len();
+    joined.truncate(kept);
+    joined
+}
+
+/// Whitespace runs as one space, none at either end.
+pub(in crate::widen) fn collapse_whitespace(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// Text with every whitespace character removed: the formatting-blind comparison key.
 pub(in crate::widen) fn compact(s: &str) -> String {
+    if s.is_ascii() {
+        // ASCII whitespace as `char::is_whitespace` sees it: tab to carriage return, space.
+        let kept: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\t'..=b'\r' | b' ')).collect();
+        return String::from_utf8(kept).expect("bytes of an ASCII string are UTF-8");
+    }
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// Named children of a node, in order.
+/// Named children of a node, in order. A leaf (most nodes of a tree) costs no cursor
+/// and no allocation.
 pub(in crate::widen) fn named_children(node: Node) -> Vec<Node> {
+    let count = node.named_child_count();
+    if count == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(count);
+    for_each_named(node, |child| out.push(child));
+    out
+}
+
+/// Calls `f` on each named child of `node`, in order, with one cursor and no vector:
+/// the recursion of every walker goes through here.
+pub(in crate::widen) fn for_each_named<'t>(node: Node<'t>, mut f: impl FnMut(Node<'t>)) {
+    if node.named_child_count() == 0 {
+        return;
+    }
     let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
+    if !cursor.goto_first_child() {
+        return;
+    }
+    loop {
+        let child = cursor.node();
+        if child.is_named() {
+            f(child);
+        }
+        if !cursor.goto_next_sibling() {
+            break;
+        }
+    }
 }
 
 /// All children of a node (named or not), in order.
 pub(in crate::widen) fn children(node: Node) -> Vec<Node> {
+    let count = node.child_count();
+    if count == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(count);
     let mut cursor = node.walk();
-    node.children(&mut cursor).collect()
+    out.extend(node.children(&mut cursor));
+    out
 }
 
 /// Unwraps `( expr )` so that `if ((x))` and `if x` compare equal.
 pub(in crate::widen) fn strip_parens(mut node: Node) -> Node {
-    while node.kind() == "parenthesized_expression" && node.named_child_count() == 1 {
+    while kind_of(node) == "parenthesized_expression" && node.named_child_count() == 1 {
         match node.named_child(0) {
             Some(inner) => node = inner,
             None => break,
@@ -181,7 +388,7 @@ pub(in crate::widen) fn strip_parens(mut node: Node) -> Node {
 
 /// A typed declaration slot (a field, a parameter, a return type, a type alias): one
 /// constraint whose old and new versions are compared when the same `key` exists in both.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(in crate::widen) struct Slot<T> {
     /// Identity within one version: owner symbol plus member (`Query.limit`, `f(x)`).
     pub key: String,
@@ -226,7 +433,7 @@ pub(in crate::widen) fn slot_finding<T>(rule: &'static str, before: &Slot<T>, af
 
 /// A runtime check inside a function body (a guard that throws/raises/returns an error,
 /// an assertion, a panic).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(in crate::widen) struct Check {
     pub rule: &'static str,
     /// The owning function's symbol.
@@ -263,7 +470,7 @@ impl Check {
         let mut numbering: BTreeMap<String, usize> = BTreeMap::new();
         leaves(cond, &mut |leaf| {
             let t = text(leaf, src);
-            if ident_kinds.contains(&leaf.kind()) {
+            if ident_kinds.contains(&kind_of(leaf)) {
                 idents.insert(t.to_string());
                 let next = numbering.len();
                 let n = *numbering.entry(t.to_string()).or_insert(next);
@@ -303,10 +510,10 @@ fn drops_alternatives(before: &Check, after: &Check) -> bool {
 /// `a || b || c` (`a or b or c`) as its alternatives.
 fn collect_disjuncts(node: Node, src: &str, out: &mut Vec<String>) {
     let node = strip_parens(node);
-    let op = node.child_by_field_name("operator").map(|o| text(o, src));
-    if matches!(node.kind(), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
+    let op = field(node, "operator").map(|o| text(o, src));
+    if matches!(kind_of(node), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
         for side in ["left", "right"] {
-            if let Some(n) = node.child_by_field_name(side) {
+            if let Some(n) = field(node, side) {
                 collect_disjuncts(n, src, out);
             }
         }
@@ -318,7 +525,7 @@ fn collect_disjuncts(node: Node, src: &str, out: &mut Vec<String>) {
 fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
     // A string literal is one token, whatever the grammar splits it into.
     if node.child_count() == 0
-        || matches!(node.kind(), "string" | "interpreted_string_literal" | "raw_string_literal" | "template_string")
+        || matches!(kind_of(node), "string" | "interpreted_string_literal" | "raw_string_literal" | "template_string")
     {
         f(node);
         return;
@@ -329,7 +536,7 @@ fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
 }
 
 /// The checks of one version of a file, by owning function.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(in crate::widen) struct Body {
     pub checks: Vec<Check>,
     /// Every function-like owner of checks, with its line.

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    Body, Check, Slot, children, compact, finish, line, named_children, one_line, pair_slots, removed_checks,
-    slot_finding, text,
+    Body, Check, Slot, children, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
+    removed_checks, slot_finding, text,
 };
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
@@ -242,14 +242,14 @@ fn strip_readonly(t: &str) -> Option<Vec<String>> {
     None
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct TsType {
     /// The whole type, formatting-blind.
     key: String,
     members: Vec<Member>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Member {
     /// Formatting-blind text.
     key: String,
@@ -263,7 +263,7 @@ struct Member {
     args: Option<(String, Vec<TsType>)>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct SlotInfo {
     ty: Option<TsType>,
     optional: bool,
@@ -278,7 +278,7 @@ fn ts_type(node: Node, src: &str) -> TsType {
 }
 
 fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
-    match node.kind() {
+    match kind_of(node) {
         "union_type" | "parenthesized_type" | "type_annotation" => {
             for child in named_children(node) {
                 collect_members(child, src, out);
@@ -287,10 +287,10 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
         _ => {
             let t = text(node, src);
             let key = compact(t);
-            let literal = if node.kind() == "template_literal_type" {
+            let literal = if kind_of(node) == "template_literal_type" {
                 Some("string")
-            } else if node.kind() == "literal_type" {
-                match node.named_child(0).map(|c| c.kind()) {
+            } else if kind_of(node) == "literal_type" {
+                match node.named_child(0).map(|c| kind_of(c)) {
                     Some("string") => Some("string"),
                     Some("number") | Some("unary_expression") => Some("number"),
                     Some("true") | Some("false") => Some("boolean"),
@@ -299,10 +299,9 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
             } else {
                 None
             };
-            let args = match node.kind() {
-                "generic_type" => node.child_by_field_name("name").map(|n| {
-                    let args = node
-                        .child_by_field_name("type_arguments")
+            let args = match kind_of(node) {
+                "generic_type" => field(node, "name").map(|n| {
+                    let args = field(node, "type_arguments")
                         .map(|ta| named_children(ta).into_iter().map(|a| ts_type(a, src)).collect())
                         .unwrap_or_default();
                     (compact(text(n, src)), args)
@@ -315,7 +314,25 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
     }
 }
 
-#[derive(Default)]
+/// What the walk reacts to inside a function body, as the tokens each needs: calls
+/// (`(`, or a backtick for a tagged template), nested functions (`(` or `=>`), `if`
+/// guards, type aliases, enums, and classes, interfaces, namespaces and type literals
+/// (`{`). A body whose inside holds none of them holds nothing the inventory records.
+static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
+    std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["(", "`", "{", "=>", "if", "type", "enum"]));
+
+/// Whether a function body may hold something the walk records: the inside of a
+/// `{ ... }` block (its own braces excluded), or an arrow function's whole expression.
+fn may_hold_anything(body: Node, src: &str) -> bool {
+    let t = text(body, src);
+    let inside = match kind_of(body) {
+        "statement_block" => t.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or(t),
+        _ => t,
+    };
+    TRIGGERS.any_in(inside)
+}
+
+#[derive(Debug, Default, PartialEq)]
 struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
@@ -326,6 +343,11 @@ struct Inventory {
 
 struct Walker<'s> {
     src: &'s str,
+    /// Skip function bodies holding none of [`TRIGGERS`] (off only to test that skipping
+    /// changes nothing).
+    prune: bool,
+    /// How many bodies were skipped.
+    skipped: usize,
     inv: Inventory,
     scope: Vec<String>,
     /// How many test-framework callbacks enclose the current node.
@@ -334,9 +356,14 @@ struct Walker<'s> {
 
 impl Inventory {
     fn build(root: Node, src: &str) -> Inventory {
-        let mut w = Walker { src, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
+        Inventory::walk(root, src, true).0
+    }
+
+    /// The inventory and how many function bodies the walk skipped.
+    fn walk(root: Node, src: &str, prune: bool) -> (Inventory, usize) {
+        let mut w = Walker { src, prune, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
         w.visit(root);
-        w.inv
+        (w.inv, w.skipped)
     }
 }
 
@@ -347,14 +374,12 @@ impl Walker<'_> {
         parts.join(".")
     }
 
-    fn field_text(&self, node: Node, field: &str) -> Option<String> {
-        node.child_by_field_name(field).map(|n| text(n, self.src).to_string())
+    fn field_text(&self, node: Node, name: &'static str) -> Option<String> {
+        field(node, name).map(|n| text(n, self.src).to_string())
     }
 
     fn visit_children(&mut self, node: Node) {
-        for child in named_children(node) {
-            self.visit(child);
-        }
+        super::syntax::for_each_named(node, |child| self.visit(child));
     }
 
     /// Records a check of the current owner.
@@ -370,7 +395,7 @@ impl Walker<'_> {
     }
 
     fn visit(&mut self, node: Node) {
-        match node.kind() {
+        match kind_of(node) {
             "interface_declaration"
             | "class_declaration"
             | "abstract_class_declaration"
@@ -411,10 +436,10 @@ impl Walker<'_> {
     }
 
     fn type_alias(&mut self, node: Node) {
-        let (Some(name), Some(value)) = (self.field_text(node, "name"), node.child_by_field_name("value")) else {
+        let (Some(name), Some(value)) = (self.field_text(node, "name"), field(node, "value")) else {
             return;
         };
-        if value.kind() == "object_type" {
+        if kind_of(value) == "object_type" {
             self.scoped(name, value);
             return;
         }
@@ -437,26 +462,28 @@ impl Walker<'_> {
 
     /// A property of an interface, type literal or class.
     fn member(&mut self, node: Node) {
-        let Some(name_node) = node.child_by_field_name("name").or_else(|| node.child_by_field_name("property")) else {
+        let Some(name_node) = field(node, "name").or_else(|| field(node, "property")) else {
             return self.visit_children(node);
         };
         let raw = text(name_node, self.src);
         let name = raw.trim_start_matches('#').to_string();
         let mut info = SlotInfo { private: raw.starts_with('#'), ..SlotInfo::default() };
         for child in children(node) {
-            match child.kind() {
+            match kind_of(child) {
                 "?" => info.optional = true,
                 "readonly" => info.readonly = true,
                 "accessibility_modifier" => info.private |= matches!(text(child, self.src), "private" | "protected"),
                 _ => {}
             }
         }
-        let type_node = node.child_by_field_name("type");
+        let type_node = field(node, "type");
         info.ty = type_node.map(|t| ts_type(t, self.src));
         // Show the declaration without decorators or initialiser: that is the constraint.
-        let from =
-            children(node).into_iter().find(|c| c.kind() != "decorator").map_or(node.start_byte(), |c| c.start_byte());
-        let to = node.child_by_field_name("value").map_or(node.end_byte(), |v| v.start_byte());
+        let from = children(node)
+            .into_iter()
+            .find(|c| kind_of(c) != "decorator")
+            .map_or(node.start_byte(), |c| c.start_byte());
+        let to = field(node, "value").map_or(node.end_byte(), |v| v.start_byte());
         let display = one_line(self.src.get(from..to).unwrap_or("")).trim_end_matches('=').trim_end().to_string();
         self.inv.slots.push(Slot {
             // `#x` and `x` pair (the private-to-public change); the symbol keeps the spelling.
@@ -472,16 +499,16 @@ impl Walker<'_> {
 
     /// `const f = (...) => ...`, `{ f: function () {} }`, `obj.f = () => ...`.
     fn binding(&mut self, node: Node) {
-        let (name, value) = match node.kind() {
-            "variable_declarator" => (node.child_by_field_name("name"), node.child_by_field_name("value")),
-            "pair" => (node.child_by_field_name("key"), node.child_by_field_name("value")),
-            _ => (node.child_by_field_name("left"), node.child_by_field_name("right")),
+        let (name, value) = match kind_of(node) {
+            "variable_declarator" => (field(node, "name"), field(node, "value")),
+            "pair" => (field(node, "key"), field(node, "value")),
+            _ => (field(node, "left"), field(node, "right")),
         };
         match (name, value) {
             (Some(n), Some(v))
                 if !text(n, self.src).contains(['[', '('])
                     && matches!(
-                        v.kind(),
+                        kind_of(v),
                         "arrow_function" | "function_expression" | "function" | "generator_function"
                     ) =>
             {
@@ -496,13 +523,11 @@ impl Walker<'_> {
     fn function(&mut self, name: String, node: Node) {
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
-        if let Some(params) = node.child_by_field_name("parameters") {
-            for p in named_children(params) {
-                self.parameter(&symbol, p);
-            }
+        if let Some(params) = field(node, "parameters") {
+            super::syntax::for_each_named(params, |p| self.parameter(&symbol, p));
         }
-        if let Some(ret) = node.child_by_field_name("return_type")
-            && let Some(ty) = named_children(ret).first().copied()
+        if let Some(ret) = field(node, "return_type")
+            && let Some(ty) = ret.named_child(0)
         {
             self.inv.slots.push(Slot {
                 key: format!("{symbol}->"),
@@ -514,27 +539,31 @@ impl Walker<'_> {
             });
         }
         self.scope.push(name);
-        if let Some(body) = node.child_by_field_name("body") {
-            self.visit(body);
+        if let Some(body) = field(node, "body") {
+            if self.prune && !may_hold_anything(body, self.src) {
+                self.skipped += 1;
+            } else {
+                self.visit(body);
+            }
         }
         self.scope.pop();
     }
 
     fn parameter(&mut self, symbol: &str, p: Node) {
-        if !matches!(p.kind(), "required_parameter" | "optional_parameter") {
+        if !matches!(kind_of(p), "required_parameter" | "optional_parameter") {
             return;
         }
-        let Some(pattern) = p.child_by_field_name("pattern") else {
+        let Some(pattern) = field(p, "pattern") else {
             return;
         };
         let name = text(pattern, self.src);
         let mut info = SlotInfo {
-            optional: p.kind() == "optional_parameter",
-            ty: p.child_by_field_name("type").map(|t| ts_type(t, self.src)),
+            optional: kind_of(p) == "optional_parameter",
+            ty: field(p, "type").map(|t| ts_type(t, self.src)),
             ..SlotInfo::default()
         };
         for child in children(p) {
-            match child.kind() {
+            match kind_of(child) {
                 "readonly" => info.readonly = true,
                 "accessibility_modifier" => info.private |= matches!(text(child, self.src), "private" | "protected"),
                 _ => {}
@@ -542,10 +571,10 @@ impl Walker<'_> {
         }
         // A default value makes a parameter optional to callers without loosening the
         // value the body sees.
-        if p.child_by_field_name("value").is_some() {
+        if field(p, "value").is_some() {
             info.optional = false;
         }
-        let display = match p.child_by_field_name("value") {
+        let display = match field(p, "value") {
             Some(v) => one_line(&self.src[p.start_byte()..v.start_byte()]).trim_end_matches('=').trim_end().to_string(),
             None => one_line(text(p, self.src)),
         };
@@ -566,15 +595,15 @@ impl Walker<'_> {
     /// `if (cond) throw ...` or `if (cond) { ...; throw ...; }`.
     fn throw_guard(&mut self, node: Node) {
         let (Some(owner), Some(cond), Some(cons)) =
-            (self.owner(), node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
+            (self.owner(), field(node, "condition"), field(node, "consequence"))
         else {
             return;
         };
         self.inv.body.note_condition(&owner, cond, self.src);
-        let throw = if cons.kind() == "throw_statement" {
+        let throw = if kind_of(cons) == "throw_statement" {
             Some(cons)
-        } else if cons.kind() == "statement_block" {
-            named_children(cons).into_iter().find(|s| s.kind() == "throw_statement")
+        } else if kind_of(cons) == "statement_block" {
+            named_children(cons).into_iter().find(|s| kind_of(s) == "throw_statement")
         } else {
             None
         };
@@ -589,16 +618,15 @@ impl Walker<'_> {
         let Some(mut call) = node.named_child(0) else {
             return;
         };
-        if call.kind() == "await_expression"
+        if kind_of(call) == "await_expression"
             && let Some(inner) = call.named_child(0)
         {
             call = inner;
         }
-        if call.kind() != "call_expression" {
+        if kind_of(call) != "call_expression" {
             return;
         }
-        let (Some(func), Some(args)) = (call.child_by_field_name("function"), call.child_by_field_name("arguments"))
-        else {
+        let (Some(func), Some(args)) = (field(call, "function"), field(call, "arguments")) else {
             return;
         };
         let fname = compact(text(func, self.src));
@@ -618,7 +646,7 @@ impl Walker<'_> {
     /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
     /// named by its title.
     fn call(&mut self, node: Node) {
-        let func = node.child_by_field_name("function");
+        let func = field(node, "function");
         if let (Some(owner), Some(f)) = (self.owner(), func) {
             self.inv.body.note_call(&owner, f, self.src);
         }
@@ -626,18 +654,18 @@ impl Walker<'_> {
             let t = compact(text(f, self.src));
             t.split(['.', '(']).next().unwrap_or("").to_string()
         });
-        let args = node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+        let args = field(node, "arguments").map(named_children).unwrap_or_default();
         let is_test = head.as_deref().is_some_and(|h| TEST_CALLS.contains(&h));
         let callback = args
             .iter()
             .rev()
-            .find(|a| matches!(a.kind(), "arrow_function" | "function_expression" | "function"))
+            .find(|a| matches!(kind_of(*a), "arrow_function" | "function_expression" | "function"))
             .copied();
         match (is_test, callback) {
             (true, Some(cb)) => {
                 let title = args
                     .first()
-                    .filter(|a| matches!(a.kind(), "string" | "template_string"))
+                    .filter(|a| matches!(kind_of(*a), "string" | "template_string"))
                     .map(|a| text(*a, self.src).trim_matches(['"', '\'', '`']).to_string())
                     .unwrap_or_else(|| head.unwrap_or_default());
                 if let Some(f) = func {
@@ -655,6 +683,70 @@ impl Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping trigger-free function bodies changes no inventory: every TypeScript and
+    /// JavaScript fixture, both versions, walked with and without skipping.
+    #[test]
+    fn skipping_trigger_free_bodies_changes_no_inventory() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut sources = vec![
+            (
+                "a.ts",
+                "export function h(x: number): number {\n  return x * 3 + 1;\n}\nconst k = (a: number) => a + 1;\n"
+                    .to_string(),
+            ),
+            (
+                "a.ts",
+                "function f(x: number) {\n  let o: { a?: string } = {};\n  type T = 'a' | 'b';\n  return x;\n}\n"
+                    .to_string(),
+            ),
+            (
+                "a.js",
+                "function g(a) {\n  return a.b.c;\n}\nfunction t(a) { if (!a) throw new Error('x'); }\n".to_string(),
+            ),
+        ];
+        for rule in std::fs::read_dir(&root).unwrap() {
+            let rule = rule.unwrap().path();
+            if !rule.file_name().unwrap().to_string_lossy().starts_with("ts-") {
+                continue;
+            }
+            for case in std::fs::read_dir(&rule).unwrap() {
+                let case = case.unwrap().path();
+                for ext in ["ts", "tsx", "js"] {
+                    for side in ["before", "after"] {
+                        if let Ok(src) = std::fs::read_to_string(case.join(format!("{side}.{ext}"))) {
+                            sources.push((
+                                if ext == "js" {
+                                    "a.js"
+                                } else if ext == "tsx" {
+                                    "a.tsx"
+                                } else {
+                                    "a.ts"
+                                },
+                                src,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(sources.len() > 30, "the TypeScript fixtures were read ({})", sources.len());
+        let mut skipped = 0;
+        for (path, src) in &sources {
+            let lang: tree_sitter::Language = match *path {
+                "a.js" => tree_sitter_javascript::LANGUAGE.into(),
+                "a.tsx" => tree_sitter_typescript::LANGUAGE_TSX.into(),
+                _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            };
+            let tree = super::super::syntax::parse(lang, src, "new", path).unwrap();
+            let (pruned, n) = Inventory::walk(tree.root_node(), src, true);
+            let (full, none) = Inventory::walk(tree.root_node(), src, false);
+            assert_eq!(none, 0);
+            assert_eq!(pruned, full, "{src}");
+            skipped += n;
+        }
+        assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
+    }
 
     fn run(before: &str, after: &str) -> Vec<RawFinding> {
         detect("src/a.ts", before, after).expect("parses")
