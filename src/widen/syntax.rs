@@ -766,6 +766,37 @@ pub(in crate::widen) mod fixtures {
         }
     }
 
+    /// The premise of each detector's shortcut for added files: run the full comparison
+    /// with an empty old version on every fixture text (both sides, as if each were a new
+    /// file) and require no finding wherever `may_fire` says none is possible. Returns
+    /// how many texts were checked.
+    pub fn added_files_yield_nothing(
+        rules: &[RuleDef],
+        compare: Detect,
+        exts: &[&str],
+        may_fire: fn(&str) -> bool,
+    ) -> usize {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut checked = 0;
+        for rule in rules {
+            for case in std::fs::read_dir(root.join(rule.id)).unwrap() {
+                let case = case.unwrap().path();
+                let (before, after, ext) = read_pair(&case, exts);
+                let path = format!("src/fixture.{ext}");
+                for text in [before, after] {
+                    if text.is_empty() || may_fire(&text) {
+                        continue;
+                    }
+                    if let Ok(found) = compare(&path, "", &text) {
+                        assert!(found.is_empty(), "{}: an added file gave {found:?}", case.display());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        checked
+    }
+
     fn read_pair(case: &Path, exts: &[&str]) -> (String, String, String) {
         for ext in exts {
             let b = case.join(format!("before.{ext}"));

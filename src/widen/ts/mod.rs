@@ -124,6 +124,20 @@ const TEST_CALLS: &[&str] = &[
 const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
 
 pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    // An added file has no old constraints: every rule here needs one to loosen.
+    if before.is_empty() && !added_may_fire(after) {
+        return Ok(Vec::new());
+    }
+    compare(path, before, after)
+}
+
+/// Whether a file with no old version can yield a finding at all.
+fn added_may_fire(_after: &str) -> bool {
+    false
+}
+
+/// Compare both versions (the whole work of [`detect`]).
+fn compare(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     let lang: tree_sitter::Language = match Language::for_path(path) {
         Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
@@ -683,6 +697,19 @@ impl Walker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping added files loses nothing: the full comparison finds nothing in any
+    /// fixture text taken as a new file, wherever `added_may_fire` says so.
+    #[test]
+    fn added_files_are_skipped_only_where_nothing_can_fire() {
+        let n = super::super::syntax::fixtures::added_files_yield_nothing(
+            RULES,
+            compare,
+            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
+            added_may_fire,
+        );
+        assert!(n > 10, "fixture texts checked: {n}");
+    }
 
     /// Skipping trigger-free function bodies changes no inventory: every TypeScript and
     /// JavaScript fixture, both versions, walked with and without skipping.
