@@ -6,11 +6,14 @@
 # 1. A synthetic change: N Rust and N TypeScript files (default 2000 each), every file
 #    widened (a field type, an optional property) with a check removed, in one commit.
 # 2. Optionally, the history of a real repository: REAL_BASE_REV..HEAD of a clone.
-# Each command runs 3 times (after one warm-up); the script prints the median wall
-# time and the peak resident memory (GNU time's %M) of each, and the ratio.
+# git and premerge run alternately, RUNS times each (default 9, after one warm-up of
+# each), so that a noisy neighbour slows both alike; the script prints the median wall
+# time of each (a monotonic clock, to the millisecond), the median of the per-pair
+# ratios, and the peak resident memory of one more run (GNU time's %M).
 set -euo pipefail
 
 N=${1:-2000}
+RUNS=${RUNS:-9}
 REAL=${2:-}
 REAL_BASE=${3:-}
 # shellcheck source=scripts/bench-common.sh
@@ -42,33 +45,45 @@ for widened in (False, True):
     git("commit", "-q", "-m", "widen" if widened else "base")
 PY
 
-measure() { # name, dir, command...
+# compare NAME DIR GIT_ARGS... -- PREMERGE_ARGS...: alternate runs, medians, ratio, peak RSS.
+compare() {
   local name=$1 dir=$2; shift 2
-  (cd "$dir" && "$@" >/dev/null 2>&1) || true # warm-up (page cache)
-  local runs=()
-  for _ in 1 2 3; do
-    runs+=("$(cd "$dir" && /usr/bin/time -f '%e %M' "$@" 2>&1 >/dev/null | tail -n1)")
-  done
-  printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p | {
-    read -r secs kib
-    echo "$name: median ${secs}s, peak ${kib} KiB"
-    echo "$secs" >"$WORK/$name.secs"
-  }
+  python3 - "$name" "$dir" "$RUNS" "$@" <<'PY'
+import statistics, subprocess, sys, time
+name, cwd, runs, rest = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+cut = rest.index("--")
+cmds = {"git": rest[:cut], "premerge": rest[cut + 1:]}
+def run(argv):
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+def peak_kib(argv):
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, check=False)
+    return int(r.stderr.strip().splitlines()[-1])
+for argv in cmds.values():
+    run(argv)  # warm-up: page cache, first-run effects
+times = {"git": [], "premerge": []}
+for _ in range(runs):
+    for tool, argv in cmds.items():
+        times[tool].append(run(argv))
+med = {t: statistics.median(v) for t, v in times.items()}
+ratio = statistics.median(p / g for g, p in zip(times["git"], times["premerge"]))
+for tool in cmds:
+    print(f"{name} {tool}: median {med[tool]*1000:.0f} ms (min {min(times[tool])*1000:.0f}, max {max(times[tool])*1000:.0f}), "
+          f"peak {peak_kib(cmds[tool])} KiB")
+print(f"{name} ratio premerge/git: {ratio:.2f}x (median of {runs} alternating pairs)")
+PY
 }
 
-ratio() { python3 -c "import sys; a,b=(float(open(p).read()) for p in sys.argv[1:]); print(f'ratio premerge/git: {a/b:.2f}x' if b else 'ratio: git took 0.00s')" "$WORK/$1.secs" "$WORK/$2.secs"; }
-
+SCAN=("$BIN" scan --no-memory --format json)
 echo "== synthetic: $N Rust + $N TypeScript files changed in one commit =="
-measure git-syn "$WORK/syn" git diff -p -M HEAD~1 HEAD
-measure premerge-syn "$WORK/syn" "$BIN" scan --no-memory --format json --base HEAD~1
-echo "findings: $(cd "$WORK/syn" && "$BIN" scan --no-memory --format json --base HEAD~1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')"
-ratio premerge-syn git-syn
+compare syn "$WORK/syn" git diff -p -M HEAD~1 HEAD -- "${SCAN[@]}" --base HEAD~1
+echo "findings: $(cd "$WORK/syn" && "${SCAN[@]}" --base HEAD~1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["findings"]))')"
 
 if [ -n "$REAL" ]; then
   echo "== real history: $REAL ($REAL_BASE..HEAD) =="
   git clone -q "$REAL" "$WORK/real"
   (cd "$WORK/real" && echo "changed files: $(git diff --name-only "$REAL_BASE" HEAD | wc -l)")
-  measure git-real "$WORK/real" git diff -p -M "$REAL_BASE" HEAD
-  measure premerge-real "$WORK/real" "$BIN" scan --no-memory --format json --base "$REAL_BASE"
-  ratio premerge-real git-real
+  compare real "$WORK/real" git diff -p -M "$REAL_BASE" HEAD -- "${SCAN[@]}" --base "$REAL_BASE"
 fi
