@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::syntax::{field, kind_of};
+use super::syntax::{Parts, field, kind_of};
 use tree_sitter::{Node, Parser, Tree};
 
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
@@ -188,8 +188,8 @@ fn compare(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, De
         false => {
             let old_tree = parse(before, "old", None)?;
             // The new version is parsed incrementally from the old tree.
-            let new_tree = parse(after, "new", Some((&old_tree, before)))?;
-            (Inventory::build(&old_tree, before), Inventory::build(&new_tree, after))
+            let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
+            Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged))
         }
     };
     let mut out = Vec::new();
@@ -209,19 +209,55 @@ fn compare(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, De
 /// Parse one version; with `previous` (the old tree and its text) the parse is
 /// incremental (`syntax::reparse`).
 fn parse(src: &str, side: &str, previous: Option<(&Tree, &str)>) -> Result<Tree, DetectError> {
-    let mut p = Parser::new();
-    p.set_language(&tree_sitter_rust::LANGUAGE.into())
-        .map_err(|e| DetectError(format!("rust grammar unavailable: {e}")))?;
+    let mut p = parser()?;
     let tree = match previous {
         Some((old, before)) => super::syntax::reparse(&mut p, old, before, src),
         None => p.parse(src, None),
-    }
-    .ok_or_else(|| DetectError(format!("{side} version: the parser gave up")))?;
+    };
+    refuse_errors(tree, side)
+}
+
+/// Parse the new version incrementally from the old tree, telling what stayed unchanged.
+fn parse_new(after: &str, old: &Tree, before: &str) -> Result<(Tree, super::syntax::Unchanged), DetectError> {
+    let mut p = parser()?;
+    let (tree, unchanged) = match super::syntax::reparse_tracking(&mut p, old, before, after) {
+        Some((t, u)) => (Some(t), Some(u)),
+        None => (None, None),
+    };
+    Ok((refuse_errors(tree, "new")?, unchanged.expect("a tree comes with its unchanged ranges")))
+}
+
+fn parser() -> Result<Parser, DetectError> {
+    let mut p = Parser::new();
+    p.set_language(&tree_sitter_rust::LANGUAGE.into())
+        .map_err(|e| DetectError(format!("rust grammar unavailable: {e}")))?;
+    Ok(p)
+}
+
+fn refuse_errors(tree: Option<Tree>, side: &str) -> Result<Tree, DetectError> {
+    let tree = tree.ok_or_else(|| DetectError(format!("{side} version: the parser gave up")))?;
     if tree.root_node().has_error() {
         let at = first_error(tree.root_node()).map(|n| n.start_position().row + 1).unwrap_or(1);
         return Err(DetectError(format!("{side} version does not parse as Rust (line {at})")));
     }
     Ok(tree)
+}
+
+/// The top-level declarations of a file as the walk meets them: each with the outer
+/// attributes written before it and the byte where the first of those (or the
+/// declaration itself) starts. Comments are left out, as the walk skips them.
+fn top_level<'t>(root: Node<'t>, src: &str) -> Vec<(Vec<String>, Node<'t>, usize)> {
+    let mut out = Vec::new();
+    let (mut pending, mut first) = (Vec::new(), None);
+    super::syntax::for_each_named(root, |k| match kind_of(k) {
+        "attribute_item" => {
+            pending.push(squash(text(k, src)));
+            first.get_or_insert(k.start_byte());
+        }
+        "line_comment" | "block_comment" => {}
+        _ => out.push((std::mem::take(&mut pending), k, first.take().unwrap_or(k.start_byte()))),
+    });
+    out
 }
 
 fn first_error(n: Node) -> Option<Node> {
@@ -413,7 +449,7 @@ struct Owner {
     in_test: bool,
 }
 
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Inventory {
     /// (symbol, slot key) -> slot.
     slots: BTreeMap<(String, String), Slot>,
@@ -600,6 +636,113 @@ impl Inventory {
         Inventory::walk(tree, src, true).0
     }
 
+    /// The inventories of both versions. The new version is walked one top-level
+    /// declaration at a time; a declaration that `unchanged` says is the same in both
+    /// versions is not walked again in the old one: its part of the new inventory is
+    /// taken instead, lines moved back. Without `unchanged`, both are walked in full.
+    fn build_pair(
+        old_tree: &Tree,
+        before: &str,
+        new_tree: &Tree,
+        after: &str,
+        unchanged: Option<&super::syntax::Unchanged>,
+    ) -> (Inventory, Inventory) {
+        let Some(unchanged) = unchanged else {
+            return (Inventory::build(old_tree, before), Inventory::build(new_tree, after));
+        };
+        let mut new = Inventory::default();
+        let mut kept: BTreeMap<(usize, usize), Inventory> = BTreeMap::new();
+        for (attrs, item, start) in top_level(new_tree.root_node(), after) {
+            let part = Inventory::item(item, attrs, after);
+            if unchanged.holds(start, item.end_byte()) {
+                kept.insert((start, item.end_byte()), part.clone());
+            }
+            new.absorb(part);
+        }
+        let mut old = Inventory::default();
+        for (attrs, item, start) in top_level(old_tree.root_node(), before) {
+            let same =
+                unchanged.counterpart(start, item.end_byte()).and_then(|range| Some((range.0, kept.remove(&range)?)));
+            match same {
+                Some((new_start, mut part)) => {
+                    part.shift_lines(unchanged.line_shift(new_start));
+                    old.absorb(part);
+                }
+                None => old.absorb(Inventory::item(item, attrs, before)),
+            }
+        }
+        (old, new)
+    }
+
+    /// The part of the inventory one top-level declaration contributes.
+    fn item(item: Node, attrs: Vec<String>, src: &str) -> Inventory {
+        let mut w = Walk { src, inv: Inventory::default(), prune: true, skipped: 0 };
+        w.visit(item, attrs, &mut Vec::new(), None, false);
+        w.inv
+    }
+
+    /// Adds the part `o` of a later declaration, exactly as walking it after the ones
+    /// already here would have: maps keyed once keep the first entry (owners), maps
+    /// written by insertion keep the last, lists and sets grow.
+    fn absorb(&mut self, o: Inventory) {
+        // Destructured, so that a new field cannot be forgotten here.
+        let Inventory {
+            slots,
+            fields,
+            bounds,
+            owners,
+            guards,
+            guard_keys,
+            attrs,
+            statics,
+            unsafe_sites,
+            forbid_unsafe,
+            unsafe_lint,
+            enums,
+            value_imported,
+        } = o;
+        self.slots.extend(slots);
+        self.fields.extend(fields);
+        for (k, v) in bounds {
+            self.bounds.entry(k).or_default().extend(v);
+        }
+        for (k, v) in owners {
+            self.owners.entry(k).or_insert(v);
+        }
+        for (k, v) in guards {
+            self.guards.entry(k).or_default().extend(v);
+        }
+        self.guard_keys.extend(guard_keys);
+        self.attrs.extend(attrs);
+        self.statics.extend(statics);
+        for (k, v) in unsafe_sites {
+            self.unsafe_sites.entry(k).or_default().extend(v);
+        }
+        if forbid_unsafe.is_some() {
+            self.forbid_unsafe = forbid_unsafe;
+        }
+        if unsafe_lint.is_some() {
+            self.unsafe_lint = unsafe_lint;
+        }
+        self.enums.extend(enums);
+        self.value_imported |= value_imported;
+    }
+
+    /// Moves every line this inventory records by `delta`.
+    fn shift_lines(&mut self, delta: i64) {
+        if delta == 0 {
+            return;
+        }
+        let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
+        self.slots.values_mut().for_each(|s| shift(&mut s.line));
+        self.fields.values_mut().for_each(|f| shift(&mut f.2));
+        self.owners.values_mut().for_each(|o| shift(&mut o.line));
+        self.unsafe_sites.values_mut().flatten().for_each(|site| shift(&mut site.0));
+        if let Some(f) = &mut self.forbid_unsafe {
+            shift(&mut f.0);
+        }
+    }
+
     /// The inventory and how many blocks the walk skipped.
     fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
         let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0 };
@@ -620,9 +763,9 @@ impl Walk<'_> {
         self.inv.slots.insert((symbol.to_string(), key), slot);
     }
 
-    fn bounds_of(&mut self, item: Node, symbol: &str) {
+    fn bounds_of(&mut self, item: &Parts, symbol: &str) {
         let mut params = Vec::new();
-        if let Some(tp) = field(item, "type_parameters") {
+        if let Some(tp) = item.field("type_parameters") {
             let mut c = tp.walk();
             for p in tp.named_children(&mut c).filter(|p| kind_of(p) == "type_parameter") {
                 let Some(name) = field(p, "name") else { continue };
@@ -635,8 +778,7 @@ impl Walk<'_> {
                 }
             }
         }
-        let mut c = item.walk();
-        for wc in item.children(&mut c).filter(|ch| kind_of(ch) == "where_clause") {
+        for wc in item.all().filter(|ch| kind_of(ch) == "where_clause") {
             let mut wcur = wc.walk();
             for pred in wc.named_children(&mut wcur).filter(|p| kind_of(p) == "where_predicate") {
                 let (Some(left), Some(b)) = (field(pred, "left"), field(pred, "bounds")) else {
@@ -736,21 +878,28 @@ impl Walk<'_> {
             _ => {}
         }
         let in_test = in_test || attrs.iter().any(|a| is_test_attr(a));
-        let own_name = match kind {
-            "impl_item" => Some(impl_name(n, self.src)),
-            "mod_item"
-            | "struct_item"
-            | "enum_item"
-            | "union_item"
-            | "trait_item"
-            | "function_item"
-            | "function_signature_item"
-            | "type_item"
-            | "const_item"
-            | "static_item" => name_of(n),
+        let is_item = matches!(
+            kind,
+            "impl_item"
+                | "mod_item"
+                | "struct_item"
+                | "enum_item"
+                | "union_item"
+                | "trait_item"
+                | "function_item"
+                | "function_signature_item"
+                | "type_item"
+                | "const_item"
+                | "static_item"
+        );
+        // An item's parts are read in one pass: its name, bounds, parameters, modifiers.
+        let parts = is_item.then(|| Parts::of(n));
+        let own_name = match (kind, &parts) {
+            ("impl_item", _) => Some(impl_name(n, self.src)),
+            (_, Some(p)) => p.field("name").map(|x| text(x, self.src).to_string()),
             _ => None,
         };
-        let Some(name) = own_name else {
+        let (Some(name), Some(parts)) = (own_name, parts) else {
             self.children(n, scope, func, in_test);
             return;
         };
@@ -762,8 +911,8 @@ impl Walk<'_> {
                     self.inv.enums.insert(name.clone());
                 }
                 self.attrs(&attrs, &symbol);
-                self.bounds_of(n, &symbol);
-                if let Some(body) = field(n, "body") {
+                self.bounds_of(&parts, &symbol);
+                if let Some(body) = parts.field("body") {
                     if kind == "enum_item" {
                         let mut c = body.walk();
                         for v in body.named_children(&mut c).filter(|v| kind_of(v) == "enum_variant") {
@@ -782,8 +931,8 @@ impl Walk<'_> {
                 }
             }
             "function_item" | "function_signature_item" => {
-                self.bounds_of(n, &symbol);
-                if let Some(params) = field(n, "parameters") {
+                self.bounds_of(&parts, &symbol);
+                if let Some(params) = parts.field("parameters") {
                     let mut c = params.walk();
                     for p in params.named_children(&mut c).filter(|p| kind_of(p) == "parameter") {
                         let (Some(pat), Some(ty)) = (field(p, "pattern"), field(p, "type")) else {
@@ -793,13 +942,10 @@ impl Walk<'_> {
                         self.slot(&symbol, format!("param:{pat}"), format!("{pat}: "), ty, in_test);
                     }
                 }
-                if let Some(ret) = field(n, "return_type") {
+                if let Some(ret) = parts.field("return_type") {
                     self.slot(&symbol, "return".into(), "-> ".into(), ret, in_test);
                 }
-                let mut c = n.walk();
-                if n.children(&mut c)
-                    .any(|ch| kind_of(ch) == "function_modifiers" && text(ch, self.src).contains("unsafe"))
-                {
+                if parts.all().any(|ch| kind_of(ch) == "function_modifiers" && text(ch, self.src).contains("unsafe")) {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
                     self.inv.unsafe_sites.entry(symbol.clone()).or_default().push((
                         line_of(n),
@@ -809,7 +955,7 @@ impl Walk<'_> {
                 }
             }
             "impl_item" => {
-                self.bounds_of(n, &symbol);
+                self.bounds_of(&parts, &symbol);
                 let mut c = n.walk();
                 if n.children(&mut c).any(|ch| kind_of(ch) == "unsafe") {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
@@ -817,9 +963,9 @@ impl Walk<'_> {
                     self.inv.unsafe_sites.entry(symbol.clone()).or_default().push((line_of(n), key, head));
                 }
             }
-            "trait_item" => self.bounds_of(n, &symbol),
+            "trait_item" => self.bounds_of(&parts, &symbol),
             "type_item" => {
-                self.bounds_of(n, &symbol);
+                self.bounds_of(&parts, &symbol);
                 if let Some(ty) = field(n, "type") {
                     self.slot(&symbol, "alias".into(), format!("type {name} = "), ty, in_test);
                 }
@@ -845,7 +991,7 @@ impl Walk<'_> {
             // body and a constant's value are walked further.
             "function_item" | "function_signature_item" | "const_item" | "static_item" if self.prune => {
                 let inner = if kind == "function_item" || kind == "function_signature_item" { "body" } else { "value" };
-                if let Some(part) = field(n, inner) {
+                if let Some(part) = parts.field(inner) {
                     self.visit(part, Vec::new(), scope, f.as_deref(), in_test);
                 }
             }
@@ -1063,6 +1209,59 @@ fn compare_forbid(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Taking unchanged declarations from the new version's walk gives exactly the
+    /// inventories of two full walks, lines included: every Rust fixture, and edits
+    /// that shift the declarations after them by several lines either way.
+    #[test]
+    fn reused_declarations_give_the_full_inventories() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let helpers =
+            "pub fn helper(x: u32) -> u32 {\n    x + 1\n}\n\n#[derive(Debug)]\npub struct S<T: Ord> { pub a: T }\n"
+                .repeat(3);
+        let mut pairs = vec![
+            (
+                format!(
+                    "pub struct Q {{\n    pub limit: u8,\n}}\n\nfn f(r: f64) {{\n    assert!(r > 0.0);\n}}\n{helpers}"
+                ),
+                format!("pub struct Q {{\n    pub limit: u64,\n}}\n\nfn f(r: f64) {{\n}}\n{helpers}"),
+            ),
+            (
+                format!("{helpers}fn g() {{}}\n"),
+                format!("//! doc\n\n\n#![forbid(unsafe_code)]\n{helpers}fn g() {{ unsafe {{ h() }} }}\n"),
+            ),
+            (format!("fn a() {{}}\n{helpers}"), format!("fn a() {{}}\nfn a() {{ let x = 1; }}\n{helpers}")),
+        ];
+        for rule in std::fs::read_dir(&root).unwrap() {
+            let rule = rule.unwrap().path();
+            if !rule.file_name().unwrap().to_string_lossy().starts_with("rust-") {
+                continue;
+            }
+            for case in std::fs::read_dir(&rule).unwrap() {
+                let case = case.unwrap().path();
+                let read = |side: &str| std::fs::read_to_string(case.join(side)).unwrap_or_default();
+                pairs.push((read("before.rs"), read("after.rs")));
+            }
+        }
+        let mut reused = 0;
+        for (before, after) in &pairs {
+            if before.is_empty() {
+                continue;
+            }
+            let old_tree = parse(before, "old", None).unwrap();
+            let (new_tree, unchanged) = parse_new(after, &old_tree, before).unwrap();
+            let full = Inventory::build_pair(&old_tree, before, &new_tree, after, None);
+            let pair = Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged));
+            assert_eq!(pair, full, "{before}\n---\n{after}");
+            reused += top_level(old_tree.root_node(), before)
+                .iter()
+                .filter(|(_, item, start)| {
+                    unchanged.counterpart(*start, item.end_byte()).is_some_and(|(s, e)| unchanged.holds(s, e))
+                })
+                .count();
+        }
+        assert!(reused > 20, "declarations were reused ({reused})");
+    }
 
     /// Skipping added files loses nothing: the full comparison finds nothing in any
     /// fixture text taken as a new file, wherever `added_may_fire` says so.

@@ -67,6 +67,59 @@ pub(in crate::widen) fn reparse(parser: &mut Parser, old: &Tree, before: &str, a
     parser.parse(after, Some(&edited))
 }
 
+/// What an incremental parse left as it was: the one edit between the two texts and
+/// the ranges (new coordinates) whose syntax tree changed. A top-level declaration
+/// outside both has the same text and the same tree in the two versions, so its
+/// inventory is the same but for line numbers, and the old version's walk can take it
+/// from the new version's instead of walking it again.
+#[derive(Debug, Clone)]
+pub(in crate::widen) struct Unchanged {
+    edit: tree_sitter::InputEdit,
+    changed: Vec<std::ops::Range<usize>>,
+}
+
+impl Unchanged {
+    /// Whether the new version's `[start, end)` lies outside the edit and every changed range.
+    pub fn holds(&self, start: usize, end: usize) -> bool {
+        (end <= self.edit.start_byte || start >= self.edit.new_end_byte)
+            && !self.changed.iter().any(|r| r.start < end && start < r.end)
+    }
+
+    /// The new version's range of the old version's `[start, end)`, when the text there
+    /// is outside the edit.
+    pub fn counterpart(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        let e = &self.edit;
+        if end <= e.start_byte {
+            return Some((start, end));
+        }
+        if start >= e.old_end_byte {
+            return Some((start - e.old_end_byte + e.new_end_byte, end - e.old_end_byte + e.new_end_byte));
+        }
+        None
+    }
+
+    /// What to add to a new-version line at byte `start` to get its old-version line.
+    pub fn line_shift(&self, start: usize) -> i64 {
+        let e = &self.edit;
+        if start >= e.new_end_byte { e.old_end_position.row as i64 - e.new_end_position.row as i64 } else { 0 }
+    }
+}
+
+/// [`reparse`], also telling what it left unchanged.
+pub(in crate::widen) fn reparse_tracking(
+    parser: &mut Parser,
+    old: &Tree,
+    before: &str,
+    after: &str,
+) -> Option<(Tree, Unchanged)> {
+    let edit = edit_between(before, after);
+    let mut edited = old.clone();
+    edited.edit(&edit);
+    let new = parser.parse(after, Some(&edited))?;
+    let changed = edited.changed_ranges(&new).map(|r| r.start_byte..r.end_byte).collect();
+    Some((new, Unchanged { edit, changed }))
+}
+
 /// The single edit that turns `a` into `b`, on UTF-8 character boundaries.
 fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit {
     let (ab, bb) = (a.as_bytes(), b.as_bytes());
@@ -174,11 +227,17 @@ fn grammar_address(language: &tree_sitter::Language) -> usize {
 /// `node.child_by_field_name(name)`, with the field's id cached per grammar: the same
 /// answer, without a string comparison per field of the grammar on every call.
 pub(in crate::widen) fn field<'t>(node: Node<'t>, name: &'static str) -> Option<Node<'t>> {
+    let id = field_id(node, name);
+    if id == 0 { None } else { node.child_by_field_id(id) }
+}
+
+/// The id of field `name` in the grammar of `node` (0: the grammar has no such field).
+fn field_id(node: Node, name: &'static str) -> u16 {
     let language = node.language();
     let (grammar, key) = (grammar_address(&language), name.as_ptr() as usize);
     let slot = (grammar ^ key.rotate_left(21)).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize)
         >> (usize::BITS - FIELD_CACHE_SLOTS.trailing_zeros());
-    let id = FIELD_IDS.with(|cache| {
+    FIELD_IDS.with(|cache| {
         let mut cache = cache.borrow_mut();
         let (g, k, id) = cache[slot];
         if g == grammar && k == key {
@@ -188,8 +247,45 @@ pub(in crate::widen) fn field<'t>(node: Node<'t>, name: &'static str) -> Option<
         let id = language.field_id_for_name(name).map_or(0, |id| id.get());
         cache[slot] = (grammar, key, id);
         id
-    });
-    if id == 0 { None } else { node.child_by_field_id(id) }
+    })
+}
+
+/// The children of one node, read in one cursor pass with the field each fills. A
+/// declaration whose name, parameters, return type and body are all looked at pays one
+/// pass instead of one search of its children per part.
+pub(in crate::widen) struct Parts<'t> {
+    node: Node<'t>,
+    children: Vec<(u16, Node<'t>)>,
+}
+
+impl<'t> Parts<'t> {
+    pub fn of(node: Node<'t>) -> Parts<'t> {
+        let mut children = Vec::with_capacity(node.child_count());
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                children.push((cursor.field_id().map_or(0, |f| f.get()), cursor.node()));
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        Parts { node, children }
+    }
+
+    /// The first child in field `name`: what `node.child_by_field_name(name)` answers.
+    pub fn field(&self, name: &'static str) -> Option<Node<'t>> {
+        let id = field_id(self.node, name);
+        if id == 0 {
+            return None;
+        }
+        self.children.iter().find(|(f, _)| *f == id).map(|(_, n)| *n)
+    }
+
+    /// Every child, named or not, in order.
+    pub fn all(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+        self.children.iter().map(|(_, n)| *n)
+    }
 }
 
 #[cfg(test)]
@@ -213,11 +309,33 @@ mod field_tests {
     #[test]
     fn cached_field_and_kind_lookups_equal_tree_sitters() {
         let sources: [(tree_sitter::Language, &str); 3] = [
-            (tree_sitter_rust::LANGUAGE.into(), "fn f<T: Ord>(x: u8) -> u8 { if x > 1 { x } else { 0 } }"),
-            (tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(), "function g(a?: string): number { return f(a); }"),
+            (
+                tree_sitter_rust::LANGUAGE.into(),
+                "fn f<T: Ord>(x: u8) -> u8 where T: Copy { if x > 1 { x } else { 0 } }\nimpl<T> A<T> { pub unsafe fn g(&self, y: &mut [u8]) {} }\nstruct S { a: u8 }",
+            ),
+            (
+                tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+                "function g(a?: string, readonly b = 2): number { return f(a); }\nclass C { private x?: number = 1; m<T>(y: T): void {} }\ninterface I { k: 'a' | 'b' }",
+            ),
             (tree_sitter_javascript::LANGUAGE.into(), "const h = (a) => { if (a) throw new E(a); };"),
         ];
-        let names = ["name", "type", "body", "parameters", "return_type", "condition", "value", "function", "left"];
+        let names = [
+            "name",
+            "type",
+            "body",
+            "parameters",
+            "return_type",
+            "condition",
+            "value",
+            "function",
+            "left",
+            "right",
+            "pattern",
+            "type_parameters",
+            "arguments",
+            "consequence",
+            "key",
+        ];
         let trees: Vec<_> = sources
             .iter()
             .map(|(lang, src)| {
