@@ -285,6 +285,10 @@ fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, 
     let (Ok(before), Ok(after)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
         return note(NoteKind::Skipped, "not valid UTF-8".to_string());
     };
+    if before.is_empty() && !super::added_may_fire(lang, after) {
+        // No old constraint to loosen: nothing to parse.
+        return (Vec::new(), None, false);
+    }
     let raw = match detector(lang)(path, before, after) {
         Ok(r) => r,
         Err(e) => return note(NoteKind::ParseFailed, e.0),
@@ -387,6 +391,30 @@ mod tests {
         let unrelated = f("src/b.rs", "", "pub fn check(x: u8) {}\n");
         assert!(scan(&[a.clone(), moved], &Policy::default()).findings.is_empty());
         assert_eq!(scan(&[a, unrelated], &Policy::default()).findings.len(), 1);
+    }
+
+    #[test]
+    fn added_files_are_parsed_only_where_a_rule_can_fire() {
+        let added = |path: &str, text: &str| FileInput {
+            path: path.into(),
+            before: None,
+            after: Some(text.as_bytes().to_vec()),
+        };
+        // Broken, but no rule could fire on an added TypeScript file: not parsed at all.
+        let ts = scan_file(&added("src/a.ts", "export function f( {"), &Policy::default());
+        assert_eq!((ts.notes.len(), ts.files_scanned), (0, 0));
+        // Rust with `unsafe` is parsed (unsafe introduced can fire), so its error shows.
+        let rs = scan_file(&added("src/a.rs", "fn f() { unsafe { g( } }"), &Policy::default());
+        assert_eq!(rs.notes[0].kind, NoteKind::ParseFailed);
+        let rs = scan_file(&added("src/b.rs", "pub fn f() {\n    unsafe { g() }\n}\n"), &Policy::default());
+        assert_eq!(rs.findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), ["rust-unsafe-introduced"]);
+        // A migration arrives as a new file.
+        let sql = scan_file(
+            &added("migrations/2_relax.sql", "ALTER TABLE users ALTER COLUMN email DROP NOT NULL;\n"),
+            &Policy::default(),
+        );
+        assert_eq!(sql.files_scanned, 1);
+        assert!(!sql.findings.is_empty(), "{sql:?}");
     }
 
     #[test]

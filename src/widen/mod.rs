@@ -136,6 +136,19 @@ impl Severity {
     }
 }
 
+/// Whether a file with no old version can yield a finding in `lang`. Almost every rule
+/// needs an old constraint to loosen, so the engine does not parse an added file where
+/// this is false. The exceptions: `unsafe` introduced (Rust, and only where the keyword
+/// appears), SQL migrations (`ALTER ... DROP NOT NULL` arrives in a new file), and JSON
+/// or YAML, which is read whole anyway.
+pub fn added_may_fire(lang: Language, after: &str) -> bool {
+    match lang {
+        Language::Rust => after.contains("unsafe"),
+        Language::Sql | Language::JsonSchema => true,
+        Language::Typescript | Language::Javascript | Language::Python | Language::Go => false,
+    }
+}
+
 /// The signature every language module's `detect` has.
 pub type Detector = fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError>;
 

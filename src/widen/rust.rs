@@ -166,22 +166,7 @@ pub const RULES: &[RuleDef] = &[
 const MAX_SNIPPET_CHARS: usize = 120;
 
 /// Compare the two versions of a Rust file.
-pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    // An added file has no old constraints; only `unsafe` code it brings in can be a
-    // finding, and that needs the keyword.
-    if before.is_empty() && !added_may_fire(after) {
-        return Ok(Vec::new());
-    }
-    compare(path, before, after)
-}
-
-/// Whether a file with no old version can yield a finding at all.
-fn added_may_fire(after: &str) -> bool {
-    after.contains("unsafe")
-}
-
-/// Compare both versions (the whole work of [`detect`]).
-fn compare(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     // An added file has no old constraints: nothing to parse on that side.
     let (old, new) = match before.is_empty() {
         true => (Inventory::default(), Inventory::build(&parse(after, "new", None)?, after)),
@@ -1215,7 +1200,6 @@ mod tests {
     /// that shift the declarations after them by several lines either way.
     #[test]
     fn reused_declarations_give_the_full_inventories() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let helpers =
             "pub fn helper(x: u32) -> u32 {\n    x + 1\n}\n\n#[derive(Debug)]\npub struct S<T: Ord> { pub a: T }\n"
                 .repeat(3);
@@ -1232,17 +1216,7 @@ mod tests {
             ),
             (format!("fn a() {{}}\n{helpers}"), format!("fn a() {{}}\nfn a() {{ let x = 1; }}\n{helpers}")),
         ];
-        for rule in std::fs::read_dir(&root).unwrap() {
-            let rule = rule.unwrap().path();
-            if !rule.file_name().unwrap().to_string_lossy().starts_with("rust-") {
-                continue;
-            }
-            for case in std::fs::read_dir(&rule).unwrap() {
-                let case = case.unwrap().path();
-                let read = |side: &str| std::fs::read_to_string(case.join(side)).unwrap_or_default();
-                pairs.push((read("before.rs"), read("after.rs")));
-            }
-        }
+        pairs.extend(super::super::syntax::fixtures::pairs("rust-", &["rs"]).into_iter().map(|(_, b, a)| (b, a)));
         let mut reused = 0;
         for (before, after) in &pairs {
             if before.is_empty() {
@@ -1267,7 +1241,9 @@ mod tests {
     /// fixture text taken as a new file, wherever `added_may_fire` says so.
     #[test]
     fn added_files_are_skipped_only_where_nothing_can_fire() {
-        let n = super::super::syntax::fixtures::added_files_yield_nothing(RULES, compare, &["rs"], added_may_fire);
+        let n = super::super::syntax::fixtures::added_files_yield_nothing(RULES, detect, &["rs"], |t| {
+            crate::widen::added_may_fire(crate::widen::Language::Rust, t)
+        });
         assert!(n > 10, "fixture texts checked: {n}");
     }
 
@@ -1275,23 +1251,14 @@ mod tests {
     /// versions, walked with and without skipping.
     #[test]
     fn skipping_trigger_free_blocks_changes_no_inventory() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut sources = vec![
             "pub fn helper(x: u32) -> u32 {\n    x.wrapping_mul(3) + 1\n}\nfn g() { if x { bail!(\"no\") } }\n"
                 .to_string(),
             "fn f() { let y = { fn inner(a: u8) { assert!(a > 0); } 1 }; }\nfn h(v: &[u8]) -> usize { v.len() }\n"
                 .to_string(),
         ];
-        for rule in std::fs::read_dir(&root).unwrap() {
-            let rule = rule.unwrap().path();
-            if !rule.file_name().unwrap().to_string_lossy().starts_with("rust-") {
-                continue;
-            }
-            for case in std::fs::read_dir(&rule).unwrap() {
-                for side in ["before.rs", "after.rs"] {
-                    sources.extend(std::fs::read_to_string(case.as_ref().unwrap().path().join(side)));
-                }
-            }
+        for (_, before, after) in super::super::syntax::fixtures::pairs("rust-", &["rs"]) {
+            sources.extend([before, after].into_iter().filter(|t| !t.is_empty()));
         }
         assert!(sources.len() > 40, "the Rust fixtures were read ({})", sources.len());
         let mut skipped = 0;

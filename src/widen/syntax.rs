@@ -884,15 +884,33 @@ pub(in crate::widen) mod fixtures {
         }
     }
 
-    /// The premise of each detector's shortcut for added files: run the full comparison
-    /// with an empty old version on every fixture text (both sides, as if each were a new
-    /// file) and require no finding wherever `may_fire` says none is possible. Returns
-    /// how many texts were checked.
+    /// Both versions of every fixture case of the rules whose id starts with `prefix`,
+    /// with the extension of the case's files (an absent side is empty).
+    pub fn pairs(prefix: &str, exts: &[&str]) -> Vec<(String, String, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut out = Vec::new();
+        let mut rules: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        rules.sort();
+        for rule in rules.iter().filter(|r| r.file_name().unwrap().to_string_lossy().starts_with(prefix)) {
+            let mut cases: Vec<_> = std::fs::read_dir(rule).unwrap().map(|e| e.unwrap().path()).collect();
+            cases.sort();
+            for case in cases {
+                let (before, after, ext) = read_pair(&case, exts);
+                out.push((ext, before, after));
+            }
+        }
+        out
+    }
+
+    /// The premise of the engine's shortcut for added files: run the detector with an
+    /// empty old version on every fixture text (both sides, as if each were a new file)
+    /// and require no finding wherever `may_fire` says none is possible. Returns how many
+    /// texts were checked.
     pub fn added_files_yield_nothing(
         rules: &[RuleDef],
-        compare: Detect,
+        detect: Detect,
         exts: &[&str],
-        may_fire: fn(&str) -> bool,
+        may_fire: impl Fn(&str) -> bool,
     ) -> usize {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut checked = 0;
@@ -905,7 +923,7 @@ pub(in crate::widen) mod fixtures {
                     if text.is_empty() || may_fire(&text) {
                         continue;
                     }
-                    if let Ok(found) = compare(&path, "", &text) {
+                    if let Ok(found) = detect(&path, "", &text) {
                         assert!(found.is_empty(), "{}: an added file gave {found:?}", case.display());
                     }
                     checked += 1;

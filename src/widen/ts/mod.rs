@@ -124,20 +124,6 @@ const TEST_CALLS: &[&str] = &[
 const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
 
 pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    // An added file has no old constraints: every rule here needs one to loosen.
-    if before.is_empty() && !added_may_fire(after) {
-        return Ok(Vec::new());
-    }
-    compare(path, before, after)
-}
-
-/// Whether a file with no old version can yield a finding at all.
-fn added_may_fire(_after: &str) -> bool {
-    false
-}
-
-/// Compare both versions (the whole work of [`detect`]).
-fn compare(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     let lang: tree_sitter::Language = match Language::for_path(path) {
         Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
@@ -702,12 +688,9 @@ mod tests {
     /// fixture text taken as a new file, wherever `added_may_fire` says so.
     #[test]
     fn added_files_are_skipped_only_where_nothing_can_fire() {
-        let n = super::super::syntax::fixtures::added_files_yield_nothing(
-            RULES,
-            compare,
-            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
-            added_may_fire,
-        );
+        let n = super::super::syntax::fixtures::added_files_yield_nothing(RULES, detect, EXTS, |t| {
+            crate::widen::added_may_fire(crate::widen::Language::Typescript, t)
+        });
         assert!(n > 10, "fixture texts checked: {n}");
     }
 
@@ -715,57 +698,35 @@ mod tests {
     /// JavaScript fixture, both versions, walked with and without skipping.
     #[test]
     fn skipping_trigger_free_bodies_changes_no_inventory() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut sources = vec![
             (
-                "a.ts",
+                "ts".to_string(),
                 "export function h(x: number): number {\n  return x * 3 + 1;\n}\nconst k = (a: number) => a + 1;\n"
                     .to_string(),
             ),
             (
-                "a.ts",
+                "ts".to_string(),
                 "function f(x: number) {\n  let o: { a?: string } = {};\n  type T = 'a' | 'b';\n  return x;\n}\n"
                     .to_string(),
             ),
             (
-                "a.js",
+                "js".to_string(),
                 "function g(a) {\n  return a.b.c;\n}\nfunction t(a) { if (!a) throw new Error('x'); }\n".to_string(),
             ),
         ];
-        for rule in std::fs::read_dir(&root).unwrap() {
-            let rule = rule.unwrap().path();
-            if !rule.file_name().unwrap().to_string_lossy().starts_with("ts-") {
-                continue;
-            }
-            for case in std::fs::read_dir(&rule).unwrap() {
-                let case = case.unwrap().path();
-                for ext in ["ts", "tsx", "js"] {
-                    for side in ["before", "after"] {
-                        if let Ok(src) = std::fs::read_to_string(case.join(format!("{side}.{ext}"))) {
-                            sources.push((
-                                if ext == "js" {
-                                    "a.js"
-                                } else if ext == "tsx" {
-                                    "a.tsx"
-                                } else {
-                                    "a.ts"
-                                },
-                                src,
-                            ));
-                        }
-                    }
-                }
-            }
+        for (ext, before, after) in super::super::syntax::fixtures::pairs("ts-", EXTS) {
+            sources.extend([before, after].into_iter().filter(|t| !t.is_empty()).map(|t| (ext.clone(), t)));
         }
         assert!(sources.len() > 30, "the TypeScript fixtures were read ({})", sources.len());
         let mut skipped = 0;
-        for (path, src) in &sources {
-            let lang: tree_sitter::Language = match *path {
-                "a.js" => tree_sitter_javascript::LANGUAGE.into(),
-                "a.tsx" => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        for (ext, src) in &sources {
+            let path = format!("src/a.{ext}");
+            let lang: tree_sitter::Language = match (Language::for_path(&path), ext.as_str()) {
+                (Some(Language::Javascript), _) => tree_sitter_javascript::LANGUAGE.into(),
+                (_, "tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
                 _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
             };
-            let tree = super::super::syntax::parse(lang, src, "new", path).unwrap();
+            let tree = super::super::syntax::parse(lang, src, "new", &path).unwrap();
             let (pruned, n) = Inventory::walk(tree.root_node(), src, true);
             let (full, none) = Inventory::walk(tree.root_node(), src, false);
             assert_eq!(none, 0);
@@ -775,27 +736,22 @@ mod tests {
         assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
     }
 
+    /// Every extension the fixtures use.
+    const EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"];
+
     fn run(before: &str, after: &str) -> Vec<RawFinding> {
         detect("src/a.ts", before, after).expect("parses")
     }
 
     #[test]
     fn fixtures_match_expected() {
-        let n = crate::widen::syntax::fixtures::check_all(
-            RULES,
-            detect,
-            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
-        );
+        let n = crate::widen::syntax::fixtures::check_all(RULES, detect, EXTS);
         assert!(n >= 2 * RULES.len());
     }
 
     #[test]
     fn damaged_input_never_panics() {
-        crate::widen::syntax::fixtures::survives_damage(
-            RULES,
-            detect,
-            &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"],
-        );
+        crate::widen::syntax::fixtures::survives_damage(RULES, detect, EXTS);
     }
 
     #[test]
