@@ -36,16 +36,26 @@ pub(in crate::widen) fn parse_pair(
     after: &str,
     path: &str,
 ) -> Result<(Tree, Tree), DetectError> {
+    parse_pair_tracking(lang, before, after, path).map(|(old, new, _)| (old, new))
+}
+
+/// [`parse_pair`], also telling what the new version left [`Unchanged`].
+pub(in crate::widen) fn parse_pair_tracking(
+    lang: tree_sitter::Language,
+    before: &str,
+    after: &str,
+    path: &str,
+) -> Result<(Tree, Tree, Unchanged), DetectError> {
     let mut parser = Parser::new();
     parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
     let old = parser
         .parse(before, None)
         .ok_or_else(|| DetectError(format!("{path}: the old version could not be parsed")))?;
     refuse_errors(&old, "old", path)?;
-    let new = reparse(&mut parser, &old, before, after)
+    let (new, unchanged) = reparse_tracking(&mut parser, &old, before, after)
         .ok_or_else(|| DetectError(format!("{path}: the new version could not be parsed")))?;
     refuse_errors(&new, "new", path)?;
-    Ok((old, new))
+    Ok((old, new, unchanged))
 }
 
 fn refuse_errors(tree: &Tree, which: &str, path: &str) -> Result<(), DetectError> {
@@ -654,7 +664,7 @@ fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
 }
 
 /// The checks of one version of a file, by owning function.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(in crate::widen) struct Body {
     pub checks: Vec<Check>,
     /// Every function-like owner of checks, with its line.

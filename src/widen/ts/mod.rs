@@ -129,9 +129,8 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
         _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     };
-    let (b_tree, a_tree) = super::syntax::parse_pair(lang, before, after, path)?;
-    let b = Inventory::build(b_tree.root_node(), before);
-    let a = Inventory::build(a_tree.root_node(), after);
+    let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
+    let (b, a) = Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged));
 
     let mut out = Vec::new();
     for (bs, as_) in pair_slots(&b.slots, &a.slots) {
@@ -332,7 +331,7 @@ fn may_hold_anything(body: Node, src: &str) -> bool {
     TRIGGERS.any_in(inside)
 }
 
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
@@ -357,6 +356,81 @@ struct Walker<'s> {
 impl Inventory {
     fn build(root: Node, src: &str) -> Inventory {
         Inventory::walk(root, src, true).0
+    }
+
+    /// The inventories of both versions. The new version is walked one top-level
+    /// statement at a time; a statement that `unchanged` says is the same in both
+    /// versions is not walked again in the old one: its part of the new inventory is
+    /// taken instead, lines moved back. Without `unchanged`, both are walked in full.
+    fn build_pair(
+        old_root: Node,
+        before: &str,
+        new_root: Node,
+        after: &str,
+        unchanged: Option<&super::syntax::Unchanged>,
+    ) -> (Inventory, Inventory) {
+        let Some(unchanged) = unchanged else {
+            return (Inventory::build(old_root, before), Inventory::build(new_root, after));
+        };
+        let mut new = Inventory::default();
+        let mut kept: BTreeMap<(usize, usize), Inventory> = BTreeMap::new();
+        for item in named_children(new_root) {
+            let part = Inventory::item(item, after);
+            if unchanged.holds(item.start_byte(), item.end_byte()) {
+                kept.insert((item.start_byte(), item.end_byte()), part.clone());
+            }
+            new.absorb(part);
+        }
+        let mut old = Inventory::default();
+        for item in named_children(old_root) {
+            let same = unchanged
+                .counterpart(item.start_byte(), item.end_byte())
+                .and_then(|range| Some((range.0, kept.remove(&range)?)));
+            match same {
+                Some((new_start, mut part)) => {
+                    part.shift_lines(unchanged.line_shift(new_start));
+                    old.absorb(part);
+                }
+                None => old.absorb(Inventory::item(item, before)),
+            }
+        }
+        (old, new)
+    }
+
+    /// The part of the inventory one top-level statement contributes.
+    fn item(item: Node, src: &str) -> Inventory {
+        let mut w =
+            Walker { src, prune: true, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
+        w.visit(item);
+        w.inv
+    }
+
+    /// Adds the part `o` of a later statement exactly as walking it after the ones
+    /// already here would have: owners keep their first line, aliases their last value,
+    /// lists and sets grow.
+    fn absorb(&mut self, o: Inventory) {
+        // Destructured, so that a new field cannot be forgotten here.
+        let Inventory { slots, body, enums, literal_aliases } = o;
+        let Body { checks, owners, conditions, calls } = body;
+        self.slots.extend(slots);
+        self.body.checks.extend(checks);
+        for (k, v) in owners {
+            self.body.owners.entry(k).or_insert(v);
+        }
+        self.body.conditions.extend(conditions);
+        self.body.calls.extend(calls);
+        self.enums.extend(enums);
+        self.literal_aliases.extend(literal_aliases);
+    }
+
+    /// Moves every line this inventory records by `delta`.
+    fn shift_lines(&mut self, delta: i64) {
+        if delta == 0 {
+            return;
+        }
+        let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
+        self.slots.iter_mut().for_each(|s| shift(&mut s.line));
+        self.body.owners.values_mut().for_each(shift);
     }
 
     /// The inventory and how many function bodies the walk skipped.
@@ -571,10 +645,11 @@ impl Walker<'_> {
         }
         // A default value makes a parameter optional to callers without loosening the
         // value the body sees.
-        if field(p, "value").is_some() {
+        let value = field(p, "value");
+        if value.is_some() {
             info.optional = false;
         }
-        let display = match field(p, "value") {
+        let display = match value {
             Some(v) => one_line(&self.src[p.start_byte()..v.start_byte()]).trim_end_matches('=').trim_end().to_string(),
             None => one_line(text(p, self.src)),
         };
@@ -734,6 +809,59 @@ mod tests {
             skipped += n;
         }
         assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
+    }
+
+    /// Taking unchanged statements from the new version's walk gives exactly the
+    /// inventories of two full walks, lines included: every TypeScript/JavaScript
+    /// fixture, and edits that shift the statements after them either way.
+    #[test]
+    fn reused_statements_give_the_full_inventories() {
+        let helpers = "export function h(x: number): number {\n  return x * 3;\n}\n\nexport interface U { id: string; k?: 'a' | 'b' }\nfunction t(a) { if (!a) throw new Error('x'); }\n".repeat(3);
+        let mut pairs = vec![
+            (
+                "ts".to_string(),
+                format!(
+                    "export interface Q {{\n  id: string;\n}}\n\nfunction f(r) {{\n  invariant(r > 0, 'r');\n}}\n{helpers}"
+                ),
+                format!("export interface Q {{\n  id?: string;\n}}\n\nfunction f(r) {{\n}}\n{helpers}"),
+            ),
+            (
+                "ts".to_string(),
+                format!("{helpers}enum E {{ A }}\n"),
+                format!("// one\n// two\n\n{helpers}enum E {{ A, B }}\n"),
+            ),
+            (
+                "ts".to_string(),
+                format!("function a() {{}}\n{helpers}"),
+                format!("function a() {{}}\nfunction a(x?: number) {{}}\n{helpers}"),
+            ),
+        ];
+        pairs.extend(super::super::syntax::fixtures::pairs("ts-", EXTS));
+        let mut reused = 0;
+        for (ext, before, after) in &pairs {
+            if before.is_empty() {
+                continue;
+            }
+            let path = format!("src/a.{ext}");
+            let lang: tree_sitter::Language = match (Language::for_path(&path), ext.as_str()) {
+                (Some(Language::Javascript), _) => tree_sitter_javascript::LANGUAGE.into(),
+                (_, "tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
+                _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            };
+            let (b_tree, a_tree, unchanged) =
+                super::super::syntax::parse_pair_tracking(lang, before, after, &path).unwrap();
+            let (b_root, a_root) = (b_tree.root_node(), a_tree.root_node());
+            let full = Inventory::build_pair(b_root, before, a_root, after, None);
+            let pair = Inventory::build_pair(b_root, before, a_root, after, Some(&unchanged));
+            assert_eq!(pair, full, "{before}\n---\n{after}");
+            reused += named_children(b_root)
+                .iter()
+                .filter(|n| {
+                    unchanged.counterpart(n.start_byte(), n.end_byte()).is_some_and(|(s, e)| unchanged.holds(s, e))
+                })
+                .count();
+        }
+        assert!(reused > 20, "statements were reused ({reused})");
     }
 
     /// Every extension the fixtures use.
