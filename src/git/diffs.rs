@@ -46,7 +46,7 @@ impl Repo {
         let new = self.tree_of(head)?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self.inner.path()), detail)?;
+        let mut d = convert(diff, Some(self), detail)?;
         d.base = base.map(str::to_string);
         d.head = Some(head.to_string());
         Ok(d)
@@ -63,7 +63,7 @@ impl Repo {
         let index = self.inner.index()?;
         let mut opts = diff_options();
         let diff = self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self.inner.path()), detail)?;
+        let mut d = convert(diff, Some(self), detail)?;
         d.base = self.head_oid();
         d.head = None;
         Ok(d)
@@ -122,9 +122,9 @@ const RENAME_LIMIT: usize = 1000;
 
 /// Copy a git2 diff into the owned model, with rename and copy detection on.
 ///
-/// `odb_dir` is the git directory when both sides are in the object database
+/// `odb` is the repository when both sides are in its object database
 /// (commits and the index): patches are then computed in parallel from blob ids.
-fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>, detail: Detail) -> Result<Diff> {
+fn convert(mut diff: git2::Diff<'_>, odb: Option<&Repo>, detail: Detail) -> Result<Diff> {
     // Exact renames first, as git does: pairing identical blobs by id is cheap and takes
     // them out of the inexact pass, whose similarity matrix is the expensive part.
     let mut exact = DiffFindOptions::new();
@@ -176,7 +176,7 @@ fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>, detail: 
             files.push(change);
             continue;
         }
-        if odb_dir.is_some() {
+        if odb.is_some() {
             // Both sides live in the object database: the patch is computed below, in
             // parallel, from the blob ids alone.
             pending.push(files.len());
@@ -194,73 +194,55 @@ fn convert(mut diff: git2::Diff<'_>, odb_dir: Option<&std::path::Path>, detail: 
         }
         files.push(change);
     }
-    if let Some(dir) = odb_dir {
-        patch_in_parallel(dir, &mut files, &pending)?;
+    if let Some(repo) = odb {
+        patch_in_parallel(repo, &mut files, &pending)?;
     }
     let mut d = Diff { base: None, head: None, files };
     d.sort();
     Ok(d)
 }
 
-/// Fewest files worth a thread of their own: below this, opening another repository
-/// handle costs more than the patches it would compute.
-const MIN_FILES_PER_THREAD: usize = 64;
-
 /// Compute the hunks of `files[i]` for every `i` in `pending` from their blob ids,
-/// spreading the work over rayon's threads, each with its own repository handle
-/// (a git2 `Repository` is not `Sync`).
-fn patch_in_parallel(git_dir: &std::path::Path, files: &mut [FileChange], pending: &[usize]) -> Result<()> {
-    use rayon::prelude::*;
-    let threads = rayon::current_num_threads().max(1);
-    let per = pending.len().div_ceil(threads).max(MIN_FILES_PER_THREAD);
+/// spread over rayon's threads ([`Repo::on_threads`]).
+fn patch_in_parallel(repo: &Repo, files: &mut [FileChange], pending: &[usize]) -> Result<()> {
     let work: Vec<(usize, Option<String>, Option<String>, String)> = pending
         .iter()
         .map(|&i| (i, files[i].old_oid.clone(), files[i].new_oid.clone(), files[i].path.clone()))
         .collect();
-    let results: Vec<Result<Vec<(usize, FileChange)>>> = work
-        .par_chunks(per)
-        .map(|chunk| {
-            let repo = git2::Repository::open(git_dir)?;
-            let mut out = Vec::with_capacity(chunk.len());
-            for (i, old, new, path) in chunk {
-                let load = |oid: &Option<String>| -> Result<Vec<u8>> {
-                    match oid {
-                        Some(o) => Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec()),
-                        None => Ok(Vec::new()),
-                    }
-                };
-                let (a, b) = (load(old)?, load(new)?);
-                let p = std::path::Path::new(path.as_str());
-                let mut opts = diff_options();
-                let patch = Patch::from_buffers(&a, Some(p), &b, Some(p), Some(&mut opts))?;
-                let mut change = FileChange {
-                    path: String::new(),
-                    old_path: None,
-                    status: Status::Modified,
-                    binary: patch.delta().flags().is_binary(),
-                    old_kind: EntryKind::Absent,
-                    new_kind: EntryKind::Absent,
-                    old_oid: None,
-                    new_oid: None,
-                    additions: 0,
-                    deletions: 0,
-                    hunks: Vec::new(),
-                };
-                if !change.binary {
-                    fill_hunks(&mut change, &patch)?;
-                }
-                out.push((*i, change));
+    let results = repo.on_threads(&work, |repo, (i, old, new, path)| {
+        let load = |oid: &Option<String>| -> Result<Vec<u8>> {
+            match oid {
+                Some(o) => Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec()),
+                None => Ok(Vec::new()),
             }
-            Ok(out)
-        })
-        .collect();
-    for r in results {
-        for (i, c) in r? {
-            files[i].binary = c.binary;
-            files[i].additions = c.additions;
-            files[i].deletions = c.deletions;
-            files[i].hunks = c.hunks;
+        };
+        let (a, b) = (load(old)?, load(new)?);
+        let p = std::path::Path::new(path.as_str());
+        let mut opts = diff_options();
+        let patch = Patch::from_buffers(&a, Some(p), &b, Some(p), Some(&mut opts))?;
+        let mut change = FileChange {
+            path: String::new(),
+            old_path: None,
+            status: Status::Modified,
+            binary: patch.delta().flags().is_binary(),
+            old_kind: EntryKind::Absent,
+            new_kind: EntryKind::Absent,
+            old_oid: None,
+            new_oid: None,
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        };
+        if !change.binary {
+            fill_hunks(&mut change, &patch)?;
         }
+        Ok((*i, change))
+    })?;
+    for (i, c) in results {
+        files[i].binary = c.binary;
+        files[i].additions = c.additions;
+        files[i].deletions = c.deletions;
+        files[i].hunks = c.hunks;
     }
     Ok(())
 }

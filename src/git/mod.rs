@@ -68,9 +68,9 @@ pub struct Repo {
     inner: Repository,
 }
 
-/// Fewest blobs worth a thread of their own in [`Repo::blobs`]: below this, opening
+/// Fewest items worth a thread of their own in [`Repo::on_threads`]: below this, opening
 /// another repository handle costs more than the reads it would share.
-const MIN_BLOBS_PER_THREAD: usize = 64;
+const MIN_ITEMS_PER_THREAD: usize = 64;
 
 impl Repo {
     /// Open the repository containing `path`, searching upwards like git does.
@@ -160,21 +160,32 @@ impl Repo {
     /// threads, each with its own repository handle (a git2 `Repository` is not `Sync`),
     /// as inflating thousands of objects one after another would leave cores idle.
     pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>> {
+        self.on_threads(oids, |repo, oid| Ok(repo.find_blob(Oid::from_str(oid)?)?.content().to_vec()))
+    }
+
+    /// `f` over every item, in order. Many items are spread over rayon's threads in
+    /// chunks, each chunk with its own handle on the repository (a git2 `Repository` is
+    /// not `Sync`); a few run here, on this handle.
+    fn on_threads<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        f: impl Fn(&Repository, &T) -> Result<R> + Sync,
+    ) -> Result<Vec<R>> {
         use rayon::prelude::*;
         let threads = rayon::current_num_threads().max(1);
-        if threads == 1 || oids.len() < 2 * MIN_BLOBS_PER_THREAD {
-            return oids.iter().map(|o| self.blob(o)).collect();
+        if threads == 1 || items.len() < 2 * MIN_ITEMS_PER_THREAD {
+            return items.iter().map(|item| f(&self.inner, item)).collect();
         }
-        let per = oids.len().div_ceil(threads).max(MIN_BLOBS_PER_THREAD);
-        let dir = self.inner.path().to_path_buf();
-        let chunks: Vec<Result<Vec<Vec<u8>>>> = oids
+        let per = items.len().div_ceil(threads).max(MIN_ITEMS_PER_THREAD);
+        let dir = self.inner.path();
+        let chunks: Vec<Result<Vec<R>>> = items
             .par_chunks(per)
             .map(|chunk| {
-                let repo = git2::Repository::open(&dir)?;
-                chunk.iter().map(|o| Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec())).collect()
+                let repo = Repository::open(dir)?;
+                chunk.iter().map(|item| f(&repo, item)).collect()
             })
             .collect();
-        let mut out = Vec::with_capacity(oids.len());
+        let mut out = Vec::with_capacity(items.len());
         for c in chunks {
             out.extend(c?);
         }

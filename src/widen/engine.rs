@@ -12,6 +12,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::syntax::compact;
 use super::{Language, RawFinding, Severity, catalogue, detector};
 
 /// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
@@ -157,12 +158,6 @@ pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
     r
 }
 
-/// Text with every whitespace character removed: how a check is recognised after
-/// reformatting.
-fn squash(s: &str) -> String {
-    super::syntax::compact(s)
-}
-
 /// Checks shorter than this (squashed) are too generic to be recognised elsewhere.
 const MIN_MOVED_CHECK_CHARS: usize = 8;
 
@@ -174,7 +169,7 @@ const MIN_MOVED_CHECK_CHARS: usize = 8;
 fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
     let is_check = |f: &Finding| catalogue::get(&f.rule).is_some_and(|r| r.family == "check-removed");
     let needle_of = |f: &Finding| {
-        Some(squash(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
+        Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
     };
     let needles: Vec<String> = findings
         .iter()
@@ -189,7 +184,7 @@ fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileI
     let Ok(ac) = aho_corasick::AhoCorasick::new(&needles) else { return };
     let found = |b: &Option<Vec<u8>>| -> std::collections::BTreeSet<usize> {
         let Some(text) = b.as_deref().and_then(|b| std::str::from_utf8(b).ok()) else { return Default::default() };
-        ac.find_overlapping_iter(&squash(text)).map(|m| m.pattern().as_usize()).collect()
+        ac.find_overlapping_iter(&compact(text)).map(|m| m.pattern().as_usize()).collect()
     };
     // Needle index -> the (first two) files whose change added it.
     let per_file: Vec<(&str, Vec<usize>)> = inputs

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::syntax::{Parts, field, kind_of};
+use super::syntax::{Parts, collapse_whitespace, compact, field, kind_of, text};
 use tree_sitter::{Node, Parser, Tree};
 
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
@@ -169,9 +169,9 @@ const MAX_SNIPPET_CHARS: usize = 120;
 pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
     // An added file has no old constraints: nothing to parse on that side.
     let (old, new) = match before.is_empty() {
-        true => (Inventory::default(), Inventory::build(&parse(after, "new", None)?, after)),
+        true => (Inventory::default(), Inventory::build(&parse(after, "new")?, after)),
         false => {
-            let old_tree = parse(before, "old", None)?;
+            let old_tree = parse(before, "old")?;
             // The new version is parsed incrementally from the old tree.
             let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
             Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged))
@@ -191,15 +191,9 @@ pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>,
     Ok(out)
 }
 
-/// Parse one version; with `previous` (the old tree and its text) the parse is
-/// incremental (`syntax::reparse`).
-fn parse(src: &str, side: &str, previous: Option<(&Tree, &str)>) -> Result<Tree, DetectError> {
-    let mut p = parser()?;
-    let tree = match previous {
-        Some((old, before)) => super::syntax::reparse(&mut p, old, before, src),
-        None => p.parse(src, None),
-    };
-    refuse_errors(tree, side)
+/// Parse one version from scratch.
+fn parse(src: &str, side: &str) -> Result<Tree, DetectError> {
+    refuse_errors(parser()?.parse(src, None), side)
 }
 
 /// Parse the new version incrementally from the old tree, telling what stayed unchanged.
@@ -228,20 +222,28 @@ fn refuse_errors(tree: Option<Tree>, side: &str) -> Result<Tree, DetectError> {
     Ok(tree)
 }
 
-/// The top-level declarations of a file as the walk meets them: each with the outer
-/// attributes written before it and the byte where the first of those (or the
-/// declaration itself) starts. Comments are left out, as the walk skips them.
-fn top_level<'t>(root: Node<'t>, src: &str) -> Vec<(Vec<String>, Node<'t>, usize)> {
-    let mut out = Vec::new();
+/// The items among the children of `n` as the walk meets them: each with the outer
+/// attributes written before it (siblings in tree-sitter-rust, collected on the way, as
+/// looking back from each item would be quadratic) and the byte where the first of
+/// those (or the item itself) starts. Comments are skipped.
+fn for_each_item<'t>(n: Node<'t>, src: &str, mut f: impl FnMut(Vec<String>, Node<'t>, usize)) {
     let (mut pending, mut first) = (Vec::new(), None);
-    super::syntax::for_each_named(root, |k| match kind_of(k) {
+    super::syntax::for_each_named(n, |k| match kind_of(k) {
         "attribute_item" => {
-            pending.push(squash(text(k, src)));
+            pending.push(compact(text(k, src)));
             first.get_or_insert(k.start_byte());
         }
         "line_comment" | "block_comment" => {}
-        _ => out.push((std::mem::take(&mut pending), k, first.take().unwrap_or(k.start_byte()))),
+        _ => f(std::mem::take(&mut pending), k, first.take().unwrap_or(k.start_byte())),
     });
+}
+
+/// The top-level declarations of a file, as `(start, end, (attributes, item))`.
+type Unit<'t> = (usize, usize, (Vec<String>, Node<'t>));
+
+fn top_level<'t>(root: Node<'t>, src: &str) -> Vec<Unit<'t>> {
+    let mut out = Vec::new();
+    for_each_item(root, src, |attrs, item, start| out.push((start, item.end_byte(), (attrs, item))));
     out
 }
 
@@ -253,18 +255,8 @@ fn first_error(n: Node) -> Option<Node> {
     n.children(&mut c).filter(|ch| ch.has_error()).find_map(first_error)
 }
 
-/// Whitespace-collapsed source text, on one line.
-fn one_line(s: &str) -> String {
-    super::syntax::collapse_whitespace(s)
-}
-
-/// Source text with all whitespace removed: the identity of a type or condition.
-fn squash(s: &str) -> String {
-    super::syntax::compact(s)
-}
-
 fn snippet(s: &str) -> String {
-    let l = one_line(s);
+    let l = collapse_whitespace(s);
     if l.chars().count() <= MAX_SNIPPET_CHARS {
         return l;
     }
@@ -293,10 +285,10 @@ impl Ty {
         let text = |n: Node| text(n, src).to_string();
         match kind_of(n) {
             "primitive_type" | "type_identifier" | "scoped_type_identifier" => {
-                Ty::Named { name: squash(&text(n)), args: Vec::new() }
+                Ty::Named { name: compact(&text(n)), args: Vec::new() }
             }
             "generic_type" => {
-                let name = field(n, "type").map(|t| squash(&text(t))).unwrap_or_default();
+                let name = field(n, "type").map(|t| compact(&text(t))).unwrap_or_default();
                 let mut args = Vec::new();
                 if let Some(ta) = field(n, "type_arguments") {
                     let mut c = ta.walk();
@@ -314,7 +306,7 @@ impl Ty {
                 let inner = field(n, "type").map(|t| Ty::of(t, src)).unwrap_or(Ty::Other(String::new()));
                 Ty::Ref { mutable, inner: Box::new(inner) }
             }
-            _ => Ty::Other(squash(&text(n))),
+            _ => Ty::Other(compact(&text(n))),
         }
     }
 
@@ -482,10 +474,6 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyL
     ])
 });
 
-fn text<'a>(n: Node, src: &'a str) -> &'a str {
-    super::syntax::text(n, src)
-}
-
 fn line_of(n: Node) -> u32 {
     n.start_position().row as u32 + 1
 }
@@ -496,7 +484,7 @@ fn attributes<'t>(n: Node<'t>, src: &str) -> Vec<String> {
     let mut cur = n.prev_sibling();
     while let Some(p) = cur {
         match kind_of(p) {
-            "attribute_item" => out.push(squash(text(p, src))),
+            "attribute_item" => out.push(compact(text(p, src))),
             "line_comment" | "block_comment" => {}
             _ => break,
         }
@@ -523,7 +511,7 @@ fn impl_name(n: Node, src: &str) -> String {
         "scoped_type_identifier" => field(t, "name").map(|n| text(n, src).to_string()),
         _ => None,
     }
-    .unwrap_or_else(|| squash(text(t, src)))
+    .unwrap_or_else(|| compact(text(t, src)))
 }
 
 fn dotted(scope: &[String], name: &str) -> String {
@@ -534,7 +522,7 @@ fn dotted(scope: &[String], name: &str) -> String {
 fn visibility_rank(n: Node, src: &str) -> u8 {
     let mut c = n.walk();
     let Some(v) = n.children(&mut c).find(|ch| kind_of(ch) == "visibility_modifier") else { return 0 };
-    match squash(text(v, src)).as_str() {
+    match compact(text(v, src)).as_str() {
         "pub" => 3,
         "pub(crate)" | "crate" => 2,
         "pub(self)" => 0,
@@ -562,7 +550,7 @@ fn macro_args(tt: &str) -> Vec<String> {
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' => depth -= 1,
             ',' if depth == 0 => {
-                out.push(squash(&cur));
+                out.push(compact(&cur));
                 cur.clear();
                 continue;
             }
@@ -571,7 +559,7 @@ fn macro_args(tt: &str) -> Vec<String> {
         cur.push(ch);
     }
     if !cur.trim().is_empty() {
-        out.push(squash(&cur));
+        out.push(compact(&cur));
     }
     out
 }
@@ -600,7 +588,7 @@ fn guard_of_if(n: Node, src: &str) -> Option<Guard> {
     }
     let cond = field(n, "condition")?;
     let block = field(n, "consequence")?;
-    let body = squash(text(block, src));
+    let body = compact(text(block, src));
     let leaves =
         ["{bail!", "{panic!", "{unreachable!", "{returnErr(", "{anyhow::bail!"].iter().any(|p| body.starts_with(p))
             || body.contains(";bail!")
@@ -608,10 +596,10 @@ fn guard_of_if(n: Node, src: &str) -> Option<Guard> {
     if !leaves {
         return None;
     }
-    let cond_text = one_line(text(cond, src));
+    let cond_text = collapse_whitespace(text(cond, src));
     Some(Guard {
         rule: GUARD_REMOVED,
-        key: format!("if:{}", squash(&cond_text)),
+        key: format!("if:{}", compact(&cond_text)),
         text: snippet(&format!("if {cond_text} {{ .. }}")),
     })
 }
@@ -635,28 +623,13 @@ impl Inventory {
         let Some(unchanged) = unchanged else {
             return (Inventory::build(old_tree, before), Inventory::build(new_tree, after));
         };
-        let mut new = Inventory::default();
-        let mut kept: BTreeMap<(usize, usize), Inventory> = BTreeMap::new();
-        for (attrs, item, start) in top_level(new_tree.root_node(), after) {
-            let part = Inventory::item(item, attrs, after);
-            if unchanged.holds(start, item.end_byte()) {
-                kept.insert((start, item.end_byte()), part.clone());
-            }
-            new.absorb(part);
-        }
-        let mut old = Inventory::default();
-        for (attrs, item, start) in top_level(old_tree.root_node(), before) {
-            let same =
-                unchanged.counterpart(start, item.end_byte()).and_then(|range| Some((range.0, kept.remove(&range)?)));
-            match same {
-                Some((new_start, mut part)) => {
-                    part.shift_lines(unchanged.line_shift(new_start));
-                    old.absorb(part);
-                }
-                None => old.absorb(Inventory::item(item, attrs, before)),
-            }
-        }
-        (old, new)
+        super::syntax::build_pair(
+            top_level(old_tree.root_node(), before),
+            top_level(new_tree.root_node(), after),
+            unchanged,
+            |(attrs, item)| Inventory::item(item, attrs, before),
+            |(attrs, item)| Inventory::item(item, attrs, after),
+        )
     }
 
     /// The part of the inventory one top-level declaration contributes.
@@ -666,6 +639,16 @@ impl Inventory {
         w.inv
     }
 
+    /// The inventory and how many blocks the walk skipped.
+    fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
+        let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0 };
+        let root = tree.root_node();
+        w.visit(root, Vec::new(), &mut Vec::new(), None, false);
+        (w.inv, w.skipped)
+    }
+}
+
+impl super::syntax::Part for Inventory {
     /// Adds the part `o` of a later declaration, exactly as walking it after the ones
     /// already here would have: maps keyed once keep the first entry (owners), maps
     /// written by insertion keep the last, lists and sets grow.
@@ -727,14 +710,6 @@ impl Inventory {
             shift(&mut f.0);
         }
     }
-
-    /// The inventory and how many blocks the walk skipped.
-    fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
-        let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0 };
-        let root = tree.root_node();
-        w.visit(root, Vec::new(), &mut Vec::new(), None, false);
-        (w.inv, w.skipped)
-    }
 }
 
 impl Walk<'_> {
@@ -743,8 +718,13 @@ impl Walk<'_> {
     }
 
     fn slot(&mut self, symbol: &str, key: String, label: String, ty: Node, in_test: bool) {
-        let slot =
-            Slot { label, ty: Ty::of(ty, self.src), text: one_line(text(ty, self.src)), line: line_of(ty), in_test };
+        let slot = Slot {
+            label,
+            ty: Ty::of(ty, self.src),
+            text: collapse_whitespace(text(ty, self.src)),
+            line: line_of(ty),
+            in_test,
+        };
         self.inv.slots.insert((symbol.to_string(), key), slot);
     }
 
@@ -759,7 +739,7 @@ impl Walk<'_> {
                 let entry = self.inv.bounds.entry(key).or_default();
                 if let Some(b) = field(p, "bounds") {
                     let mut bc = b.walk();
-                    entry.extend(b.named_children(&mut bc).map(|x| squash(text(x, self.src))));
+                    entry.extend(b.named_children(&mut bc).map(|x| compact(text(x, self.src))));
                 }
             }
         }
@@ -769,9 +749,9 @@ impl Walk<'_> {
                 let (Some(left), Some(b)) = (field(pred, "left"), field(pred, "bounds")) else {
                     continue;
                 };
-                let left = squash(text(left, self.src));
+                let left = compact(text(left, self.src));
                 let mut bc = b.walk();
-                let items: Vec<String> = b.named_children(&mut bc).map(|x| squash(text(x, self.src))).collect();
+                let items: Vec<String> = b.named_children(&mut bc).map(|x| compact(text(x, self.src))).collect();
                 self.inv.bounds.entry((symbol.to_string(), left)).or_default().extend(items);
             }
         }
@@ -789,7 +769,7 @@ impl Walk<'_> {
                     let symbol = format!("{owner}.{name}");
                     self.slot(&symbol, "field".into(), format!("{name}: "), ty, in_test);
                     if visibility {
-                        let shown = one_line(self.t(f).trim_end_matches(','));
+                        let shown = collapse_whitespace(self.t(f).trim_end_matches(','));
                         self.inv.fields.insert(symbol, (visibility_rank(f, self.src), shown, line_of(f), in_test));
                     }
                 }
@@ -812,18 +792,18 @@ impl Walk<'_> {
         let name_of = |n: Node| field(n, "name").map(|x| text(x, self.src).to_string());
         match kind {
             "inner_attribute_item" => {
-                let s = squash(&self.t(n));
+                let s = compact(&self.t(n));
                 if s.contains("unsafe_code") {
                     if s.starts_with("#![forbid(") {
-                        self.inv.forbid_unsafe = Some((line_of(n), one_line(&self.t(n))));
+                        self.inv.forbid_unsafe = Some((line_of(n), collapse_whitespace(&self.t(n))));
                     } else {
-                        self.inv.unsafe_lint = Some(one_line(&self.t(n)));
+                        self.inv.unsafe_lint = Some(collapse_whitespace(&self.t(n)));
                     }
                 }
                 return;
             }
             "use_declaration" => {
-                let s = squash(&self.t(n));
+                let s = compact(&self.t(n));
                 if s.contains("serde_json::Value") || (s.contains("serde_json::{") && s.contains("Value")) {
                     self.inv.value_imported = true;
                 }
@@ -857,7 +837,7 @@ impl Walk<'_> {
             "unsafe_block" => {
                 let owner = func.map(str::to_string).unwrap_or_else(|| dotted(scope, "crate"));
                 let shown = snippet(self.t(n).lines().next().unwrap_or("unsafe"));
-                let site = (line_of(n), squash(&self.t(n)), shown);
+                let site = (line_of(n), compact(&self.t(n)), shown);
                 self.inv.unsafe_sites.entry(owner).or_default().push(site);
             }
             _ => {}
@@ -923,7 +903,7 @@ impl Walk<'_> {
                         let (Some(pat), Some(ty)) = (field(p, "pattern"), field(p, "type")) else {
                             continue;
                         };
-                        let pat = one_line(&self.t(pat));
+                        let pat = collapse_whitespace(&self.t(pat));
                         self.slot(&symbol, format!("param:{pat}"), format!("{pat}: "), ty, in_test);
                     }
                 }
@@ -944,7 +924,7 @@ impl Walk<'_> {
                 let mut c = n.walk();
                 if n.children(&mut c).any(|ch| kind_of(ch) == "unsafe") {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
-                    let key = format!("impl:{}", squash(&head));
+                    let key = format!("impl:{}", compact(&head));
                     self.inv.unsafe_sites.entry(symbol.clone()).or_default().push((line_of(n), key, head));
                 }
             }
@@ -962,7 +942,9 @@ impl Walk<'_> {
                 if kind == "static_item" {
                     let mut c = n.walk();
                     let mutable = n.children(&mut c).any(|ch| kind_of(ch) == "mutable_specifier");
-                    let head = one_line(self.t(n).split('=').next().unwrap_or("")).trim_end_matches(';').to_string();
+                    let head = collapse_whitespace(self.t(n).split('=').next().unwrap_or(""))
+                        .trim_end_matches(';')
+                        .to_string();
                     self.inv.statics.insert(symbol.clone(), (mutable, head));
                 }
             }
@@ -986,20 +968,14 @@ impl Walk<'_> {
         scope.pop();
     }
 
-    /// Visit the children of `n`, handing each item the attributes written before it
-    /// (siblings in tree-sitter-rust; collected on the way, as looking back from each
-    /// item would be quadratic in the number of items).
+    /// Visit the children of `n`, handing each item the attributes written before it.
     fn children(&mut self, n: Node, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
         if self.prune && kind_of(n) == "block" && !TRIGGERS.any_in(text(n, self.src)) {
             self.skipped += 1;
             return;
         }
-        let mut pending = Vec::new();
-        super::syntax::for_each_named(n, |k| match kind_of(k) {
-            "attribute_item" => pending.push(squash(text(k, self.src))),
-            "line_comment" | "block_comment" => {}
-            _ => self.visit(k, std::mem::take(&mut pending), scope, func, in_test),
-        });
+        let src = self.src;
+        for_each_item(n, src, |attrs, k, _| self.visit(k, attrs, scope, func, in_test));
     }
 
     fn attrs(&mut self, attrs: &[String], symbol: &str) {
@@ -1222,15 +1198,15 @@ mod tests {
             if before.is_empty() {
                 continue;
             }
-            let old_tree = parse(before, "old", None).unwrap();
+            let old_tree = parse(before, "old").unwrap();
             let (new_tree, unchanged) = parse_new(after, &old_tree, before).unwrap();
             let full = Inventory::build_pair(&old_tree, before, &new_tree, after, None);
             let pair = Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged));
             assert_eq!(pair, full, "{before}\n---\n{after}");
             reused += top_level(old_tree.root_node(), before)
                 .iter()
-                .filter(|(_, item, start)| {
-                    unchanged.counterpart(*start, item.end_byte()).is_some_and(|(s, e)| unchanged.holds(s, e))
+                .filter(|(start, end, _)| {
+                    unchanged.counterpart(*start, *end).is_some_and(|(s, e)| unchanged.holds(s, e))
                 })
                 .count();
         }
@@ -1263,7 +1239,7 @@ mod tests {
         assert!(sources.len() > 40, "the Rust fixtures were read ({})", sources.len());
         let mut skipped = 0;
         for src in &sources {
-            let tree = parse(src, "new", None).unwrap();
+            let tree = parse(src, "new").unwrap();
             let (pruned, n) = Inventory::walk(&tree, src, true);
             let (full, none) = Inventory::walk(&tree, src, false);
             assert_eq!(none, 0);

@@ -372,29 +372,14 @@ impl Inventory {
         let Some(unchanged) = unchanged else {
             return (Inventory::build(old_root, before), Inventory::build(new_root, after));
         };
-        let mut new = Inventory::default();
-        let mut kept: BTreeMap<(usize, usize), Inventory> = BTreeMap::new();
-        for item in named_children(new_root) {
-            let part = Inventory::item(item, after);
-            if unchanged.holds(item.start_byte(), item.end_byte()) {
-                kept.insert((item.start_byte(), item.end_byte()), part.clone());
-            }
-            new.absorb(part);
-        }
-        let mut old = Inventory::default();
-        for item in named_children(old_root) {
-            let same = unchanged
-                .counterpart(item.start_byte(), item.end_byte())
-                .and_then(|range| Some((range.0, kept.remove(&range)?)));
-            match same {
-                Some((new_start, mut part)) => {
-                    part.shift_lines(unchanged.line_shift(new_start));
-                    old.absorb(part);
-                }
-                None => old.absorb(Inventory::item(item, before)),
-            }
-        }
-        (old, new)
+        let units = |root| named_children(root).into_iter().map(|n| (n.start_byte(), n.end_byte(), n)).collect();
+        super::syntax::build_pair(
+            units(old_root),
+            units(new_root),
+            unchanged,
+            |item| Inventory::item(item, before),
+            |item| Inventory::item(item, after),
+        )
     }
 
     /// The part of the inventory one top-level statement contributes.
@@ -405,6 +390,15 @@ impl Inventory {
         w.inv
     }
 
+    /// The inventory and how many function bodies the walk skipped.
+    fn walk(root: Node, src: &str, prune: bool) -> (Inventory, usize) {
+        let mut w = Walker { src, prune, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
+        w.visit(root);
+        (w.inv, w.skipped)
+    }
+}
+
+impl super::syntax::Part for Inventory {
     /// Adds the part `o` of a later statement exactly as walking it after the ones
     /// already here would have: owners keep their first line, aliases their last value,
     /// lists and sets grow.
@@ -431,13 +425,6 @@ impl Inventory {
         let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
         self.slots.iter_mut().for_each(|s| shift(&mut s.line));
         self.body.owners.values_mut().for_each(shift);
-    }
-
-    /// The inventory and how many function bodies the walk skipped.
-    fn walk(root: Node, src: &str, prune: bool) -> (Inventory, usize) {
-        let mut w = Walker { src, prune, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
-        w.visit(root);
-        (w.inv, w.skipped)
     }
 }
 
