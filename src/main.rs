@@ -36,10 +36,12 @@ fn main() -> ExitCode {
     };
     let stdin = io::stdin();
     let stdout = io::stdout();
-    let stderr = io::stderr();
     let mut stdin = stdin.lock();
     let mut stdout = io::LineWriter::new(stdout.lock());
-    let mut stderr = stderr.lock();
+    // Not locked for the whole run: a worker thread that writes to stderr (a panic
+    // message from a scan thread) would wait for the lock forever while the main
+    // thread waits for it.
+    let mut stderr = io::stderr();
     let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr };
     let result = dispatch(cli, &mut ctx);
     let flushed = ctx.stdout.flush();
