@@ -20,6 +20,7 @@ pub mod schema;
 pub mod sql;
 pub mod syntax;
 pub mod ts;
+pub mod window;
 
 use serde::Serialize;
 

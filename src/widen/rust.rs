@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::syntax::{Parts, collapse_whitespace, compact, field, kind_of, text};
 use tree_sitter::{Node, Parser, Tree};
 
+use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
 const RUST: &[Language] = &[Language::Rust];
@@ -167,15 +168,23 @@ const MAX_SNIPPET_CHARS: usize = 120;
 
 /// Compare the two versions of a Rust file.
 pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detect_with(before, after, true)
+}
+
+/// [`detect`], with the change window allowed or not (the tests compare the two).
+fn detect_with(before: &str, after: &str, allow_window: bool) -> Result<Vec<RawFinding>, DetectError> {
     // An added file has no old constraints: nothing to parse on that side.
     let (old, new) = match before.is_empty() {
         true => (Inventory::default(), Inventory::build(&parse(after, "new")?, after)),
-        false => {
-            let old_tree = parse(before, "old")?;
-            // The new version is parsed incrementally from the old tree.
-            let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
-            Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged))
-        }
+        false => match allow_window.then(|| windowed(before, after)).flatten() {
+            Some(pair) => pair,
+            None => {
+                let old_tree = parse(before, "old")?;
+                // The new version is parsed incrementally from the old tree.
+                let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
+                Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged))
+            }
+        },
     };
     let mut out = Vec::new();
     compare_slots(&old, &new, &mut out);
@@ -189,6 +198,71 @@ pub fn detect(_path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>,
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// The inventories of the declarations the edit touches alone (see [`window`]), when
+/// nothing outside them can change how they compare: the same findings as the whole
+/// files give, for a fraction of the parsing.
+fn windowed(before: &str, after: &str) -> Option<(Inventory, Inventory)> {
+    let w = window::find(window::Lexer::Rust, before, after)?;
+    let outside = window::Outside::of(before, &w);
+    // A lint level for `unsafe_code` outside is a file-wide fact the window cannot see.
+    if outside.contains("unsafe_code") {
+        return None;
+    }
+    let lang = tree_sitter_rust::LANGUAGE.into();
+    let old = Inventory::build(&window::parse_range(&lang, before, w.start, w.old_end)?, before);
+    let new = Inventory::build(&window::parse_range(&lang, after, w.start, w.new_end)?, after);
+    stands_alone(&old, &new, &outside).then_some((old, new))
+}
+
+/// Whether the window's inventories compare exactly as the whole files' would, given
+/// the `outside` text (the same in both versions): the comparisons look constraints up
+/// by symbol, and by a few file-wide sets; neither may meet anything outside.
+fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
+    let mut roots = BTreeSet::new();
+    for inv in [old, new] {
+        let symbols = (inv.slots.keys().map(|k| &k.0))
+            .chain(inv.fields.keys())
+            .chain(inv.bounds.keys().map(|k| &k.0))
+            .chain(inv.owners.keys())
+            .chain(inv.guards.keys())
+            .chain(inv.attrs.keys().map(|k| &k.0))
+            .chain(inv.statics.keys())
+            .chain(inv.unsafe_sites.keys());
+        roots.extend(symbols.map(|s| window::root(s)));
+    }
+    if roots.into_iter().any(|root| outside.may_declare(window::Lexer::Rust, root)) {
+        return false;
+    }
+    // A guard outside with the same condition would count as the check moved there.
+    let guard_outside = |key: &String| match key.strip_prefix("if:") {
+        Some(cond) => outside.contains_compact(cond),
+        None => {
+            (key.starts_with("eq(") && outside.contains("_eq"))
+                || (key.starts_with("ne(") && outside.contains("_ne"))
+                || outside.contains_compact(key)
+        }
+    };
+    if old.guard_keys.iter().chain(&new.guard_keys).any(guard_outside) {
+        return false;
+    }
+    // `unsafe` sites are matched file-wide, whatever their owner.
+    if !(old.unsafe_sites.is_empty() && new.unsafe_sites.is_empty()) && outside.contains("unsafe") {
+        return false;
+    }
+    // Whether a changed type names an enum of the file, or a `Value` that a
+    // `serde_json` import outside makes the erased type, are file-wide questions.
+    let (enums, value) = (outside.contains_word("enum"), outside.contains("serde_json"));
+    for (key, o) in &old.slots {
+        let Some(n) = new.slots.get(key).filter(|n| n.ty != o.ty) else { continue };
+        if (enums && o.ty.names().iter().any(|name| outside.may_declare(window::Lexer::Rust, name)))
+            || (value && o.ty.names().into_iter().chain(n.ty.names()).any(|name| name == "Value"))
+        {
+            return false;
+        }
+    }
+    true
 }
 
 /// Parse one version from scratch.
@@ -316,6 +390,23 @@ impl Ty {
             Ty::Named { name, .. } => Some(name.rsplit("::").next().unwrap_or(name)),
             _ => None,
         }
+    }
+
+    /// The last path segment of every named type in this one, arguments included.
+    fn names(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            match ty {
+                Ty::Named { args, .. } => {
+                    out.extend(ty.base());
+                    stack.extend(args);
+                }
+                Ty::Ref { inner, .. } => stack.push(inner),
+                Ty::Other(_) => {}
+            }
+        }
+        out
     }
 
     fn args(&self) -> &[Ty] {
@@ -1170,6 +1261,40 @@ fn compare_forbid(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The change window gives exactly the findings of whole files: over every Rust
+    /// fixture and edits of this crate's own source (lines deleted; types widened,
+    /// checks, attributes and `unsafe` added or removed), both ways round.
+    #[test]
+    fn window_gives_the_findings_of_whole_files() {
+        use super::super::window::check;
+        let edits: &[(&str, &str)] = &[
+            ("u8", "u64"),
+            ("u32", "usize"),
+            (": String", ": Option<String>"),
+            (": &str", ": serde_json::Value"),
+            ("pub(crate) ", "pub "),
+            ("#[non_exhaustive]", ""),
+            ("assert!(", "let _ = ("),
+            ("ensure!(", "let _ = ("),
+            ("bail!(", "drop("),
+            ("return Err(", "return Ok(("),
+            (") {\n", ") {\n    unsafe { std::hint::unreachable_unchecked() }\n"),
+            ("static ", "static mut "),
+            ("T: ", "T: Ord + "),
+        ];
+        let mut pairs = Vec::new();
+        for (name, text) in check::corpus(&["src/widen", "src/git", "fixtures"], &[".rs"]) {
+            for after in check::edits(&text, edits, 4) {
+                pairs.push((name.clone(), after.clone(), text.clone()));
+                pairs.push((name.clone(), text.clone(), after));
+            }
+        }
+        let (taken, found) =
+            check::same_with_and_without(&pairs, &|b, a, w| detect_with(b, a, w), &|b, a| windowed(b, a).is_some());
+        assert!(taken > 300, "the window took {taken} of {} pairs", pairs.len());
+        assert!(found > 50, "the windowed pairs gave findings to compare ({found})");
+    }
 
     /// Taking unchanged declarations from the new version's walk gives exactly the
     /// inventories of two full walks, lines included: every Rust fixture, and edits

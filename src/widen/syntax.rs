@@ -186,7 +186,7 @@ pub(in crate::widen) fn reparse_tracking(
 }
 
 /// The single edit that turns `a` into `b`, on UTF-8 character boundaries.
-fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit {
+pub(in crate::widen) fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit {
     let (ab, bb) = (a.as_bytes(), b.as_bytes());
     let mut pre = ab.iter().zip(bb).take_while(|(x, y)| x == y).count();
     while pre > 0 && !(a.is_char_boundary(pre) && b.is_char_boundary(pre)) {

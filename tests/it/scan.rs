@@ -618,3 +618,43 @@ fn widening_the_same_symbol_in_a_later_cycle_is_a_stripe() {
     // The halt is pending for a human.
     r.premerge(&["drain"]).expect_code(1);
 }
+
+/// The change window at the CLI: a repository whose changed file also holds helpers
+/// the change does not touch, and one old declaration tree-sitter cannot parse (a
+/// pre-1.0 fixed-length array type). With the window (the default) the touched
+/// declarations are scanned and the widening found; `PREMERGE_SCAN_WINDOW=0` parses the
+/// file whole, which fails, and says so in a note. On a file that parses, both give
+/// the same JSON.
+#[test]
+fn the_change_window_scans_what_the_edit_touches_and_can_be_switched_off() {
+    let helpers: String =
+        (0..30).map(|k| format!("pub fn helper_{k}(x: u32) -> u32 {{\n    x + {k}\n}}\n\n")).collect();
+    let old_syntax = "pub static NAMES: [&'static str, ..2] = [\"a\", \"b\"];\n";
+    let r = TestRepo::new();
+    r.write("src/query.rs", format!("{QUERY_BEFORE}\n{helpers}"));
+    r.write("src/legacy.rs", format!("{QUERY_BEFORE}\n{helpers}{old_syntax}"));
+    r.commit_all("initial");
+    r.write("src/query.rs", format!("{QUERY_AFTER}\n{helpers}"));
+    r.write("src/legacy.rs", format!("{QUERY_AFTER}\n{helpers}{old_syntax}"));
+    r.commit_all("widen");
+
+    let windowed = scan_json(&r, &["--no-memory", "--base", "HEAD~1"]);
+    let mut whole_repo = r.at(&r.root);
+    whole_repo.env.push(("PREMERGE_SCAN_WINDOW".into(), "0".into()));
+    let whole = scan_json(&whole_repo, &["--no-memory", "--base", "HEAD~1"]);
+
+    let of = |v: &Value, file: &str| -> Vec<Value> {
+        v["findings"].as_array().unwrap().iter().filter(|f| f["file"] == file).cloned().collect()
+    };
+    // The file that parses: the same findings both ways, the widening among them.
+    assert_eq!(of(&windowed, "src/query.rs"), of(&whole, "src/query.rs"));
+    let rules: Vec<String> =
+        of(&windowed, "src/query.rs").iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect();
+    assert_eq!(rules, ["rust-integer-widened", "rust-assert-removed"], "{windowed}");
+    // The file with an unparseable old declaration far from the edit.
+    assert_eq!(of(&windowed, "src/legacy.rs").len(), 2, "{windowed}");
+    assert_eq!(windowed["notes"], json!([]));
+    assert_eq!(of(&whole, "src/legacy.rs"), Vec::<Value>::new());
+    assert_eq!(whole["notes"][0]["file"], "src/legacy.rs", "{whole}");
+    assert_eq!(whole["notes"][0]["kind"], "parse-failed", "{whole}");
+}

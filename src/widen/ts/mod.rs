@@ -12,6 +12,7 @@ use super::syntax::{
     Body, Check, Slot, children, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
     removed_checks, slot_finding, text,
 };
+use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, Severity};
 
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
@@ -124,13 +125,24 @@ const TEST_CALLS: &[&str] = &[
 const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
 
 pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detect_with(path, before, after, true)
+}
+
+/// [`detect`], with the change window allowed or not (the tests compare the two).
+fn detect_with(path: &str, before: &str, after: &str, allow_window: bool) -> Result<Vec<RawFinding>, DetectError> {
     let lang: tree_sitter::Language = match Language::for_path(path) {
         Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
         _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
         _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     };
-    let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
-    let (b, a) = Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged));
+    let jsx = path.to_ascii_lowercase().ends_with('x');
+    let (b, a) = match (allow_window && !jsx).then(|| windowed(&lang, before, after)).flatten() {
+        Some(pair) => pair,
+        None => {
+            let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
+            Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged))
+        }
+    };
 
     let mut out = Vec::new();
     for (bs, as_) in pair_slots(&b.slots, &a.slots) {
@@ -151,6 +163,61 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     }
     out.extend(removed_checks(&b.body, &a.body));
     Ok(finish(out))
+}
+
+/// The inventories of the statements the edit touches alone (see [`window`]), when
+/// nothing outside them can change how they compare: the same findings as the whole
+/// files give, for a fraction of the parsing. JSX files are never windowed.
+fn windowed(lang: &tree_sitter::Language, before: &str, after: &str) -> Option<(Inventory, Inventory)> {
+    let w = window::find(window::Lexer::Script, before, after)?;
+    let outside = window::Outside::of(before, &w);
+    let old_tree = window::parse_range(lang, before, w.start, w.old_end)?;
+    let new_tree = window::parse_range(lang, after, w.start, w.new_end)?;
+    let old = Inventory::build(old_tree.root_node(), before);
+    let new = Inventory::build(new_tree.root_node(), after);
+    stands_alone(&old, &new, &outside).then_some((old, new))
+}
+
+/// Whether the window's inventories compare exactly as the whole files' would, given
+/// the `outside` text (the same in both versions): slots pair and checks match by
+/// symbol, helpers and type names are looked up file-wide; none of it may meet
+/// anything outside.
+fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
+    let mut roots = BTreeSet::new();
+    for inv in [old, new] {
+        let body = &inv.body;
+        let symbols = (inv.slots.iter().flat_map(|s| [&s.key, &s.symbol]))
+            .chain(body.owners.keys())
+            .chain(body.checks.iter().map(|c| &c.owner))
+            .chain(body.conditions.iter().map(|c| &c.0))
+            .chain(body.calls.iter().map(|c| &c.0))
+            .chain(&inv.enums)
+            .chain(inv.literal_aliases.keys());
+        roots.extend(symbols.map(|s| window::root(s)));
+    }
+    // A test call without a title names its callback after the call itself.
+    let declared = |root: &str| {
+        outside.may_declare(window::Lexer::Script, root) || (TEST_CALLS.contains(&root) && outside.may_name(root))
+    };
+    if roots.into_iter().any(declared) {
+        return false;
+    }
+    // A new call to a function outside that holds checks would stand in for a check.
+    if new.body.calls.iter().any(|call| !old.body.calls.contains(call) && outside.may_name(&call.1)) {
+        return false;
+    }
+    // Whether a type names an enum or a literal alias of the file is a file-wide question.
+    if outside.contains_word("enum") || outside.contains_word("type") {
+        for (b, a) in pair_slots(&old.slots, &new.slots) {
+            if let (Some(bt), Some(at)) = (&b.info.ty, &a.info.ty)
+                && bt.key != at.key
+                && bt.member_keys().iter().any(|k| outside.may_declare(window::Lexer::Script, k))
+            {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// How a type annotation changed, or `None` when it did not loosen.
@@ -246,6 +313,23 @@ struct TsType {
     /// The whole type, formatting-blind.
     key: String,
     members: Vec<Member>,
+}
+
+impl TsType {
+    /// The key of every member of this type, generic and array arguments included.
+    fn member_keys(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            for m in &ty.members {
+                out.push(m.key.as_str());
+                if let Some((_, args)) = &m.args {
+                    stack.extend(args);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -796,6 +880,48 @@ mod tests {
             skipped += n;
         }
         assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
+    }
+
+    /// The change window gives exactly the findings of whole files: over every
+    /// TypeScript/JavaScript fixture and a corpus module holding every kind of
+    /// statement, with lines deleted and types, modifiers and checks changed, both ways.
+    #[test]
+    fn window_gives_the_findings_of_whole_files() {
+        use super::super::window::check;
+        let edits: &[(&str, &str)] = &[
+            ("?:", ":"),
+            (": string", ": any"),
+            (": number", ": number | null"),
+            (": Role", ": string"),
+            (": Level", ": string"),
+            ("readonly ", ""),
+            ("private ", ""),
+            ("throw ", "void "),
+            ("invariant(", "void ("),
+            ("assert(", "void ("),
+            ("validate(account)", "void account"),
+            ("enum Role", "enum Rank"),
+            ("Role", "Rank"),
+            ("\"dark\" | \"light\"", "string"),
+            ("fontSize: number", "fontSize?: number"),
+            ("Array<number>", "Array<number | undefined>"),
+            ("if (low > high) throw", "if (low > high) void"),
+            ("if (step <= 0) throw", "if (step <= 0) void"),
+            ("private count", "count"),
+            ("y: number }", "y?: number }"),
+        ];
+        let mut pairs = Vec::new();
+        for (name, text) in check::corpus(&["fixtures", "tests/fixtures/window"], &[".ts", ".js"]) {
+            for after in check::edits(&text, edits, 40) {
+                pairs.push((name.clone(), after.clone(), text.clone()));
+                pairs.push((name.clone(), text.clone(), after));
+            }
+        }
+        let detect = |b: &str, a: &str, w: bool| detect_with("src/corpus.ts", b, a, w);
+        let lang: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
+        let (taken, found) = check::same_with_and_without(&pairs, &detect, &|b, a| windowed(&lang, b, a).is_some());
+        assert!(taken > 40, "the window took {taken} of {} pairs", pairs.len());
+        assert!(found > 10, "the windowed pairs gave findings to compare ({found})");
     }
 
     /// Taking unchanged statements from the new version's walk gives exactly the

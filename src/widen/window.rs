@@ -1,0 +1,801 @@
+//! The change window: the top-level declarations an edit touches, so that a detector
+//! can parse and walk those alone instead of the whole file.
+//!
+//! Two versions of a file differ only between their common prefix and their common
+//! suffix. A lexer (brackets, strings, comments: no grammar) finds the places where one
+//! top-level declaration ends and the next begins; the window runs from the last such
+//! place before the edit to the first one after it, in both versions. Everything
+//! outside it (the [`Outside`]) is the same text in both versions, at top level in
+//! both, so its declarations contribute the same constraints to both inventories.
+//!
+//! A detector uses the window only when it can also show, from the outside text alone,
+//! that nothing there could change what the window's declarations are compared with:
+//! no symbol of the window is named outside it, no check of the window could be
+//! matched by one outside it, and so on, each a substring test that can only err
+//! towards walking the whole file. The lexer is conservative in the same way: anything
+//! it cannot classify for certain (a `/` in a script that is not a comment, an
+//! unterminated string, unbalanced brackets) means no window.
+//!
+//! The window's declarations are parsed with tree-sitter's included ranges, in the
+//! file's own coordinates, so byte offsets and line numbers are the file's.
+
+use tree_sitter::{Parser, Point, Range, Tree};
+
+use super::syntax::{compact, edit_between};
+
+/// `PREMERGE_SCAN_WINDOW=0` parses every changed file whole: the same findings, slower
+/// (`scripts/check-window.sh` compares the two on a repository's history).
+static ENABLED: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0"));
+
+/// Which lexer finds the declaration boundaries of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::widen) enum Lexer {
+    Rust,
+    /// TypeScript and JavaScript without JSX.
+    Script,
+}
+
+/// The declarations an edit touches: `[start, old_end)` of the old version and
+/// `[start, new_end)` of the new one. The text before `start` and from `old_end` on
+/// (`new_end` on) is the same in both versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::widen) struct Window {
+    pub start: usize,
+    pub old_end: usize,
+    pub new_end: usize,
+}
+
+/// The window of an edit, or `None` when either version does not lex cleanly or the
+/// window would save no parsing (it holds most of the file).
+pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<Window> {
+    if !*ENABLED {
+        return None;
+    }
+    let edit = edit_between(before, after);
+    let bounds = |src: &str| match lexer {
+        Lexer::Rust => rust_boundaries(src),
+        Lexer::Script => script_boundaries(src),
+    };
+    let (old, new) = (bounds(before)?, bounds(after)?);
+    // The common prefix lexes alike in both versions, but a boundary's test also looks
+    // at the token after it: it must hold in both.
+    let start =
+        old.iter().rev().find(|&&b| b <= edit.start_byte && new.binary_search(&b).is_ok()).copied().unwrap_or(0);
+    // Ends at the same distance from the end of each version, past the edit in both.
+    let (old_len, new_len) = (before.len(), after.len());
+    let old_end = old.iter().find(|&&b| {
+        b >= edit.old_end_byte && {
+            let from_end = old_len - b;
+            from_end <= new_len
+                && new_len - from_end >= edit.new_end_byte
+                && new.binary_search(&(new_len - from_end)).is_ok()
+        }
+    })?;
+    let new_end = new_len - (old_len - old_end);
+    let window = Window { start, old_end: *old_end, new_end };
+    let parsed = (window.old_end - start) + (window.new_end - start);
+    (parsed < old_len).then_some(window)
+}
+
+/// Parses `[start, end)` of `src` alone, in the file's coordinates; `None` when the
+/// parser gives up or the range has a syntax error.
+pub(in crate::widen) fn parse_range(lang: &tree_sitter::Language, src: &str, start: usize, end: usize) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(lang).ok()?;
+    let range = Range {
+        start_byte: start,
+        end_byte: end,
+        start_point: point_at(src.as_bytes(), start),
+        end_point: point_at(src.as_bytes(), end),
+    };
+    parser.set_included_ranges(&[range]).ok()?;
+    let tree = parser.parse(src, None)?;
+    (!tree.root_node().has_error()).then_some(tree)
+}
+
+fn point_at(text: &[u8], byte: usize) -> Point {
+    let head = &text[..byte];
+    let row = memchr::memchr_iter(b'\n', head).count();
+    let column = byte - memchr::memrchr(b'\n', head).map_or(0, |i| i + 1);
+    Point { row, column }
+}
+
+/// The text outside a window, the same in both versions, and the tests a detector
+/// asks of it. Each test answers "maybe" whenever the outside could hold what is
+/// asked about, so a "no" is certain.
+pub(in crate::widen) struct Outside<'s> {
+    parts: [&'s str; 2],
+    compacted: std::cell::OnceCell<[String; 2]>,
+    impl_headers: std::cell::OnceCell<[Vec<std::ops::Range<usize>>; 2]>,
+}
+
+impl<'s> Outside<'s> {
+    /// The outside of `window` in the old version `before`.
+    pub fn of(before: &'s str, window: &Window) -> Outside<'s> {
+        Outside {
+            parts: [&before[..window.start], &before[window.old_end..]],
+            compacted: std::cell::OnceCell::new(),
+            impl_headers: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Whether `s` occurs in the outside text.
+    pub fn contains(&self, s: &str) -> bool {
+        self.parts.iter().any(|p| p.contains(s))
+    }
+
+    /// Whether `s` occurs in the outside text with every whitespace character removed
+    /// (how a condition's formatting-blind key would appear there).
+    pub fn contains_compact(&self, s: &str) -> bool {
+        let compacted = self.compacted.get_or_init(|| self.parts.map(compact));
+        compacted.iter().any(|p| p.contains(s))
+    }
+
+    /// Whether `word` occurs as a whole word (not inside a longer identifier).
+    pub fn contains_word(&self, word: &str) -> bool {
+        self.parts.iter().any(|p| {
+            p.match_indices(word).any(|(at, _)| {
+                let before = p[..at].bytes().next_back();
+                let after = p[at + word.len()..].bytes().next();
+                !before.is_some_and(is_ident_byte) && !after.is_some_and(is_ident_byte)
+            })
+        })
+    }
+
+    /// Whether a declaration outside could carry the name `name` (a symbol's first
+    /// segment): an identifier as a whole word, anything else (a test title, a
+    /// generic self type) as text, with or without its whitespace.
+    pub fn may_name(&self, name: &str) -> bool {
+        if !name.is_empty() && name.bytes().all(is_ident_byte) {
+            return self.contains_word(name);
+        }
+        self.contains(name) || self.contains_compact(&compact(name))
+    }
+}
+
+impl Outside<'_> {
+    /// Whether a declaration outside could give symbols the first segment `name`: an
+    /// identifier written where a declaration puts its name (after a declaring keyword,
+    /// in an `impl` header, before `=` or `:`, as a method, as a test title), anything
+    /// else anywhere ([`Outside::may_name`]). A mere use of the name (a type, a call
+    /// inside an expression) declares nothing.
+    pub fn may_declare(&self, lexer: Lexer, name: &str) -> bool {
+        if name.is_empty() || !name.bytes().all(is_ident_byte) {
+            return self.may_name(name);
+        }
+        let headers = match lexer {
+            Lexer::Rust => Some(self.impl_headers.get_or_init(|| self.parts.map(rust_impl_headers))),
+            Lexer::Script => None,
+        };
+        self.parts.iter().enumerate().any(|(part, p)| {
+            let impl_headers = headers.map_or(&[][..], |h| &h[part][..]);
+            p.match_indices(name).any(|(at, _)| {
+                let end = at + name.len();
+                let (b, len) = (p.as_bytes(), p.len());
+                if b[..at].last().is_some_and(|&c| is_ident_byte(c)) || b.get(end).is_some_and(|&c| is_ident_byte(c)) {
+                    return false;
+                }
+                let head = &p[..at];
+                let (mut prev_word, prev) = word_before(head);
+                let next = p[end..].trim_start().bytes().next();
+                match lexer {
+                    Lexer::Rust => {
+                        if prev_word == "mut" {
+                            // `static mut NAME`
+                            prev_word = word_before(&head[..head.trim_end().len() - 3]).0;
+                        }
+                        RUST_DECLARING.contains(&prev_word) || impl_headers.iter().any(|r| r.contains(&at))
+                    }
+                    Lexer::Script => {
+                        // First on its line (a method of an object literal, perhaps
+                        // after a comment line), or after a block comment.
+                        let line_start = head.rsplit('\n').next().is_some_and(|l| l.trim().is_empty());
+                        SCRIPT_DECLARING.contains(&prev_word)
+                            || matches!(next, Some(b'=' | b':' | b'!'))
+                            || matches!(prev, Some(b'"' | b'\'' | b'`'))
+                            || (matches!(next, Some(b'(' | b'<'))
+                                && (line_start
+                                    || matches!(prev, None | Some(b'{' | b',' | b';' | b'}' | b'*' | b'/'))
+                                    || SCRIPT_MODIFIERS.contains(&prev_word)))
+                            || end == len
+                    }
+                }
+            })
+        })
+    }
+}
+
+/// Rust keywords after which a name is declared.
+const RUST_DECLARING: &[&str] = &["fn", "struct", "enum", "union", "trait", "mod", "type", "const", "static"];
+
+/// Script keywords after which a name is declared.
+const SCRIPT_DECLARING: &[&str] =
+    &["function", "class", "interface", "namespace", "module", "enum", "type", "const", "let", "var"];
+
+/// Modifiers that can stand before a method's name.
+const SCRIPT_MODIFIERS: &[&str] = &[
+    "async",
+    "get",
+    "set",
+    "static",
+    "public",
+    "private",
+    "protected",
+    "readonly",
+    "abstract",
+    "override",
+    "declare",
+    "export",
+    "default",
+    "accessor",
+];
+
+/// The identifier that ends `head` after trailing whitespace (empty if none), and the
+/// last non-whitespace byte.
+fn word_before(head: &str) -> (&str, Option<u8>) {
+    let trimmed = head.trim_end();
+    let start = trimmed.bytes().rposition(|c| !is_ident_byte(c)).map_or(0, |i| i + 1);
+    (&trimmed[start..], trimmed.bytes().next_back())
+}
+
+/// The byte ranges of the `impl` headers of a Rust text, each from `impl` to the `{`
+/// or `;` that ends it outside any bracket (`impl<F: Fn() -> u8> A for [u8; 4] {`).
+fn rust_impl_headers(text: &str) -> Vec<std::ops::Range<usize>> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("impl") {
+        let whole =
+            !b[..at].last().is_some_and(|&c| is_ident_byte(c)) && !b.get(at + 4).is_some_and(|&c| is_ident_byte(c));
+        if !whole {
+            continue;
+        }
+        let (mut depth, mut i) = (0i32, at + 4);
+        while i < b.len() {
+            match b[i] {
+                b'-' if b.get(i + 1) == Some(&b'>') => i += 1,
+                b'<' | b'(' | b'[' => depth += 1,
+                b'>' | b')' | b']' => depth -= 1,
+                b'{' | b';' if depth <= 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        out.push(at..i);
+    }
+    out
+}
+
+/// A byte that can be part of an identifier in Rust, TypeScript or JavaScript (any
+/// byte of a non-ASCII character counts).
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// The first segment of a dotted symbol or slot key (`type A.b`, `f(x)`, `f->`,
+/// `Query.limit`): the name of the top-level declaration it belongs to.
+pub(in crate::widen) fn root(symbol: &str) -> &str {
+    let s = symbol.strip_prefix("type ").unwrap_or(symbol);
+    let head = &s[..s.find(['.', '(']).unwrap_or(s.len())];
+    head.strip_suffix("->").unwrap_or(head)
+}
+
+/// Rust keywords that begin an item: after a `}` at top level, one of them (or `#`,
+/// or the end) shows that the item ended there. (`const X: S = S {} ;` does not.)
+const RUST_ITEM_STARTS: &[&str] = &[
+    "pub",
+    "fn",
+    "struct",
+    "enum",
+    "union",
+    "impl",
+    "trait",
+    "mod",
+    "use",
+    "const",
+    "static",
+    "type",
+    "unsafe",
+    "async",
+    "extern",
+    "macro_rules",
+];
+
+/// The byte offsets in a Rust file where a top-level item may begin: 0, after a `;`
+/// or an item-ending `}` at bracket depth 0, and the end. `None` when the file does not
+/// lex (unbalanced brackets, an unterminated string or comment).
+pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
+    let b = src.as_bytes();
+    let mut out = vec![0];
+    let mut depth = 0usize;
+    let mut i = 0;
+    // A shebang line (`#!` not followed by `[`) is not code.
+    if b.starts_with(b"#!") && !src[2..].trim_start().starts_with('[') {
+        i = memchr::memchr(b'\n', b).unwrap_or(b.len());
+    }
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => i = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n),
+            b'/' if b.get(i + 1) == Some(&b'*') => i = rust_block_comment(b, i)?,
+            b'"' => i = quoted(b, i + 1, b'"', true)?,
+            b'\'' => i = rust_quote(b, i)?,
+            c if c.is_ascii_digit() => i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_'),
+            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
+                let end = skip_while(b, i, is_ident_byte);
+                i = rust_prefixed_literal(b, i, end)?.unwrap_or(end);
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' | b']' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+                if depth == 0 && rust_item_follows(b, i)? {
+                    out.push(i);
+                }
+            }
+            b';' => {
+                i += 1;
+                if depth == 0 {
+                    out.push(i);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if depth != 0 {
+        return None;
+    }
+    if out.last() != Some(&b.len()) {
+        out.push(b.len());
+    }
+    Some(out)
+}
+
+/// After an identifier `b[start..end]`: the end of the literal it prefixes (`r"..."`,
+/// `r#"..."#`, `b"..."`, `br"..."`, `c"..."`, `b'x'`), `Some(None)` when it prefixes
+/// none, `None` when the literal is unterminated.
+fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<usize>> {
+    let word = &b[start..end];
+    let next = b.get(end).copied();
+    match (word, next) {
+        (b"b", Some(b'\'')) => rust_quote(b, end).map(Some),
+        (b"b" | b"c", Some(b'"')) => quoted(b, end + 1, b'"', true).map(Some),
+        (b"r" | b"br" | b"cr", Some(b'"' | b'#')) => {
+            let hashes = skip_while(b, end, |c| c == b'#') - end;
+            // `r#ident` is a raw identifier, not a string.
+            if b.get(end + hashes) != Some(&b'"') {
+                return Some(None);
+            }
+            let mut closing = vec![b'"'];
+            closing.extend(std::iter::repeat_n(b'#', hashes));
+            let body = end + hashes + 1;
+            let at = memchr::memmem::find(&b[body..], &closing)?;
+            Some(Some(body + at + closing.len()))
+        }
+        _ => Some(None),
+    }
+}
+
+/// At a `'`: past a character literal (`'a'`, `'\n'`, `'\u{1F600}'`, `'}'`), or past
+/// the quote alone for a lifetime or label (`'a`, `'static`).
+fn rust_quote(b: &[u8], at: usize) -> Option<usize> {
+    match b.get(at + 1)? {
+        b'\\' => {
+            // An escape: the closing quote comes within a `\u{10FFFF}`.
+            let from = at + 3;
+            let window = &b[from.min(b.len())..(from + 10).min(b.len())];
+            memchr::memchr(b'\'', window).map(|n| from + n + 1)
+        }
+        &c => {
+            let width = utf8_width(c);
+            if b.get(at + 1 + width) == Some(&b'\'') { Some(at + 2 + width) } else { Some(at + 1) }
+        }
+    }
+}
+
+fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+/// Past a Rust block comment starting at `at` (they nest).
+fn rust_block_comment(b: &[u8], at: usize) -> Option<usize> {
+    let (mut i, mut open) = (at + 2, 1usize);
+    while open > 0 {
+        match (b.get(i)?, b.get(i + 1)) {
+            (b'/', Some(b'*')) => {
+                open += 1;
+                i += 2;
+            }
+            (b'*', Some(b'/')) => {
+                open -= 1;
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    Some(i)
+}
+
+/// Past the string whose body starts at `from` and ends at an unescaped `close`;
+/// `None` when it never ends, or (unless `multiline`) a line ends first.
+fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
+    let mut i = from;
+    loop {
+        match *b.get(i)? {
+            b'\\' => i += 2,
+            c if c == close => return Some(i + 1),
+            b'\n' if !multiline => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    while i < b.len() && keep(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Past whitespace and comments (`//`, `/* */`, nested when `nested`) from `i`;
+/// `None` when a comment never ends.
+fn skip_trivia(b: &[u8], mut i: usize, nested: bool) -> Option<usize> {
+    loop {
+        i = skip_while(b, i, |c| c.is_ascii_whitespace());
+        match (b.get(i), b.get(i + 1)) {
+            (Some(b'/'), Some(b'/')) => i = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n),
+            (Some(b'/'), Some(b'*')) if nested => i = rust_block_comment(b, i)?,
+            (Some(b'/'), Some(b'*')) => i = memchr::memmem::find(&b[i + 2..], b"*/").map(|n| i + 2 + n + 2)?,
+            _ => return Some(i),
+        }
+    }
+}
+
+/// Whether what follows `i` (after whitespace and comments) starts an item: `#`, an
+/// item keyword, or the end of the file.
+fn rust_item_follows(b: &[u8], i: usize) -> Option<bool> {
+    let j = skip_trivia(b, i, true)?;
+    let word = &b[j..skip_while(b, j, is_ident_byte)];
+    Some(j == b.len() || b[j] == b'#' || RUST_ITEM_STARTS.iter().any(|k| k.as_bytes() == word))
+}
+
+/// Keywords that cannot continue an expression: after a `}` at top level, one of them
+/// on the next token (or the end) shows that the statement ended there, automatic
+/// semicolon or not (`const o = {}` then `(f)()` would be a call).
+const SCRIPT_STATEMENT_STARTS: &[&str] =
+    &["export", "function", "class", "interface", "enum", "const", "import", "var"];
+
+/// The byte offsets in a TypeScript or JavaScript file (without JSX) where a top-level
+/// statement may begin: 0, after a `;` at bracket depth 0, after a `}` at depth 0 that
+/// a statement keyword follows, and the end. `None` when the file does not lex for
+/// certain: a `/` that is not a comment (division and regular expressions need the
+/// grammar to tell apart), an unterminated string, template or comment, unbalanced
+/// brackets.
+pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
+    let b = src.as_bytes();
+    let mut out = vec![0];
+    let mut depth = 0usize;
+    // The depths at which each open template substitution `${` began.
+    let mut substitutions: Vec<usize> = Vec::new();
+    let mut i = 0;
+    if b.starts_with(b"#!") {
+        i = memchr::memchr(b'\n', b).unwrap_or(b.len());
+    }
+    while i < b.len() {
+        match b[i] {
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, false)?,
+            b'/' => return None,
+            b'"' | b'\'' => i = quoted(b, i + 1, b[i], false)?,
+            b'`' => {
+                let (end, opened) = template(b, i + 1)?;
+                i = end;
+                if opened {
+                    substitutions.push(depth);
+                    depth += 1;
+                }
+            }
+            c if is_ident_byte(c) => i = skip_while(b, i, is_ident_byte),
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' | b']' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+                if substitutions.last() == Some(&depth) {
+                    // The end of a `${...}`: the template goes on.
+                    substitutions.pop();
+                    let (end, opened) = template(b, i)?;
+                    i = end;
+                    if opened {
+                        substitutions.push(depth);
+                        depth += 1;
+                    }
+                } else if depth == 0 && script_statement_follows(b, i)? {
+                    out.push(i);
+                }
+            }
+            b';' => {
+                i += 1;
+                if depth == 0 {
+                    out.push(i);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if depth != 0 || !substitutions.is_empty() {
+        return None;
+    }
+    if out.last() != Some(&b.len()) {
+        out.push(b.len());
+    }
+    Some(out)
+}
+
+/// From inside a template literal at `from`: past its closing backtick `(end, false)`,
+/// or past the `${` of a substitution `(end, true)`.
+fn template(b: &[u8], from: usize) -> Option<(usize, bool)> {
+    let mut i = from;
+    loop {
+        match *b.get(i)? {
+            b'\\' => i += 2,
+            b'`' => return Some((i + 1, false)),
+            b'$' if b.get(i + 1) == Some(&b'{') => return Some((i + 2, true)),
+            _ => i += 1,
+        }
+    }
+}
+
+fn script_statement_follows(b: &[u8], i: usize) -> Option<bool> {
+    let j = skip_trivia(b, i, false)?;
+    let word = &b[j..skip_while(b, j, is_ident_byte)];
+    Some(j == b.len() || SCRIPT_STATEMENT_STARTS.iter().any(|k| k.as_bytes() == word))
+}
+
+/// What the tests of the window share: corpora of real source, the edits made to them,
+/// and the check that a detector finds the same with and without the window.
+#[cfg(test)]
+pub(in crate::widen) mod check {
+    use std::path::{Path, PathBuf};
+
+    use crate::widen::{DetectError, RawFinding};
+
+    /// Every file under `dir` (recursively) whose name ends with one of `exts`, by path.
+    fn files(dir: &Path, exts: &[&str], out: &mut Vec<(String, String)>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                files(&path, exts, out);
+            } else if exts.iter().any(|e| path.to_string_lossy().ends_with(e)) {
+                out.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+
+    /// Real source in `exts` from the given folders of this repository.
+    pub fn corpus(dirs: &[&str], exts: &[&str]) -> Vec<(String, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        for d in dirs {
+            files(&root.join(d), exts, &mut out);
+        }
+        assert!(!out.is_empty(), "no {exts:?} files under {dirs:?}");
+        out
+    }
+
+    /// New versions of `text`, each with one edit: a line deleted (every `step`-th
+    /// line), or one occurrence of `from` replaced by `to` (three of each at most).
+    pub fn edits(text: &str, replacements: &[(&str, &str)], budget: usize) -> Vec<String> {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let mut out = Vec::new();
+        let step = (lines.len() / budget.max(1)).max(1);
+        for skip in (step / 2..lines.len()).step_by(step) {
+            out.push(lines.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, l)| *l).collect());
+        }
+        for (from, to) in replacements {
+            // Up to three occurrences, spread over the file.
+            let hits: Vec<usize> = text.match_indices(from).map(|(at, _)| at).collect();
+            for at in hits.iter().copied().step_by((hits.len() / 3).max(1)).take(3) {
+                out.push(format!("{}{to}{}", &text[..at], &text[at + from.len()..]));
+            }
+        }
+        out
+    }
+
+    type DetectWith = dyn Fn(&str, &str, bool) -> Result<Vec<RawFinding>, DetectError> + Sync;
+
+    /// Runs `detect` on each pair `(name, before, after)` with and without the window
+    /// and requires the same answer (the same findings, or an error both ways).
+    /// `windowed` tells whether the detector takes the window for a pair. Returns how
+    /// many pairs it took and how many findings those gave, so that a caller can require
+    /// that the comparison exercised the window.
+    pub fn same_with_and_without(
+        pairs: &[(String, String, String)],
+        detect: &DetectWith,
+        windowed: &(dyn Fn(&str, &str) -> bool + Sync),
+    ) -> (usize, usize) {
+        use rayon::prelude::*;
+        pairs
+            .par_iter()
+            .map(|(name, before, after)| {
+                let whole = detect(before, after, false);
+                let window = detect(before, after, true);
+                match (&whole, &window) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}: the window changed the findings"),
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("{name}: whole files gave {whole:?}, the window {window:?}"),
+                }
+                match window {
+                    Ok(found) if !before.is_empty() && windowed(before, after) => (1, found.len()),
+                    _ => (0, 0),
+                }
+            })
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn top_level_ranges(lang: &tree_sitter::Language, src: &str) -> Option<Vec<(usize, usize)>> {
+        let mut parser = Parser::new();
+        parser.set_language(lang).unwrap();
+        let tree = parser.parse(src, None)?;
+        let root = tree.root_node();
+        if root.has_error() {
+            return None;
+        }
+        let mut cursor = root.walk();
+        Some(root.children(&mut cursor).map(|n| (n.start_byte(), n.end_byte())).collect())
+    }
+
+    /// Every boundary the lexers report falls between two top-level declarations of
+    /// tree-sitter's own parse, never inside one: over this crate's whole source and
+    /// every Rust, TypeScript and JavaScript fixture.
+    #[test]
+    fn boundaries_never_cut_a_declaration() {
+        let rust: tree_sitter::Language = tree_sitter_rust::LANGUAGE.into();
+        let ts: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
+        let js: tree_sitter::Language = tree_sitter_javascript::LANGUAGE.into();
+        let mut checked = 0;
+        let sets = [
+            (check::corpus(&["src", "tests", "benches", "fixtures"], &[".rs"]), &rust, Lexer::Rust),
+            (check::corpus(&["fixtures", "tests/fixtures"], &[".ts"]), &ts, Lexer::Script),
+            (check::corpus(&["fixtures"], &[".js"]), &js, Lexer::Script),
+        ];
+        for (files, lang, lexer) in sets {
+            for (name, src) in files {
+                let Some(decls) = top_level_ranges(lang, &src) else { continue };
+                let bounds = match lexer {
+                    Lexer::Rust => rust_boundaries(&src),
+                    Lexer::Script => script_boundaries(&src),
+                };
+                let bounds = bounds.unwrap_or_else(|| panic!("{name}: tree-sitter parses it, the lexer refuses it"));
+                for b in &bounds {
+                    let cut = decls.iter().find(|(s, e)| s < b && b < e);
+                    assert!(cut.is_none(), "{name}: boundary {b} cuts the declaration at {cut:?}");
+                }
+                checked += bounds.len();
+            }
+        }
+        assert!(checked > 2000, "the corpora exercise the lexers ({checked} boundaries)");
+    }
+
+    /// The text between consecutive boundaries.
+    fn pieces(src: &str, bounds: Option<Vec<usize>>) -> Option<Vec<&str>> {
+        Some(bounds?.windows(2).map(|w| &src[w[0]..w[1]]).collect())
+    }
+
+    /// Cases as the pieces the boundaries should cut the source into.
+    fn assert_cuts(lex: fn(&str) -> Option<Vec<usize>>, cases: &[&[&str]]) {
+        for want in cases {
+            let src = want.concat();
+            assert_eq!(pieces(&src, lex(&src)).as_deref(), Some(*want), "{src:?}");
+        }
+    }
+
+    #[test]
+    fn rust_lexer_reads_literals_and_comments() {
+        assert_cuts(
+            rust_boundaries,
+            &[
+                // A brace in a string, a char, a raw string, a nested comment, a byte char.
+                &["fn a() { let s = \"}\"; }", "\nfn b() {}", "\n"],
+                &["fn a() { let c = '}'; }", "\nfn b() {}", "\n"],
+                &["fn a() { r#\"}\"# ; }", "\nfn b() {}", "\n"],
+                &["fn a() { /* } /* } */ } */ }", "\nfn b() {}", "\n"],
+                &["fn a<'a>(x: &'a str) { b'}'; }", "\nfn b() {}", "\n"],
+                &["fn a() { '\\''; '\\u{7D}'; }", "\nfn b() {}", "\n"],
+                // `}` then `;`: the item goes on; a macro call after `}` is not an item.
+                &["const X: S = S {};", "\nconst Y: S = S {}\n;", "\nfn c() {}\nm! {}", "\n"],
+                &["use a::b;", "\n#[test]\nfn t() {}", "\n"],
+                &["#!/usr/bin/env run\nfn a() {}", "\n"],
+            ],
+        );
+        for broken in ["fn a() {", "fn a() { \"x }", "fn a() /* x", "fn a() {}}", "fn a() { r#\"x\" }"] {
+            assert_eq!(rust_boundaries(broken), None, "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn script_lexer_reads_templates_and_refuses_slashes() {
+        assert_cuts(
+            script_boundaries,
+            &[
+                &["const a = `${x}}`;", "\nexport function f() {}", "\n"],
+                &["const a = `${ {b: `}`}.b }`;", "\nlet c = 1;", "\n"],
+                // A `}` the next line could continue is no boundary.
+                &["const o = {}\n(f)()\n"],
+                &["function f() {}", "\nexport const g = 1\n"],
+                &["const s = '}' + \"{\";", "\n"],
+                &["// a / b } {\nconst c = 1;", "\n"],
+            ],
+        );
+        for refused in ["const a = b / c;", "const r = /}/;", "const s = 'x\n';", "f(`${a`);", "}"] {
+            assert_eq!(script_boundaries(refused), None, "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn window_spans_the_touched_declarations() {
+        let before = "fn a() {}\nfn b(x: u8) {}\nfn c() {}\n";
+        let after = "fn a() {}\nfn b(x: u64) {}\nfn c() {}\n";
+        let w = find(Lexer::Rust, before, after).unwrap();
+        assert_eq!(&before[w.start..w.old_end], "\nfn b(x: u8) {}");
+        assert_eq!(&after[w.start..w.new_end], "\nfn b(x: u64) {}");
+        // A change to most of the file parses it whole.
+        assert_eq!(find(Lexer::Rust, "fn a(x: u8) {}\n", "fn a(x: u16) {}\n"), None);
+    }
+
+    #[test]
+    fn outside_tests_answer_maybe_when_unsure() {
+        let text = "fn set_ratio(r: f64) {}\nimpl Query<T> {}\n// describe(\"a b\")\n";
+        let w = Window { start: 0, old_end: 0, new_end: 0 };
+        let outside = Outside::of(text, &w);
+        assert!(outside.may_name("set_ratio"));
+        assert!(!outside.may_name("set"), "a whole word only");
+        assert!(!outside.may_name("ratio"));
+        assert!(outside.may_name("a b"));
+        assert!(outside.may_name("Query<T>"));
+        assert!(outside.contains_compact("r:f64"));
+        // Where a declaration puts its name, and where a use does not.
+        let rust = "struct Used;\nstatic mut COUNT: u8 = 0;\nfn f(q: &mut Query) -> Query { g(Query::new()) }\n\
+                    impl<F: Fn() -> u8> Trait for Handler<F> where F: Copy {}\n";
+        let outside = Outside::of(rust, &w);
+        for declared in ["Used", "COUNT", "f", "Handler", "Trait", "F"] {
+            assert!(outside.may_declare(Lexer::Rust, declared), "{declared}");
+        }
+        for used in ["Query", "new", "g", "q"] {
+            assert!(!outside.may_declare(Lexer::Rust, used), "{used}");
+        }
+        let script = "const a = () => 1;\nexport default {\n  // loads\n  load() {},\n  save: () => {},\n};\n\
+                      describe(\"Store\", () => {});\nfunction* gen() {}\nlet x: Store = new Store(run(1));\n";
+        let outside = Outside::of(script, &w);
+        for declared in ["a", "load", "save", "Store", "gen", "x"] {
+            assert!(outside.may_declare(Lexer::Script, declared), "{declared}");
+        }
+        assert!(!outside.may_declare(Lexer::Script, "run"), "a call inside an expression");
+        assert_eq!(root("type A.b"), "A");
+        assert_eq!(root("f(x)"), "f");
+        assert_eq!(root("f->"), "f");
+        assert_eq!(root("Query.limit"), "Query");
+    }
+}
