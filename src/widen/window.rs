@@ -306,8 +306,7 @@ const RUST_ITEM_STARTS: &[&str] = &[
 /// lex (unbalanced brackets, an unterminated string or comment).
 pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
     let b = src.as_bytes();
-    let mut out = vec![0];
-    let mut depth = 0usize;
+    let mut cuts = Cuts::new();
     let mut i = 0;
     // A shebang line (`#!` not followed by `[`) is not code.
     if b.starts_with(b"#!") && !src[2..].trim_start().starts_with('[') {
@@ -324,37 +323,61 @@ pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
                 let end = skip_while(b, i, is_ident_byte);
                 i = rust_prefixed_literal(b, i, end)?.unwrap_or(end);
             }
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                i += 1;
-            }
-            b')' | b']' => {
-                depth = depth.checked_sub(1)?;
-                i += 1;
-            }
             b'}' => {
-                depth = depth.checked_sub(1)?;
+                cuts.close()?;
                 i += 1;
-                if depth == 0 && rust_item_follows(b, i)? {
-                    out.push(i);
+                if cuts.depth == 0 && rust_item_follows(b, i)? {
+                    cuts.out.push(i);
                 }
             }
-            b';' => {
+            c => {
+                cuts.bracket_or_semicolon(c, i)?;
                 i += 1;
-                if depth == 0 {
-                    out.push(i);
-                }
             }
-            _ => i += 1,
         }
     }
-    if depth != 0 {
-        return None;
+    cuts.finish(b.len())
+}
+
+/// What the two lexers share: the bracket depth and the boundaries found so far.
+struct Cuts {
+    out: Vec<usize>,
+    depth: usize,
+}
+
+impl Cuts {
+    fn new() -> Cuts {
+        Cuts { out: vec![0], depth: 0 }
     }
-    if out.last() != Some(&b.len()) {
-        out.push(b.len());
+
+    /// A byte `c` at `i` outside literals and comments: an opening bracket deepens, a
+    /// closing one (but `}`, which each lexer handles) rises, a `;` at depth 0 ends a
+    /// declaration; `None` when a bracket closes that was never opened.
+    fn bracket_or_semicolon(&mut self, c: u8, i: usize) -> Option<()> {
+        match c {
+            b'(' | b'[' | b'{' => self.depth += 1,
+            b')' | b']' => self.close()?,
+            b';' if self.depth == 0 => self.out.push(i + 1),
+            _ => {}
+        }
+        Some(())
     }
-    Some(out)
+
+    fn close(&mut self) -> Option<()> {
+        self.depth = self.depth.checked_sub(1)?;
+        Some(())
+    }
+
+    /// The boundaries, the end included; `None` when a bracket is left open.
+    fn finish(mut self, len: usize) -> Option<Vec<usize>> {
+        if self.depth != 0 {
+            return None;
+        }
+        if self.out.last() != Some(&len) {
+            self.out.push(len);
+        }
+        Some(self.out)
+    }
 }
 
 /// After an identifier `b[start..end]`: the end of the literal it prefixes (`r"..."`,
@@ -484,8 +507,7 @@ const SCRIPT_STATEMENT_STARTS: &[&str] =
 /// brackets.
 pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
     let b = src.as_bytes();
-    let mut out = vec![0];
-    let mut depth = 0usize;
+    let mut cuts = Cuts::new();
     // The depths at which each open template substitution `${` began.
     let mut substitutions: Vec<usize> = Vec::new();
     let mut i = 0;
@@ -497,66 +519,44 @@ pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
             b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, false)?,
             b'/' => return None,
             b'"' | b'\'' => i = quoted(b, i + 1, b[i], false)?,
-            b'`' => {
-                let (end, opened) = template(b, i + 1)?;
-                i = end;
-                if opened {
-                    substitutions.push(depth);
-                    depth += 1;
-                }
-            }
+            b'`' => i = template(b, i + 1, &mut cuts, &mut substitutions)?,
             c if is_ident_byte(c) => i = skip_while(b, i, is_ident_byte),
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                i += 1;
-            }
-            b')' | b']' => {
-                depth = depth.checked_sub(1)?;
-                i += 1;
-            }
             b'}' => {
-                depth = depth.checked_sub(1)?;
+                cuts.close()?;
                 i += 1;
-                if substitutions.last() == Some(&depth) {
+                if substitutions.last() == Some(&cuts.depth) {
                     // The end of a `${...}`: the template goes on.
                     substitutions.pop();
-                    let (end, opened) = template(b, i)?;
-                    i = end;
-                    if opened {
-                        substitutions.push(depth);
-                        depth += 1;
-                    }
-                } else if depth == 0 && script_statement_follows(b, i)? {
-                    out.push(i);
+                    i = template(b, i, &mut cuts, &mut substitutions)?;
+                } else if cuts.depth == 0 && script_statement_follows(b, i)? {
+                    cuts.out.push(i);
                 }
             }
-            b';' => {
+            c => {
+                cuts.bracket_or_semicolon(c, i)?;
                 i += 1;
-                if depth == 0 {
-                    out.push(i);
-                }
             }
-            _ => i += 1,
         }
     }
-    if depth != 0 || !substitutions.is_empty() {
+    if !substitutions.is_empty() {
         return None;
     }
-    if out.last() != Some(&b.len()) {
-        out.push(b.len());
-    }
-    Some(out)
+    cuts.finish(b.len())
 }
 
-/// From inside a template literal at `from`: past its closing backtick `(end, false)`,
-/// or past the `${` of a substitution `(end, true)`.
-fn template(b: &[u8], from: usize) -> Option<(usize, bool)> {
+/// From inside a template literal at `from`: past its closing backtick, or past the
+/// `${` of a substitution, which opens a bracket and is remembered in `substitutions`.
+fn template(b: &[u8], from: usize, cuts: &mut Cuts, substitutions: &mut Vec<usize>) -> Option<usize> {
     let mut i = from;
     loop {
         match *b.get(i)? {
             b'\\' => i += 2,
-            b'`' => return Some((i + 1, false)),
-            b'$' if b.get(i + 1) == Some(&b'{') => return Some((i + 2, true)),
+            b'`' => return Some(i + 1),
+            b'$' if b.get(i + 1) == Some(&b'{') => {
+                substitutions.push(cuts.depth);
+                cuts.depth += 1;
+                return Some(i + 2);
+            }
             _ => i += 1,
         }
     }
