@@ -232,7 +232,7 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
             .chain(inv.unsafe_sites.keys());
         roots.extend(symbols.map(|s| window::root(s)));
     }
-    if roots.into_iter().any(|root| outside.may_declare(window::Lexer::Rust, root)) {
+    if outside.may_declare_any(window::Lexer::Rust, &roots) {
         return false;
     }
     // A guard outside with the same condition would count as the check moved there.

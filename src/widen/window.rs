@@ -154,7 +154,19 @@ impl<'s> Outside<'s> {
     }
 }
 
+/// More top-level names than this in a window and the outside is not searched for
+/// each (a search per name costs a pass over the outside text): the file is parsed
+/// whole.
+const MAX_WINDOW_NAMES: usize = 256;
+
 impl Outside<'_> {
+    /// Whether a declaration outside could give symbols one of the first segments in
+    /// `names` ([`Outside::may_declare`]); a window with more than [`MAX_WINDOW_NAMES`]
+    /// of them counts as a yes.
+    pub fn may_declare_any(&self, lexer: Lexer, names: &std::collections::BTreeSet<&str>) -> bool {
+        names.len() > MAX_WINDOW_NAMES || names.iter().any(|name| self.may_declare(lexer, name))
+    }
+
     /// Whether a declaration outside could give symbols the first segment `name`: an
     /// identifier written where a declaration puts its name (after a declaring keyword,
     /// in an `impl` header, before `=` or `:`, as a method, as a test title), anything
@@ -793,6 +805,12 @@ mod tests {
             assert!(outside.may_declare(Lexer::Script, declared), "{declared}");
         }
         assert!(!outside.may_declare(Lexer::Script, "run"), "a call inside an expression");
+        // Too many names to search for each: treated as a yes.
+        let names: Vec<String> = (0..=MAX_WINDOW_NAMES).map(|i| format!("absent_{i}")).collect();
+        let few: std::collections::BTreeSet<&str> = names.iter().take(3).map(String::as_str).collect();
+        let many: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
+        assert!(!outside.may_declare_any(Lexer::Script, &few));
+        assert!(outside.may_declare_any(Lexer::Script, &many));
         assert_eq!(root("type A.b"), "A");
         assert_eq!(root("f(x)"), "f");
         assert_eq!(root("f->"), "f");

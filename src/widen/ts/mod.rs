@@ -196,10 +196,8 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         roots.extend(symbols.map(|s| window::root(s)));
     }
     // A test call without a title names its callback after the call itself.
-    let declared = |root: &str| {
-        outside.may_declare(window::Lexer::Script, root) || (TEST_CALLS.contains(&root) && outside.may_name(root))
-    };
-    if roots.into_iter().any(declared) {
+    let test_call = |root: &&str| TEST_CALLS.contains(root) && outside.may_name(root);
+    if outside.may_declare_any(window::Lexer::Script, &roots) || roots.iter().any(test_call) {
         return false;
     }
     // A new call to a function outside that holds checks would stand in for a check.
