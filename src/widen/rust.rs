@@ -178,12 +178,8 @@ fn detect_with(before: &str, after: &str, allow_window: bool) -> Result<Vec<RawF
         true => (Inventory::default(), Inventory::build(&parse(after, "new")?, after)),
         false => match allow_window.then(|| windowed(before, after)).flatten() {
             Some(pair) => pair,
-            None => {
-                let old_tree = parse(before, "old")?;
-                // The new version is parsed incrementally from the old tree.
-                let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
-                Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged))
-            }
+            None if super::syntax::rewritten(before, after) => side_by_side(before, after)?,
+            None => incremental(before, after)?,
         },
     };
     let mut out = Vec::new();
@@ -198,6 +194,22 @@ fn detect_with(before: &str, after: &str, allow_window: bool) -> Result<Vec<RawF
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// Both inventories, the new version parsed incrementally from the old tree and its
+/// unchanged declarations walked once.
+fn incremental(before: &str, after: &str) -> Result<(Inventory, Inventory), DetectError> {
+    let old_tree = parse(before, "old")?;
+    let (new_tree, unchanged) = parse_new(after, &old_tree, before)?;
+    Ok(Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged)))
+}
+
+/// Both inventories, each version parsed and walked whole on its own thread: for a
+/// rewritten file, where an incremental parse would reuse little.
+fn side_by_side(before: &str, after: &str) -> Result<(Inventory, Inventory), DetectError> {
+    let side = |src: &str, which: &str| parse(src, which).map(|tree| Inventory::build(&tree, src));
+    let (old, new) = rayon::join(|| side(before, "old"), || side(after, "new"));
+    Ok((old?, new?))
 }
 
 /// The inventories of the declarations the edit touches alone (see [`window`]), when
@@ -1261,6 +1273,35 @@ fn compare_forbid(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rewritten file parsed side by side gives the inventories (errors included) of
+    /// the incremental path: this crate's large source files with edits spread over
+    /// the whole file.
+    #[test]
+    fn side_by_side_equals_incremental() {
+        use super::super::window::check;
+        let mut checked = 0;
+        for (name, text) in check::corpus(&["src"], &[".rs"]) {
+            if text.len() < 16 * 1024 {
+                continue;
+            }
+            let spread = [text.replace(": ", ":  "), text.replace("u32", "u64").replace("assert!(", "drop(")];
+            for after in spread.into_iter().filter(|a| super::super::syntax::rewritten(&text, a)) {
+                for (b, a) in [(text.as_str(), after.as_str()), (after.as_str(), text.as_str())] {
+                    let (x, y) = (side_by_side(b, a), incremental(b, a));
+                    match (&x, &y) {
+                        (Ok(x), Ok(y)) => assert!(x == y, "{name}: the inventories differ"),
+                        (Err(x), Err(y)) => assert_eq!(x.0, y.0, "{name}"),
+                        _ => panic!("{name}: side by side {:?}, incremental {:?}", x.is_ok(), y.is_ok()),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 8, "large files to compare ({checked})");
+        // Small files and local edits stay on one thread.
+        assert!(!super::super::syntax::rewritten("fn a() {}", "fn b() {}"));
+    }
 
     /// The change window gives exactly the findings of whole files: over every Rust
     /// fixture and edits of this crate's own source (lines deleted; types widened,

@@ -9,9 +9,7 @@ use tree_sitter::{Node, Parser, Tree};
 
 use crate::widen::{DetectError, RawFinding};
 
-/// Parses one version of a file from scratch (the reference the incremental parse is
-/// tested against).
-#[cfg(test)]
+/// Parses one version of a file from scratch; a tree with syntax errors is refused.
 pub(in crate::widen) fn parse(
     lang: tree_sitter::Language,
     src: &str,
@@ -183,6 +181,21 @@ pub(in crate::widen) fn reparse_tracking(
     let (new, edited, edit) = reparse(parser, old, before, after)?;
     let changed = edited.changed_ranges(&new).map(|r| r.start_byte..r.end_byte).collect();
     Some((new, Unchanged { edit, changed }))
+}
+
+/// Below this size a file is parsed on one thread whatever changed: a second thread
+/// would cost more than it saves.
+const REWRITE_MIN_BYTES: usize = 16 * 1024;
+
+/// Whether `after` is a large file whose edit from `before` covers at least half of it:
+/// an incremental parse would reuse little, so the two versions can as well be parsed
+/// side by side.
+pub(in crate::widen) fn rewritten(before: &str, after: &str) -> bool {
+    if after.len() < REWRITE_MIN_BYTES {
+        return false;
+    }
+    let edit = edit_between(before, after);
+    (edit.new_end_byte - edit.start_byte) * 2 >= after.len()
 }
 
 /// The single edit that turns `a` into `b`, on UTF-8 character boundaries.

@@ -138,10 +138,8 @@ fn detect_with(path: &str, before: &str, after: &str, allow_window: bool) -> Res
     let jsx = path.to_ascii_lowercase().ends_with('x');
     let (b, a) = match (allow_window && !jsx).then(|| windowed(&lang, before, after)).flatten() {
         Some(pair) => pair,
-        None => {
-            let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
-            Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged))
-        }
+        None if super::syntax::rewritten(before, after) => side_by_side(&lang, path, before, after)?,
+        None => incremental(lang, path, before, after)?,
     };
 
     let mut out = Vec::new();
@@ -163,6 +161,33 @@ fn detect_with(path: &str, before: &str, after: &str, allow_window: bool) -> Res
     }
     out.extend(removed_checks(&b.body, &a.body));
     Ok(finish(out))
+}
+
+/// Both inventories, the new version parsed incrementally from the old tree and its
+/// unchanged statements walked once.
+fn incremental(
+    lang: tree_sitter::Language,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Result<(Inventory, Inventory), DetectError> {
+    let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
+    Ok(Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged)))
+}
+
+/// Both inventories, each version parsed and walked whole on its own thread: for a
+/// rewritten file, where an incremental parse would reuse little.
+fn side_by_side(
+    lang: &tree_sitter::Language,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Result<(Inventory, Inventory), DetectError> {
+    let side = |src: &str, which: &str| {
+        super::syntax::parse(lang.clone(), src, which, path).map(|tree| Inventory::build(tree.root_node(), src))
+    };
+    let (old, new) = rayon::join(|| side(before, "old"), || side(after, "new"));
+    Ok((old?, new?))
 }
 
 /// The inventories of the statements the edit touches alone (see [`window`]), when
@@ -878,6 +903,32 @@ mod tests {
             skipped += n;
         }
         assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
+    }
+
+    /// A rewritten file parsed side by side gives the inventories (errors included) of
+    /// the incremental path: the corpus module repeated past the size where that
+    /// starts, with edits spread over the whole file.
+    #[test]
+    fn side_by_side_equals_incremental() {
+        use super::super::window::check;
+        let lang: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
+        let mut checked = 0;
+        for (name, text) in check::corpus(&["tests/fixtures/window"], &[".ts"]) {
+            let text = text.repeat(5);
+            let spread = [text.replace(": ", ":  "), text.replace("throw ", "void "), text.replace("{", "{ (")];
+            for after in spread.into_iter().filter(|a| super::super::syntax::rewritten(&text, a)) {
+                for (b, a) in [(text.as_str(), after.as_str()), (after.as_str(), text.as_str())] {
+                    let (x, y) = (side_by_side(&lang, "c.ts", b, a), incremental(lang.clone(), "c.ts", b, a));
+                    match (&x, &y) {
+                        (Ok(x), Ok(y)) => assert!(x == y, "{name}: the inventories differ"),
+                        (Err(x), Err(y)) => assert_eq!(x.0, y.0, "{name}"),
+                        _ => panic!("{name}: side by side {:?}, incremental {:?}", x.is_ok(), y.is_ok()),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 6, "every edit compared both ways");
     }
 
     /// The change window gives exactly the findings of whole files: over every
