@@ -19,9 +19,9 @@
 //! The window's declarations are parsed with tree-sitter's included ranges, in the
 //! file's own coordinates, so byte offsets and line numbers are the file's.
 
-use tree_sitter::{Parser, Point, Range, Tree};
+use tree_sitter::{Parser, Range, Tree};
 
-use super::syntax::{compact, edit_between};
+use super::syntax::{compact, edit_between, point_at};
 
 /// `PREMERGE_SCAN_WINDOW=0` parses every changed file whole: the same findings, slower
 /// (`scripts/check-window.sh` compares the two on a repository's history).
@@ -94,13 +94,6 @@ pub(in crate::widen) fn parse_range(lang: &tree_sitter::Language, src: &str, sta
     (!tree.root_node().has_error()).then_some(tree)
 }
 
-fn point_at(text: &[u8], byte: usize) -> Point {
-    let head = &text[..byte];
-    let row = memchr::memchr_iter(b'\n', head).count();
-    let column = byte - memchr::memrchr(b'\n', head).map_or(0, |i| i + 1);
-    Point { row, column }
-}
-
 /// The text outside a window, the same in both versions, and the tests a detector
 /// asks of it. Each test answers "maybe" whenever the outside could hold what is
 /// asked about, so a "no" is certain.
@@ -109,6 +102,11 @@ pub(in crate::widen) struct Outside<'s> {
     compacted: std::cell::OnceCell<[String; 2]>,
     impl_headers: std::cell::OnceCell<[Vec<std::ops::Range<usize>>; 2]>,
 }
+
+/// More top-level names than this in a window and the outside is not searched for
+/// each (a search per name costs a pass over the outside text): the file is parsed
+/// whole.
+const MAX_WINDOW_NAMES: usize = 256;
 
 impl<'s> Outside<'s> {
     /// The outside of `window` in the old version `before`.
@@ -134,32 +132,19 @@ impl<'s> Outside<'s> {
 
     /// Whether `word` occurs as a whole word (not inside a longer identifier).
     pub fn contains_word(&self, word: &str) -> bool {
-        self.parts.iter().any(|p| {
-            p.match_indices(word).any(|(at, _)| {
-                let before = p[..at].bytes().next_back();
-                let after = p[at + word.len()..].bytes().next();
-                !before.is_some_and(is_ident_byte) && !after.is_some_and(is_ident_byte)
-            })
-        })
+        self.parts.iter().any(|p| whole_words(p, word).next().is_some())
     }
 
     /// Whether a declaration outside could carry the name `name` (a symbol's first
     /// segment): an identifier as a whole word, anything else (a test title, a
     /// generic self type) as text, with or without its whitespace.
     pub fn may_name(&self, name: &str) -> bool {
-        if !name.is_empty() && name.bytes().all(is_ident_byte) {
+        if is_identifier(name) {
             return self.contains_word(name);
         }
         self.contains(name) || self.contains_compact(&compact(name))
     }
-}
 
-/// More top-level names than this in a window and the outside is not searched for
-/// each (a search per name costs a pass over the outside text): the file is parsed
-/// whole.
-const MAX_WINDOW_NAMES: usize = 256;
-
-impl Outside<'_> {
     /// Whether a declaration outside could give symbols one of the first segments in
     /// `names` ([`Outside::may_declare`]); a window with more than [`MAX_WINDOW_NAMES`]
     /// of them counts as a yes.
@@ -173,49 +158,64 @@ impl Outside<'_> {
     /// else anywhere ([`Outside::may_name`]). A mere use of the name (a type, a call
     /// inside an expression) declares nothing.
     pub fn may_declare(&self, lexer: Lexer, name: &str) -> bool {
-        if name.is_empty() || !name.bytes().all(is_ident_byte) {
+        if !is_identifier(name) {
             return self.may_name(name);
         }
-        let headers = match lexer {
-            Lexer::Rust => Some(self.impl_headers.get_or_init(|| self.parts.map(rust_impl_headers))),
-            Lexer::Script => None,
-        };
         self.parts.iter().enumerate().any(|(part, p)| {
-            let impl_headers = headers.map_or(&[][..], |h| &h[part][..]);
-            p.match_indices(name).any(|(at, _)| {
-                let end = at + name.len();
-                let (b, len) = (p.as_bytes(), p.len());
-                if b[..at].last().is_some_and(|&c| is_ident_byte(c)) || b.get(end).is_some_and(|&c| is_ident_byte(c)) {
-                    return false;
+            whole_words(p, name).any(|at| match lexer {
+                Lexer::Rust => {
+                    let headers = self.impl_headers.get_or_init(|| self.parts.map(rust_impl_headers));
+                    rust_declares_at(p, at) || headers[part].iter().any(|r| r.contains(&at))
                 }
-                let head = &p[..at];
-                let (mut prev_word, prev) = word_before(head);
-                let next = p[end..].trim_start().bytes().next();
-                match lexer {
-                    Lexer::Rust => {
-                        if prev_word == "mut" {
-                            // `static mut NAME`
-                            prev_word = word_before(&head[..head.trim_end().len() - 3]).0;
-                        }
-                        RUST_DECLARING.contains(&prev_word) || impl_headers.iter().any(|r| r.contains(&at))
-                    }
-                    Lexer::Script => {
-                        // First on its line (a method of an object literal, perhaps
-                        // after a comment line), or after a block comment.
-                        let line_start = head.rsplit('\n').next().is_some_and(|l| l.trim().is_empty());
-                        SCRIPT_DECLARING.contains(&prev_word)
-                            || matches!(next, Some(b'=' | b':' | b'!'))
-                            || matches!(prev, Some(b'"' | b'\'' | b'`'))
-                            || (matches!(next, Some(b'(' | b'<'))
-                                && (line_start
-                                    || matches!(prev, None | Some(b'{' | b',' | b';' | b'}' | b'*' | b'/'))
-                                    || SCRIPT_MODIFIERS.contains(&prev_word)))
-                            || end == len
-                    }
-                }
+                Lexer::Script => script_declares_at(p, at, name.len()),
             })
         })
     }
+}
+
+/// Whether `name` is one identifier token.
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_ident_byte)
+}
+
+/// The offsets where `word` occurs in `text` as a whole word.
+fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> + 't {
+    let b = text.as_bytes();
+    text.match_indices(word).map(|(at, _)| at).filter(move |&at| {
+        !b[..at].last().is_some_and(|&c| is_ident_byte(c)) && !b.get(at + word.len()).is_some_and(|&c| is_ident_byte(c))
+    })
+}
+
+/// Whether the name at `at` in Rust text follows a declaring keyword.
+fn rust_declares_at(text: &str, at: usize) -> bool {
+    let head = &text[..at];
+    let mut word = word_before(head).0;
+    if word == "mut" {
+        // `static mut NAME`
+        word = word_before(&head[..head.trim_end().len() - 3]).0;
+    }
+    RUST_DECLARING.contains(&word)
+}
+
+/// Whether the name of `len` bytes at `at` in script text stands where a declaration
+/// puts its name.
+fn script_declares_at(text: &str, at: usize, len: usize) -> bool {
+    let head = &text[..at];
+    let (word, prev) = word_before(head);
+    let rest = &text[at + len..];
+    let next = rest.trim_start().bytes().next();
+    // First on its line (a method of an object literal, perhaps after a comment line),
+    // or after a block comment.
+    let line_start = head.rsplit('\n').next().is_some_and(|l| l.trim().is_empty());
+    let method = matches!(next, Some(b'(' | b'<'))
+        && (line_start
+            || matches!(prev, None | Some(b'{' | b',' | b';' | b'}' | b'*' | b'/'))
+            || SCRIPT_MODIFIERS.contains(&word));
+    SCRIPT_DECLARING.contains(&word)
+        || matches!(next, Some(b'=' | b':' | b'!'))
+        || matches!(prev, Some(b'"' | b'\'' | b'`'))
+        || method
+        || rest.is_empty()
 }
 
 /// Rust keywords after which a name is declared.
@@ -256,12 +256,7 @@ fn word_before(head: &str) -> (&str, Option<u8>) {
 fn rust_impl_headers(text: &str) -> Vec<std::ops::Range<usize>> {
     let b = text.as_bytes();
     let mut out = Vec::new();
-    for (at, _) in text.match_indices("impl") {
-        let whole =
-            !b[..at].last().is_some_and(|&c| is_ident_byte(c)) && !b.get(at + 4).is_some_and(|&c| is_ident_byte(c));
-        if !whole {
-            continue;
-        }
+    for at in whole_words(text, "impl") {
         let (mut depth, mut i) = (0i32, at + 4);
         while i < b.len() {
             match b[i] {
@@ -326,8 +321,7 @@ pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
     }
     while i < b.len() {
         match b[i] {
-            b'/' if b.get(i + 1) == Some(&b'/') => i = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n),
-            b'/' if b.get(i + 1) == Some(&b'*') => i = rust_block_comment(b, i)?,
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, true)?,
             b'"' => i = quoted(b, i + 1, b'"', true)?,
             b'\'' => i = rust_quote(b, i)?,
             c if c.is_ascii_digit() => i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_'),
@@ -631,6 +625,21 @@ pub(in crate::widen) mod check {
         out
     }
 
+    /// Requires two ways of computing one answer to agree: equal values, or an error
+    /// both ways (the same message when `same_error`).
+    pub fn assert_same<T: PartialEq + std::fmt::Debug>(
+        name: &str,
+        a: &Result<T, DetectError>,
+        b: &Result<T, DetectError>,
+        same_error: bool,
+    ) {
+        match (a, b) {
+            (Ok(x), Ok(y)) => assert!(x == y, "{name}: {x:?}\n  differs from\n{y:?}"),
+            (Err(x), Err(y)) => assert!(!same_error || x.0 == y.0, "{name}: {} against {}", x.0, y.0),
+            _ => panic!("{name}: {a:?} against {b:?}"),
+        }
+    }
+
     type DetectWith = dyn Fn(&str, &str, bool) -> Result<Vec<RawFinding>, DetectError> + Sync;
 
     /// Runs `detect` on each pair `(name, before, after)` with and without the window
@@ -649,11 +658,7 @@ pub(in crate::widen) mod check {
             .map(|(name, before, after)| {
                 let whole = detect(before, after, false);
                 let window = detect(before, after, true);
-                match (&whole, &window) {
-                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}: the window changed the findings"),
-                    (Err(_), Err(_)) => {}
-                    _ => panic!("{name}: whole files gave {whole:?}, the window {window:?}"),
-                }
+                assert_same(&format!("{name}, whole files against the window"), &whole, &window, false);
                 match window {
                     Ok(found) if !before.is_empty() && windowed(before, after) => (1, found.len()),
                     _ => (0, 0),
