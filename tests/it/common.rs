@@ -187,3 +187,35 @@ pub fn run_with_stdin(c: &mut Command, stdin: &[u8]) -> Run {
     }
     Run::from(child.wait_with_output().expect("process finishes"))
 }
+
+/// The variable `.ci/run` sets after installing every outside tool the suite drives.
+/// With it set, a missing tool fails the test; without it (a developer's fresh
+/// machine), the test is skipped with a message naming the tool and how to get it.
+pub const REQUIRE_TOOLS_VAR: &str = "PREMERGE_TEST_REQUIRE_TOOLS";
+
+/// Whether an outside tool (ruff, jq, a hook manager) can be run here. Returns false
+/// after printing a skip line when it is missing and tools are not required; panics
+/// when `.ci/run` promised every tool (so CI never skips silently).
+#[track_caller]
+pub fn have_tool(tool: &str, version_args: &[&str]) -> bool {
+    let found = Command::new(tool)
+        .args(version_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var_os(REQUIRE_TOOLS_VAR).is_some_and(|v| v == "1") {
+        panic!(
+            "{tool} is required here ({REQUIRE_TOOLS_VAR}=1) but `{tool}` did not run; .ci/install-tools installs it"
+        );
+    }
+    eprintln!(
+        "skipped: `{tool}` is not installed (run .ci/install-tools, or set {REQUIRE_TOOLS_VAR}=1 to make this a failure)"
+    );
+    false
+}

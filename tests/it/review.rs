@@ -284,6 +284,9 @@ fn explain_cap_covers_every_cap() {
 /// in three files of a package; the round routes to a step-back.
 #[test]
 fn ruff_sarif_routes_to_step_back() {
+    if !crate::common::have_tool("ruff", &["--version"]) {
+        return;
+    }
     let r = TestRepo::new();
     for m in ["orders", "users", "items"] {
         r.write(

@@ -350,6 +350,9 @@ fn blocked_record_merges_under_the_lock_and_always_writes() {
 
 #[test]
 fn allowed_set_equals_jq_of_the_plan() {
+    if !crate::common::have_tool("jq", &["--version"]) {
+        return;
+    }
     let fx = Fx::new();
     let rows: Vec<(String, u64, String)> =
         (0..30).map(|i| (format!("d{}/f{}.rs", i % 4, (i * 7) % 19), i as u64 + 1, format!("defect {i}"))).collect();
