@@ -211,9 +211,9 @@ pub fn now_rfc3339() -> String {
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append only: never edit a migration that has shipped.
 pub const MIGRATIONS: &[(&str, &str)] = &[
-    ("001_base", include_str!("../sql/001_base.sql")),
-    ("002_memories", include_str!("../sql/002_memories.sql")),
-    ("003_gate", include_str!("../sql/003_gate.sql")),
+    ("001_base", include_str!("../../sql/001_base.sql")),
+    ("002_memories", include_str!("../../sql/002_memories.sql")),
+    ("003_gate", include_str!("../../sql/003_gate.sql")),
 ];
 
 /// Open a database file: created with mode 0600, WAL, a busy timeout, migrated.
