@@ -16,6 +16,7 @@ pub mod exec;
 pub mod findings;
 pub mod gate;
 pub mod git;
+pub mod input;
 pub mod install;
 pub mod memory;
 pub mod review;

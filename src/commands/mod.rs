@@ -78,20 +78,19 @@ impl Ctx<'_> {
 pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
     let max = config.int("review.max_findings_bytes");
     let name = path.display().to_string();
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        ctx.stdin.take(max + 1).read_to_end(&mut bytes).context("stdin: cannot read")?;
+    let read = if path == Path::new("-") {
+        crate::input::read_stream(&mut ctx.stdin, crate::input::Kind::Findings, max)
     } else {
         let full = if path.is_absolute() { path.to_path_buf() } else { ctx.cwd.join(path) };
-        let f = std::fs::File::open(&full).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
-        f.take(max + 1).read_to_end(&mut bytes).map_err(|e| input_error(&name, format!("cannot read: {e}")))?;
-    }
-    if bytes.len() as u64 > max {
-        return Err(input_error(
+        crate::input::read_file(&full, crate::input::Kind::Findings, max)
+    };
+    let bytes = read.map_err(|e| match e {
+        crate::input::InputError::TooLarge { .. } => input_error(
             &name,
             format!("larger than {max} bytes (review.max_findings_bytes); split the round or raise the limit"),
-        ));
-    }
+        ),
+        e => anyhow::Error::new(e),
+    })?;
     let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
     let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
     let f = crate::findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
@@ -124,11 +123,9 @@ pub fn load_config_without_repo() -> Result<Config> {
 }
 
 fn read_config_file(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(anyhow::anyhow!("{}: cannot read: {e}", path.display())),
-    }
+    // Only a regular file under the configuration limit: a committed `premerge.toml`
+    // that is a FIFO or a symlink to a device must not hang or flood every command.
+    Ok(crate::input::read_text_if_present(path, crate::input::Kind::Config)?)
 }
 
 /// Dispatch a parsed command line.

@@ -331,7 +331,7 @@ fn bad_input_is_one_line_and_exit_2() {
     fs::create_dir(r.root.join("premerge.toml")).unwrap();
     let out = r.premerge(&["config"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("premerge.toml: cannot read"), "{}", out.stderr);
+    assert!(out.stderr.contains("premerge.toml: not a regular file (a directory)"), "{}", out.stderr);
 
     let not_repo = tempfile::tempdir().unwrap();
     let mut c = r.premerge_cmd(["diff"]);

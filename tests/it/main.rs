@@ -5,6 +5,7 @@ mod common;
 
 mod foundation;
 mod gate;
+mod hostile_input;
 mod install;
 mod review;
 mod scan;

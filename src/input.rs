@@ -1,0 +1,322 @@
+//! The one reader for input from outside premerge: findings, SARIF, blocked-on rows,
+//! evidence, Stop payloads, transcripts, pins, settings, plans, configuration, and
+//! stdin.
+//!
+//! Every read has a byte limit chosen per kind of input, and only regular files are
+//! read: a path is opened without blocking (so a FIFO cannot hang the open), checked
+//! with `fstat` on the opened descriptor (so a symlink swapped after a check cannot
+//! slip a device in), and refused with a clear error when it is a FIFO, a device, a
+//! socket or a directory. `/dev/zero` behind a committed symlink is refused, not read.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What is being read; each kind has its own default limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Reviewer, lens or SARIF findings (`review.max_findings_bytes`).
+    Findings,
+    /// A proposal's evidence rows.
+    Evidence,
+    /// A coding agent's Stop or SessionStart hook payload on stdin.
+    HookPayload,
+    /// The tail of an agent's transcript (read from the end).
+    Transcript,
+    /// `.premerge/pins.json`, an agent's `settings.json`.
+    Settings,
+    /// A wave plan, classified findings, blocked-on rows: premerge's own artefacts,
+    /// read back from a run directory anyone can write to.
+    Artefact,
+    /// `premerge.toml`.
+    Config,
+    /// git's ref lines on the pre-push hook's stdin.
+    PrePushLines,
+}
+
+impl Kind {
+    /// The default limit in bytes. Each is far above what a real input of the kind
+    /// holds and far below what would hurt the machine.
+    pub const fn default_limit(self) -> u64 {
+        match self {
+            // 16 MiB: a round of several thousand findings with long descriptions.
+            Kind::Findings => 16 << 20,
+            // 4 MiB: evidence is a projection of a signal, tens of rows.
+            Kind::Evidence => 4 << 20,
+            // 1 MiB: a hook payload is a few fields and the last message.
+            Kind::HookPayload => 1 << 20,
+            // 8 MiB: the gate reads only the end of a transcript.
+            Kind::Transcript => 8 << 20,
+            // 1 MiB: settings and pins are hand-edited files of a few KiB.
+            Kind::Settings => 1 << 20,
+            // 32 MiB: a plan of the largest findings file, with its summaries.
+            Kind::Artefact => 32 << 20,
+            // 1 MiB: a configuration file of a few dozen keys.
+            Kind::Config => 1 << 20,
+            // 1 MiB: one 200-byte line per pushed ref, thousands of refs.
+            Kind::PrePushLines => 1 << 20,
+        }
+    }
+
+    /// How the kind is named in errors.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Findings => "findings",
+            Kind::Evidence => "evidence",
+            Kind::HookPayload => "hook payload",
+            Kind::Transcript => "transcript",
+            Kind::Settings => "settings",
+            Kind::Artefact => "artefact",
+            Kind::Config => "configuration",
+            Kind::PrePushLines => "pre-push lines",
+        }
+    }
+}
+
+/// Why an input could not be read. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The path is not a regular file.
+    #[error("{path}: not a regular file ({what}); premerge reads {kind} only from regular files")]
+    NotRegular { path: String, what: &'static str, kind: &'static str },
+    /// Larger than the limit for its kind.
+    #[error("{path}: larger than {limit} bytes, the limit for {kind}")]
+    TooLarge { path: String, limit: u64, kind: &'static str },
+    /// The file does not exist.
+    #[error("{path}: no such file")]
+    Missing { path: String },
+    /// Any other I/O failure.
+    #[error("{path}: cannot read: {why}")]
+    Io { path: String, why: String },
+    /// Not UTF-8 where text is required.
+    #[error("{path}: not UTF-8 (byte {at})")]
+    NotUtf8 { path: String, at: usize },
+}
+
+impl InputError {
+    /// Whether the file simply does not exist (callers that treat absence as "none").
+    pub fn is_missing(&self) -> bool {
+        matches!(self, InputError::Missing { .. })
+    }
+}
+
+fn shown(path: &Path) -> String {
+    escape_for_message(&path.to_string_lossy())
+}
+
+/// Escape control characters (newlines, escapes, bidi controls) so a message stays on
+/// one line and shows what is there.
+pub fn escape_for_message(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || is_bidi_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The Unicode bidirectional formatting characters, which can reorder what a terminal shows.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Open `path` for reading without blocking and check, on the open descriptor, that
+/// it is a regular file.
+fn open_regular(path: &Path, kind: Kind) -> Result<File, InputError> {
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(
+            |e| match e.kind() {
+                std::io::ErrorKind::NotFound => InputError::Missing { path: shown(path) },
+                _ => InputError::Io { path: shown(path), why: e.to_string() },
+            },
+        )?;
+    let meta = file.metadata().map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
+    let ft = meta.file_type();
+    let what = if ft.is_file() {
+        return Ok(file);
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    Err(InputError::NotRegular { path: shown(path), what, kind: kind.name() })
+}
+
+/// Read at most `limit` bytes from `r`; more is [`InputError::TooLarge`].
+fn read_limited(r: impl Read, limit: u64, path: &str, kind: Kind) -> Result<Vec<u8>, InputError> {
+    let mut bytes = Vec::new();
+    r.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::Io { path: path.to_string(), why: e.to_string() })?;
+    if bytes.len() as u64 > limit {
+        return Err(InputError::TooLarge { path: path.to_string(), limit, kind: kind.name() });
+    }
+    Ok(bytes)
+}
+
+/// Read a whole regular file of `kind`, at most `limit` bytes.
+pub fn read_file(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+    let file = open_regular(path, kind)?;
+    read_limited(file, limit, &shown(path), kind)
+}
+
+/// [`read_file`] with the kind's default limit.
+pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, InputError> {
+    read_file(path, kind, kind.default_limit())
+}
+
+/// [`read`] as UTF-8 text.
+pub fn read_text(path: &Path, kind: Kind) -> Result<String, InputError> {
+    to_text(read(path, kind)?, &shown(path))
+}
+
+/// [`read_text`], with a missing file as `None`.
+pub fn read_text_if_present(path: &Path, kind: Kind) -> Result<Option<String>, InputError> {
+    match read_text(path, kind) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Read at most the last `limit` bytes of a regular file (a transcript grows at its
+/// end, and only its end matters). The first partial line is dropped when the read
+/// did not start at the beginning.
+pub fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+    let mut file = open_regular(path, kind)?;
+    let len = file.metadata().map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?.len();
+    let start = len.saturating_sub(limit);
+    file.seek(SeekFrom::Start(start)).map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
+    let mut bytes = Vec::new();
+    // Never more than `limit`, even if the file grows while it is read.
+    file.take(limit).read_to_end(&mut bytes).map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
+    if start > 0 {
+        match memchr::memchr(b'\n', &bytes) {
+            Some(i) => {
+                bytes.drain(..=i);
+            }
+            None => bytes.clear(),
+        }
+    }
+    Ok(bytes)
+}
+
+/// Read stdin (or any stream) under the kind's limit.
+pub fn read_stream(r: impl Read, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+    read_limited(r, limit, "stdin", kind)
+}
+
+/// [`read_stream`] as UTF-8 text.
+pub fn read_stream_text(r: impl Read, kind: Kind, limit: u64) -> Result<String, InputError> {
+    to_text(read_stream(r, kind, limit)?, "stdin")
+}
+
+fn to_text(bytes: Vec<u8>, path: &str) -> Result<String, InputError> {
+    String::from_utf8(bytes)
+        .map_err(|e| InputError::NotUtf8 { path: path.to_string(), at: e.utf8_error().valid_up_to() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_regular_file_within_the_limit_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.json");
+        std::fs::write(&p, b"{\"a\":1}").unwrap();
+        assert_eq!(read_file(&p, Kind::Findings, 7).unwrap(), b"{\"a\":1}");
+        let e = read_file(&p, Kind::Findings, 6).unwrap_err();
+        assert!(matches!(e, InputError::TooLarge { limit: 6, .. }), "{e}");
+        assert!(e.to_string().contains("f.json") && e.to_string().contains("findings"), "{e}");
+    }
+
+    #[test]
+    fn devices_are_refused_even_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("premerge.toml");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let start = Instant::now();
+        let e = read(&link, Kind::Config).unwrap_err();
+        assert!(matches!(e, InputError::NotRegular { what: "a device", .. }), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert!(e.to_string().starts_with(&format!("{}: not a regular file (a device)", link.display())), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("transcript.jsonl");
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_tail(&fifo, Kind::Transcript, 1024).unwrap_err();
+        assert!(matches!(e, InputError::NotRegular { what: "a FIFO", .. }), "{e}");
+        let e = read(&fifo, Kind::Config).unwrap_err();
+        assert!(matches!(e, InputError::NotRegular { what: "a FIFO", .. }), "{e}");
+    }
+
+    #[test]
+    fn directories_and_missing_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(dir.path(), Kind::Evidence).unwrap_err();
+        assert!(matches!(e, InputError::NotRegular { what: "a directory", .. }), "{e}");
+        let missing = dir.path().join("nope.json");
+        assert!(read(&missing, Kind::Evidence).unwrap_err().is_missing());
+        assert_eq!(read_text_if_present(&missing, Kind::Config).unwrap(), None);
+    }
+
+    #[test]
+    fn stdin_is_bounded() {
+        let zeros = std::io::repeat(0).take(10 << 20);
+        let e = read_stream(zeros, Kind::HookPayload, 1 << 20).unwrap_err();
+        assert!(matches!(e, InputError::TooLarge { .. }), "{e}");
+        assert_eq!(read_stream_text(&b"ok"[..], Kind::HookPayload, 2).unwrap(), "ok");
+        let e = read_stream_text(&b"\xff"[..], Kind::HookPayload, 2).unwrap_err();
+        assert!(matches!(e, InputError::NotUtf8 { at: 0, .. }), "{e}");
+    }
+
+    #[test]
+    fn the_tail_starts_at_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        let mut f = std::fs::File::create(&p).unwrap();
+        for i in 0..100 {
+            writeln!(f, "{{\"n\":{i}}}").unwrap();
+        }
+        drop(f);
+        let tail = read_tail(&p, Kind::Transcript, 30).unwrap();
+        let text = String::from_utf8(tail).unwrap();
+        assert!(text.ends_with("{\"n\":99}\n"), "{text}");
+        assert!(text.starts_with("{\"n\":"), "{text}");
+        assert!(text.len() <= 30);
+        // A file shorter than the limit is read whole.
+        assert_eq!(
+            read_tail(&p, Kind::Transcript, 1 << 20).unwrap().len(),
+            std::fs::metadata(&p).unwrap().len() as usize
+        );
+    }
+
+    #[test]
+    fn messages_stay_on_one_line() {
+        assert_eq!(escape_for_message("a\nb\u{202e}c\u{1b}[31m"), "a\\nb\\u{202e}c\\u{1b}[31m");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad\nname");
+        let e = read(&p, Kind::Evidence).unwrap_err().to_string();
+        assert!(!e.contains('\n') && e.contains("bad\\nname"), "{e}");
+    }
+}

@@ -1,0 +1,67 @@
+//! Input from outside premerge that is not a regular file, or is too large: refused at
+//! once with an error naming the file, never read without limit, never waited on.
+
+use std::os::unix::fs::symlink;
+use std::process::Stdio;
+use std::time::Duration;
+
+use wait_timeout::ChildExt;
+
+use crate::common::TestRepo;
+
+/// Run premerge in `r` and fail the test if it has not exited within 20 s.
+fn run_bounded(r: &TestRepo, args: &[&str]) -> (i32, String) {
+    let mut child =
+        r.premerge_cmd(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let status = match child.wait_timeout(Duration::from_secs(20)).unwrap() {
+        Some(s) => s,
+        None => {
+            let _ = child.kill();
+            panic!("premerge {args:?} still running after 20 s");
+        }
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Regression (issue 15): a committed `premerge.toml` symlinked to `/dev/zero` made
+/// `premerge config` read without end.
+#[test]
+fn a_config_file_that_is_a_device_is_refused() {
+    let r = TestRepo::new();
+    symlink("/dev/zero", r.root.join("premerge.toml")).unwrap();
+    let (code, err) = run_bounded(&r, &["config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("premerge: ") && err.contains("premerge.toml: not a regular file (a device)"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Regression (issue 15): a FIFO `premerge.toml` hung every command.
+#[test]
+fn a_config_file_that_is_a_fifo_does_not_hang() {
+    let r = TestRepo::new();
+    let fifo = r.root.join("premerge.toml");
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let (code, err) = run_bounded(&r, &["config"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("premerge.toml: not a regular file (a FIFO)"), "{err}");
+}
+
+#[test]
+fn a_findings_file_that_is_a_device_or_too_large_is_refused() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let (code, err) = run_bounded(&r, &["review", "route", "--round", "1", "--findings", "/dev/zero"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/dev/zero: not a regular file (a device)"), "{err}");
+    // Over the configured limit: named with the key that raises it.
+    r.write("big.json", format!("[{}]", " ".repeat(4096)));
+    r.git(&["config", "premerge.review.maxFindingsBytes", "1024"]);
+    let (code, err) = run_bounded(&r, &["review", "route", "--round", "1", "--findings", "big.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("big.json: larger than 1024 bytes (review.max_findings_bytes)"), "{err}");
+}
