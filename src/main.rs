@@ -8,6 +8,7 @@ use clap::Parser;
 use premerge::cli::Cli;
 use premerge::commands::{Ctx, dispatch};
 use premerge::error::EXIT_ERROR;
+use premerge::input::escape_for_message;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -21,10 +22,15 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            // --help and --version are successes; every usage error exits 2.
+        Err(e) if !e.use_stderr() => {
+            // --help and --version are successes (a closed pipe is not a failure).
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(EXIT_ERROR) } else { ExitCode::SUCCESS };
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // Every usage error exits 2, on one line, with the hint clap offers.
+            let _ = writeln!(io::stderr(), "{}", usage_line(&e.render().to_string()));
+            return ExitCode::from(EXIT_ERROR);
         }
     };
     let cwd = match std::env::current_dir() {
@@ -61,8 +67,40 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(io::stderr(), "premerge: {e:#}");
+            let _ = writeln!(io::stderr(), "premerge: {}", escape_for_message(&format!("{e:#}")));
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// clap's multi-line usage error as one line: `premerge: usage: <what>; <tip>; try
+/// '<command> --help'`.
+fn usage_line(rendered: &str) -> String {
+    let mut what = String::new();
+    let mut tips = Vec::new();
+    let mut command = String::from("premerge");
+    for line in rendered.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("error:") {
+            what = rest.trim().to_string();
+        } else if let Some(rest) = t.strip_prefix("tip:") {
+            tips.push(rest.trim().to_string());
+        } else if let Some(rest) = t.strip_prefix("Usage:") {
+            // `premerge scan [OPTIONS]` -> `premerge scan`.
+            let words: Vec<&str> = rest.split_whitespace().take_while(|w| !w.starts_with(['[', '<', '-'])).collect();
+            if !words.is_empty() {
+                command = words.join(" ");
+            }
+        }
+    }
+    if what.is_empty() {
+        what = rendered.lines().next().unwrap_or("invalid arguments").trim().to_string();
+    }
+    let mut out = format!("premerge: usage: {}", escape_for_message(&what));
+    for tip in tips {
+        out.push_str("; ");
+        out.push_str(&escape_for_message(&tip));
+    }
+    out.push_str(&format!("; try '{command} --help'"));
+    out
 }

@@ -16,6 +16,10 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "premerge", ctx.stdout);
+    // Into a buffer first: clap_complete panics when its writer fails, and a closed
+    // pipe (`premerge completions bash | head -1`) must be a quiet exit.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "premerge", &mut script);
+    ctx.stdout.write_all(&script)?;
     Ok(Exit::Ok)
 }

@@ -65,3 +65,55 @@ fn a_findings_file_that_is_a_device_or_too_large_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("big.json: larger than 1024 bytes (review.max_findings_bytes)"), "{err}");
 }
+
+/// Regression (issue 15): clap's usage errors were several lines of `error:` text.
+#[test]
+fn usage_errors_are_one_line_with_a_hint() {
+    let r = TestRepo::new();
+    let out = r.premerge(&["scan", "--no-such-flag"]);
+    out.expect_code(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.starts_with("premerge: usage: unexpected argument '--no-such-flag'"), "{}", out.stderr);
+    assert!(out.stderr.trim_end().ends_with("try 'premerge scan --help'"), "{}", out.stderr);
+    let out = r.premerge(&["scna"]);
+    out.expect_code(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("'scan'"), "{}", out.stderr);
+    // --help stays a success on stdout.
+    let out = r.premerge(&["scan", "--help"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("Usage: premerge scan"), "{}", out.stdout);
+}
+
+/// Regression (issue 15): a newline in user input split an error across lines.
+#[test]
+fn control_characters_in_errors_are_escaped() {
+    let r = TestRepo::new();
+    let out = r.premerge(&["review", "route", "--round", "1", "--findings", "no\nsuch\u{202e}file.json"]);
+    out.expect_code(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("no\\nsuch\\u{202e}file.json"), "{}", out.stderr);
+}
+
+/// Regression (issue 15): `premerge completions bash | head -1` panicked with a backtrace.
+#[test]
+fn a_closed_pipe_is_a_quiet_exit() {
+    let r = TestRepo::new();
+    let mut child = r
+        .premerge_cmd(["completions", "bash"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then close the pipe as `head -1` does.
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut out, &mut first).unwrap();
+    drop(out);
+    let status = child.wait_timeout(Duration::from_secs(20)).unwrap().expect("exits");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
