@@ -218,6 +218,32 @@ pub fn key_def(name: &str) -> Option<&'static KeyDef> {
     KEYS.iter().find(|k| k.name == name)
 }
 
+/// The allowed range of every integer key, checked on load. Each bound keeps the
+/// value meaningful and the arithmetic it feeds safe (a wave of 2^63 files overflows
+/// the planner's allocation; a byte limit of 2^64-1 wraps to 0 when one is added).
+pub const INT_RANGES: &[(&str, u64, u64)] = &[
+    // A clone cluster needs at least two files to be a copy; 10,000 is beyond any change.
+    ("clones.min_files", 2, 10_000),
+    ("clones.min_tokens", 1, 1_000_000),
+    // Timeouts: at least a millisecond, at most an hour.
+    ("gate.authority_timeout_ms", 1, 3_600_000),
+    ("memory.backend_timeout_ms", 1, 3_600_000),
+    ("plan.max_findings", 1, 10_000_000),
+    // A wave is planned in memory, one owner per file; 4,096 files is far above a useful wave.
+    ("plan.max_per_wave", 1, 4_096),
+    ("proposal.generator_timeout_ms", 1, 3_600_000),
+    ("review.dispatch_timeout_ms", 1, 3_600_000),
+    // From 2 bytes (`[]`, an empty round) to 1 GiB (held in memory once).
+    ("review.max_findings_bytes", 2, 1 << 30),
+    // Up to 256 MiB: a source file is parsed whole.
+    ("scan.max_file_bytes", 1, 256 << 20),
+];
+
+/// The allowed range of an integer key.
+pub fn int_range(name: &str) -> Option<(u64, u64)> {
+    INT_RANGES.iter().find(|(n, _, _)| *n == name).map(|&(_, lo, hi)| (lo, hi))
+}
+
 /// A configuration error: which source, which key, why.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
@@ -278,7 +304,24 @@ impl Config {
                 cfg.values.insert(k.name.to_string(), (v, Source::Env(var.to_string())));
             }
         }
+        cfg.check_ranges()?;
         Ok(cfg)
+    }
+
+    /// Every integer within its declared range, or an error naming the key, where the
+    /// value came from and the range.
+    fn check_ranges(&self) -> Result<(), ConfigError> {
+        for (name, (value, source)) in &self.values {
+            let (Value::Int(i), Some((lo, hi))) = (value, int_range(name)) else { continue };
+            if *i < lo || *i > hi {
+                return Err(ConfigError::BadValue {
+                    source_name: source.to_string(),
+                    key: name.clone(),
+                    why: format!("{i} is outside the allowed range {lo}..={hi}"),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn apply_toml(&mut self, name: &str, text: &str) -> Result<(), ConfigError> {
@@ -504,6 +547,35 @@ mod tests {
         assert_eq!(c.mode("fence.mode"), Mode::Off);
         assert_eq!(c.source("fence.mode"), Some(&Source::Env("PREMERGE_FENCE_MODE".into())));
         assert_eq!(c.int("scan.max_file_bytes"), 20);
+    }
+
+    #[test]
+    fn every_integer_key_has_a_range_and_its_default_is_inside() {
+        for k in KEYS.iter().filter(|k| k.kind == Kind::Int) {
+            let (lo, hi) = int_range(k.name).unwrap_or_else(|| panic!("{} has no entry in INT_RANGES", k.name));
+            let d = Config::defaults().int(k.name);
+            assert!(lo <= d && d <= hi, "{}: default {d} outside {lo}..={hi}", k.name);
+        }
+        for (name, _, _) in INT_RANGES {
+            assert!(key_def(name).is_some_and(|k| k.kind == Kind::Int), "{name} is not an integer key");
+        }
+    }
+
+    /// Regression (issue 15): `plan.maxPerWave = 9223372036854775807` panicked with a
+    /// capacity overflow; `review.max_findings_bytes = u64::MAX` wrapped to 0.
+    #[test]
+    fn integers_outside_their_range_are_refused_with_the_range() {
+        let git = vec![("premerge.plan.maxPerWave".to_string(), "9223372036854775807".to_string())];
+        let e = Config::load(None, &git, &no_env).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "git config premerge.plan.maxPerWave: key `plan.max_per_wave`: 9223372036854775807 is outside the allowed range 1..=4096"
+        );
+        let toml = "[review]\nmax_findings_bytes = 0\n";
+        let e = Config::load(Some(("premerge.toml", toml)), &[], &no_env).unwrap_err();
+        assert!(e.to_string().starts_with("premerge.toml: key `review.max_findings_bytes`: 0 is outside"), "{e}");
+        let git = vec![("premerge.review.maxFindingsBytes".to_string(), "18446744073709551615".to_string())];
+        assert!(Config::load(None, &git, &no_env).is_err());
     }
 
     #[test]
