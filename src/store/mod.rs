@@ -85,16 +85,43 @@ pub fn nn(n: u32) -> String {
     format!("{n:02}")
 }
 
-/// Write `bytes` to `path` atomically: temporary file in the same directory, fsync,
-/// rename over the target, fsync of the directory.
+/// Prefix of every temporary file premerge writes next to its target.
+pub const TMP_PREFIX: &str = ".premerge-tmp-";
+
+/// Age after which a temporary file is taken for a leftover of a killed writer and
+/// removed by the next write in its directory. A write takes milliseconds; an hour is
+/// far beyond any live writer, even on a machine stalled by load.
+pub const STALE_TMP_AGE: Duration = Duration::from_secs(3600);
+
+/// Mode of artefacts meant for reviewers (wave plans, proposals, reports).
+pub const MODE_SHARED: u32 = 0o644;
+/// Mode of files that may hold an agent's text or a secret (gate log, transcripts' excerpts).
+pub const MODE_PRIVATE: u32 = 0o600;
+
+/// Write `bytes` to `path` atomically with mode 0644 (an artefact for reviewers):
+/// temporary file in the same directory, fsync, rename over the target, fsync of the
+/// directory.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_write_mode(path, bytes, MODE_SHARED)
+}
+
+/// [`atomic_write`] with mode 0600, for anything holding an agent's text or a secret.
+pub fn atomic_write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_write_mode(path, bytes, MODE_PRIVATE)
+}
+
+/// [`atomic_write`] with an explicit mode (set on the temporary file, so the target
+/// never exists with another mode).
+pub fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    remove_stale_temporaries(dir);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".premerge-tmp-")
+        .prefix(TMP_PREFIX)
+        .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
         .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
     tmp.write_all(bytes).with_context(|| format!("{}: write failed", path.display()))?;
@@ -106,6 +133,27 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Remove this directory's temporary files older than [`STALE_TMP_AGE`]: what a
+/// writer killed between create and rename leaves behind. Best effort: a file that
+/// cannot be examined or removed is left for the next write.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        if !e.file_name().as_encoded_bytes().starts_with(TMP_PREFIX.as_bytes()) {
+            continue;
+        }
+        // symlink_metadata: a leftover is a regular file; anything else is not ours.
+        let Ok(meta) = e.path().symlink_metadata() else { continue };
+        let old = meta.modified().ok().and_then(|m| now.duration_since(m).ok()).is_some_and(|age| age > STALE_TMP_AGE);
+        if meta.is_file() && old && fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// An exclusive lock on a run directory, held until dropped.
@@ -272,6 +320,48 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"two");
         let leftovers: Vec<_> = fs::read_dir(d.path()).unwrap().filter_map(|e| e.ok()).collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn artefacts_are_0644_and_private_files_0600() {
+        let d = tempfile::tempdir().unwrap();
+        let shared = d.path().join("fix-waves-01.json");
+        let private = d.path().join("gate-note.json");
+        atomic_write(&shared, b"{}").unwrap();
+        atomic_write_private(&private, b"{}").unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // The process umask can only take bits away: reviewers' artefacts are readable
+        // by the group and others unless the user's umask says otherwise.
+        let umask = {
+            let probe = d.path().join("probe");
+            fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o777).open(&probe).unwrap();
+            0o777 & !mode(&probe)
+        };
+        assert_eq!(mode(&shared), 0o644 & !umask);
+        assert_eq!(mode(&private), 0o600);
+        // Rewriting keeps the mode of the kind, not of the old file.
+        atomic_write_private(&shared, b"{}").unwrap();
+        assert_eq!(mode(&shared), 0o600);
+    }
+
+    /// Regression (issue 15): temporary files of writers killed mid-write were never cleaned.
+    #[test]
+    fn stale_temporaries_are_removed_by_the_next_write() {
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(format!("{TMP_PREFIX}killed"));
+        let fresh = d.path().join(format!("{TMP_PREFIX}live"));
+        let foreign = d.path().join("notes.tmp");
+        for p in [&old, &fresh, &foreign] {
+            fs::write(p, b"x").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+        for p in [&old, &foreign] {
+            File::options().write(true).open(p).unwrap().set_modified(two_hours_ago).unwrap();
+        }
+        atomic_write(&d.path().join("a.json"), b"{}").unwrap();
+        assert!(!old.exists(), "a two-hour-old temporary is a leftover");
+        assert!(fresh.exists(), "a recent one may belong to a live writer");
+        assert!(foreign.exists(), "files premerge did not name are not touched");
     }
 
     #[test]
