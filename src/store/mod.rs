@@ -214,9 +214,11 @@ pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     let path = dir.join(EVENTS_FILE);
     let line = crate::canonical::to_line(&ev)?;
+    // 0600: events can quote an agent's text (the gate's fallback rows, reasons).
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(MODE_PRIVATE)
         .open(&path)
         .with_context(|| format!("{}: cannot open event log", path.display()))?;
     f.write_all(line.as_bytes()).with_context(|| format!("{}: append failed", path.display()))?;
