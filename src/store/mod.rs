@@ -156,6 +156,24 @@ pub fn remove_stale_temporaries(dir: &Path) -> usize {
     removed
 }
 
+/// Create `dir` if needed and refuse it when it is a symlink: a run directory (or the
+/// state directory) that resolves somewhere other than where it was asked to be, such
+/// as a committed `run -> /etc`, would take premerge's writes outside the repository.
+/// Only the last component is checked: a parent that is a symlink (a home directory on
+/// another disk) is where the user put it.
+pub fn ensure_real_dir(dir: &Path) -> Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(dir)
+        && meta.file_type().is_symlink()
+    {
+        let target = fs::read_link(dir).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".to_string());
+        return Err(anyhow!(
+            "{}: is a symlink (to {target}); premerge writes only into a real directory: give the real path with --run-dir",
+            dir.display()
+        ));
+    }
+    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))
+}
+
 /// An exclusive lock on a run directory, held until dropped.
 #[derive(Debug)]
 pub struct RunLock {
@@ -171,7 +189,7 @@ impl RunLock {
 
     /// Take the writer lock of `dir`, waiting at most `wait`.
     pub fn acquire_within(dir: &Path, wait: Duration) -> Result<RunLock> {
-        fs::create_dir_all(dir).with_context(|| format!("{}: cannot create run directory", dir.display()))?;
+        ensure_real_dir(dir)?;
         let path = dir.join(LOCK_FILE);
         let file = OpenOptions::new()
             .create(true)
@@ -211,7 +229,7 @@ pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
     if let Value::Object(map) = &mut ev {
         map.entry("ts").or_insert_with(|| Value::String(crate::store::now_rfc3339()));
     }
-    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    ensure_real_dir(dir)?;
     let path = dir.join(EVENTS_FILE);
     let line = crate::canonical::to_line(&ev)?;
     // 0600: events can quote an agent's text (the gate's fallback rows, reasons).
@@ -364,6 +382,26 @@ mod tests {
         assert!(!old.exists(), "a two-hour-old temporary is a leftover");
         assert!(fresh.exists(), "a recent one may belong to a live writer");
         assert!(foreign.exists(), "files premerge did not name are not touched");
+    }
+
+    /// Regression (issue 15): a run directory that was a symlink to `/etc` got a wave
+    /// plan, a lock and an event log written there.
+    #[test]
+    fn a_run_directory_that_is_a_symlink_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let elsewhere = d.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let run = d.path().join("run");
+        std::os::unix::fs::symlink(&elsewhere, &run).unwrap();
+        let e = RunLock::acquire(&run).unwrap_err().to_string();
+        assert!(e.contains("is a symlink") && e.contains("--run-dir"), "{e}");
+        assert!(append_event(&run, &serde_json::json!({"kind": "x"})).is_err());
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing was written through the link");
+        // A real directory, and one reached through a symlinked parent, are fine.
+        let parent_link = d.path().join("parent");
+        std::os::unix::fs::symlink(&elsewhere, &parent_link).unwrap();
+        RunLock::acquire(&parent_link.join("run")).unwrap();
+        append_event(&parent_link.join("run"), &serde_json::json!({"kind": "x"})).unwrap();
     }
 
     #[test]
