@@ -15,6 +15,7 @@ use serde_json::json;
 use super::Ctx;
 use super::hook::HookRun;
 use crate::config::Mode;
+use crate::diff::json_path;
 use crate::error::{CmdResult, Exit};
 use crate::store;
 use crate::store::fix_loop::{self, FixLoop, LoopRecord};
@@ -120,6 +121,11 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         Err(e) => {
             // Fail closed: no trustworthy plan, nothing is allowed.
             writeln!(ctx.stderr, "premerge: fence: refused: {e:#}")?;
+            writeln!(
+                ctx.stderr,
+                "premerge: fence: no trustworthy plan means nothing is allowed: rerun `premerge plan --attempt {}` to rewrite it",
+                a.attempt
+            )?;
             return Ok(Exit::Policy);
         }
     };
@@ -142,8 +148,11 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         changed.len()
     )?;
     unrepresentable_note(ctx.stderr, "premerge: fence", &stray)?;
-    let shown: Vec<String> = stray.iter().map(|p| display_path_bytes(p)).collect();
-    record_violation_stripe(ctx, &run_dir, &shown);
+    writeln!(ctx.stderr, "premerge: fence: undo the stray changes, or have a later attempt's plan name those files")?;
+    // Stripe rows keep a UTF-8 name as it is (so stripe ids are stable) and show any
+    // other name escaped, never lossily.
+    let rows: Vec<String> = stray.iter().map(|p| json_path(p).0).collect();
+    record_violation_stripe(ctx, &run_dir, &rows);
     Ok(Exit::Policy)
 }
 
@@ -281,8 +290,9 @@ fn decide(
         Err(e) => (Vec::new(), format!("no trustworthy wave plan: {e:#}")),
     };
     let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();
+    let logged: Vec<String> = strays.iter().map(|p| json_path(p).0).collect();
     let event = json!({"kind": "fence_pre_push", "mode": mode_name, "attempt": attempt, "loop": loop_name,
-                       "strays": shown, "refused": mode == Mode::Enforce, "why": why});
+                       "strays": logged, "refused": mode == Mode::Enforce, "why": why});
     if let Err(e) = store::append_event(log_dir, &event) {
         run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }
