@@ -77,6 +77,14 @@ pub enum LoopRecord {
     Unreadable(String),
 }
 
+/// Directory holding the loop record's writer lock. Not the state directory's own lock:
+/// `plan --run-dir <state dir>` holds that one while it records the loop.
+pub const LOOP_LOCK_DIR: &str = "fix-loop.lock.d";
+
+fn lock(state: &StateDir) -> Result<RunLock> {
+    RunLock::acquire(&state.path.join(LOOP_LOCK_DIR))
+}
+
 /// Path of the loop record of a state directory.
 pub fn loop_path(state: &StateDir) -> PathBuf {
     state.path.join(LOOP_FILE)
@@ -144,7 +152,7 @@ pub struct Opened {
 /// none is (a pipeline resumed after a close is fenced again).
 pub fn record_plan(state: &StateDir, run_dir: &Path, attempt: u32) -> Result<Opened> {
     state.ensure()?;
-    let _lock = RunLock::acquire(&state.path)?;
+    let _lock = lock(state)?;
     let run_dir = canonical_run_dir(run_dir)?;
     let previous = match read(state) {
         LoopRecord::Loop(l) if l.is_open() => Some(l),
@@ -183,7 +191,7 @@ pub fn close(state: &StateDir, by: &str, run_dir: Option<&Path>) -> Result<Optio
     if fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    let _lock = RunLock::acquire(&state.path)?;
+    let _lock = lock(state)?;
     let now = super::now_rfc3339();
     let mut l = match read(state) {
         LoopRecord::Absent => return Ok(None),
@@ -255,6 +263,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(close(&s, "operator", None).unwrap().is_none(), "closing twice changes nothing");
+    }
+
+    #[test]
+    fn a_plan_whose_run_directory_is_the_state_directory_records_its_loop() {
+        let (_d, s) = state();
+        s.ensure().unwrap();
+        // `plan --run-dir <state dir>` holds this lock while it records the loop.
+        let _held = RunLock::acquire_within(&s.path, std::time::Duration::from_millis(10)).unwrap();
+        let o = record_plan(&s, &s.path, 1).unwrap();
+        assert!(o.current.is_open());
+        assert!(close(&s, "operator", None).unwrap().is_some());
     }
 
     #[test]

@@ -245,6 +245,11 @@ fn the_pushed_premerge_toml_cannot_switch_off_its_own_fence() {
         assert!(p.stderr.contains("premerge fence: stray: premerge.toml"), "{}", p.stderr);
         assert_eq!(p.stderr.matches("this push changes premerge.toml").count(), 1, "said once: {}", p.stderr);
     }
+    // Nor on a new branch, whose base is the parent of its oldest commit the remote lacks.
+    let p = lx.push(&["main:refs/heads/evil"], &[]);
+    assert_ne!(p.code, 0, "{}", p.stderr);
+    assert!(p.stderr.contains("premerge fence: stray: free.rs"), "{}", p.stderr);
+    assert!(!lx.remote_has("refs/heads/evil"));
     // The working tree is not trusted either.
     lx.repo.git(&["reset", "-q", "--hard", "origin/main"]);
     lx.repo.write("free.rs", "sneaked in\n");
@@ -432,6 +437,14 @@ fn collisions_lists_each_pair_touching_a_path_since_the_target() {
     assert_eq!(j["collisions"], json!([{"branches": ["q", "r"], "paths": ["y.rs"]}]));
     assert_eq!(j["pairs_checked"], 6);
     assert_eq!(j["branches"][1]["paths"], 2, "a rename counts both of its paths");
+    // The same bytes under other locales and time zones.
+    let args = ["collisions", "--target", "main", "p", "q", "r", "s", "--format", "json"];
+    let c_bytes = lx.repo.premerge(&args).stdout_bytes;
+    for (lc, tz) in [("tr_TR.UTF-8", "Asia/Kolkata"), ("de_DE.UTF-8", "America/St_Johns"), ("C.UTF-8", "UTC")] {
+        let mut c = lx.repo.premerge_cmd(args);
+        c.env("LC_ALL", lc).env("LANG", lc).env("TZ", tz);
+        assert_eq!(run_with_stdin(&mut c, b"").stdout_bytes, c_bytes, "{lc} {tz}");
+    }
     let ok = lx.repo.premerge(&["collisions", "--target", "main", "p", "s"]);
     assert_eq!(ok.expect_code(0).stdout, "no collisions: 1 pair(s) of 2 branch(es) against main\n");
     // Bad input: a clear line and exit 2.
