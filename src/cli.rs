@@ -69,6 +69,11 @@ pub enum Command {
     Fence(commands::fence::Cmd),
     /// Decide whether the fix loop should go on, from blocker fingerprints.
     Converge(commands::converge::Args),
+    /// The clone's fix loop: while it is open, the pre-push fence blocks stray paths.
+    #[command(subcommand)]
+    Loop(commands::fix_loop::Cmd),
+    /// Pairs of branches whose changes since the target touch the same path.
+    Collisions(commands::collisions::Args),
     /// Render artefacts for reviewers.
     #[command(subcommand)]
     Show(commands::show::Cmd),

@@ -12,6 +12,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+/// The committed team-policy file at the repository root.
+pub const CONFIG_FILE_NAME: &str = "premerge.toml";
+
 /// The three-position switch every authority has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]

@@ -54,11 +54,19 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             .collect();
         stripe = super::proposal::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
     }
+    // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
+    let closed_loop = match ctx.repo() {
+        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, v.decision.as_str())?,
+        Err(_) => None,
+    };
     let halts = stripe.as_ref().is_some_and(|o| o.halts());
     if args.json {
         let mut out = serde_json::to_value(&v)?;
         if let Some(o) = &stripe {
             out["stripe"] = o.to_json();
+        }
+        if let Some(id) = &closed_loop {
+            out["loop_closed"] = json!(id);
         }
         write!(ctx.stdout, "{}", crate::canonical::to_line(&out)?)?;
     } else {

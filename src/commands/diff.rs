@@ -7,7 +7,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use serde_json::json;
 
 use super::Ctx;
-use crate::diff::Diff;
+use crate::diff::{Diff, json_path, quote_path_bytes};
 use crate::error::{CmdResult, Exit};
 use crate::git::{Detail, Repo};
 
@@ -19,9 +19,14 @@ pub enum Format {
     Json,
 }
 
-/// Which two trees to compare. Shared by every command that takes a range.
+/// Which two trees to compare. Shared by every command that takes a range: either
+/// `--base/--head` or one positional `A..B` (as git writes ranges), never both.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct RangeArgs {
+    /// A range `A..B` (the same as `--base A --head B`; an empty side is HEAD) or
+    /// `A...B` (from the merge base of A and B to B).
+    #[arg(value_name = "A..B", conflicts_with_all = ["base", "head", "staged", "worktree"])]
+    pub range: Option<String>,
     /// Base revision (any revision git understands). Default: the head's first parent
     /// (the empty tree for a root commit), or HEAD with --staged / --worktree.
     #[arg(long, value_name = "REV")]
@@ -45,6 +50,10 @@ impl RangeArgs {
 
     /// Compute the diff this range names, with only the detail asked for.
     pub fn diff_with(&self, repo: &Repo, detail: Detail) -> Result<Diff> {
+        if let Some(r) = &self.range {
+            let (base, head) = resolve_range(repo, r)?;
+            return Ok(repo.diff_commits_with(Some(&base), &head, detail)?);
+        }
         if self.staged || self.worktree {
             if let Some(b) = &self.base {
                 let base = repo.resolve_commit(b)?;
@@ -65,6 +74,32 @@ impl RangeArgs {
     }
 }
 
+/// Resolve a positional range `A..B` or `A...B` to `(base, head)` commit ids. An empty
+/// side means HEAD, as in git; `A...B` starts at the merge base of A and B.
+pub fn resolve_range(repo: &Repo, range: &str) -> Result<(String, String)> {
+    let bad = || anyhow::anyhow!("range `{range}`: expected A..B or A...B (revisions git understands)");
+    let (base, head, symmetric) = if let Some((a, b)) = range.split_once("...") {
+        (a, b, true)
+    } else if let Some((a, b)) = range.split_once("..") {
+        (a, b, false)
+    } else {
+        return Err(bad());
+    };
+    if head.contains("..") || (base.is_empty() && head.is_empty()) {
+        return Err(bad());
+    }
+    let or_head = |s: &str| if s.is_empty() { "HEAD".to_string() } else { s.to_string() };
+    let head = repo.resolve_commit(&or_head(head))?;
+    let base = repo.resolve_commit(&or_head(base))?;
+    if symmetric {
+        let mb = repo
+            .merge_base(&base, &head)?
+            .ok_or_else(|| anyhow::anyhow!("range `{range}`: the two sides have no common ancestor"))?;
+        return Ok((mb, head));
+    }
+    Ok((base, head))
+}
+
 #[derive(Debug, ClapArgs)]
 pub struct Args {
     #[command(flatten)]
@@ -77,10 +112,10 @@ pub struct Args {
     pub nul: bool,
     /// Diff what a push to REMOTE would send, reading git's pre-push ref lines on stdin
     /// (exactly the range `premerge hook pre-push` covers).
-    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["base", "head", "staged", "worktree", "post_merge"])]
+    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["range", "base", "head", "staged", "worktree", "post_merge"])]
     pub pre_push: Option<String>,
     /// Diff `ORIG_HEAD..HEAD` (exactly the range `premerge hook post-merge` covers).
-    #[arg(long, conflicts_with_all = ["base", "head", "staged", "worktree"])]
+    #[arg(long, conflicts_with_all = ["range", "base", "head", "staged", "worktree"])]
     pub post_merge: bool,
 }
 
@@ -108,9 +143,11 @@ pub fn json_model(diff: &Diff) -> serde_json::Value {
         .files
         .iter()
         .map(|f| {
-            json!({
-                "path": f.path,
-                "old_path": f.old_path,
+            let (path, path_hex) = json_path(f.raw_path());
+            let old = f.raw_old_path().map(json_path);
+            let mut v = json!({
+                "path": path,
+                "old_path": old.as_ref().map(|o| o.0.clone()),
                 "status": f.status.as_str(),
                 "binary": f.binary,
                 "submodule": f.is_submodule(),
@@ -122,7 +159,16 @@ pub fn json_model(diff: &Diff) -> serde_json::Value {
                     "old_start": h.old_start, "old_lines": h.old_lines,
                     "new_start": h.new_start, "new_lines": h.new_lines,
                 })).collect::<Vec<_>>(),
-            })
+            });
+            // A name that is not UTF-8 is shown quoted and escaped, with its exact bytes
+            // beside it: never a lossy reading two names could share.
+            if let Some(h) = path_hex {
+                v["path_hex"] = json!(h);
+            }
+            if let Some((_, Some(h))) = old {
+                v["old_path_hex"] = json!(h);
+            }
+            v
         })
         .collect();
     json!({"schema_version": 1, "base": diff.base, "head": diff.head, "files": files})
@@ -131,23 +177,7 @@ pub fn json_model(diff: &Diff) -> serde_json::Value {
 /// Quote a path for line-oriented text output the way git does (`core.quotePath`
 /// off): plain when safe, else in double quotes with C escapes.
 pub fn quote_path(p: &str) -> String {
-    if !p.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
-        return p.to_string();
-    }
-    let mut s = String::from("\"");
-    for c in p.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\t' => s.push_str("\\t"),
-            '\r' => s.push_str("\\r"),
-            c if c.is_control() => s.push_str(&format!("\\{:03o}", c as u32)),
-            c => s.push(c),
-        }
-    }
-    s.push('"');
-    s
+    crate::diff::quote_path_bytes(p.as_bytes())
 }
 
 fn write_text(diff: &Diff, out: &mut dyn Write) -> Result<()> {
@@ -162,11 +192,12 @@ fn write_text(diff: &Diff, out: &mut dyn Write) -> Result<()> {
         };
         adds += u64::from(f.additions);
         dels += u64::from(f.deletions);
-        match &f.old_path {
-            Some(old) if *old != f.path => {
-                writeln!(out, "{}\t{}\t{} -> {}", f.status.letter(), stat, quote_path(old), quote_path(&f.path))?
+        let path = quote_path_bytes(f.raw_path());
+        match f.raw_old_path() {
+            Some(old) if old != f.raw_path() => {
+                writeln!(out, "{}\t{}\t{} -> {}", f.status.letter(), stat, quote_path_bytes(old), path)?
             }
-            _ => writeln!(out, "{}\t{}\t{}", f.status.letter(), stat, quote_path(&f.path))?,
+            _ => writeln!(out, "{}\t{}\t{}", f.status.letter(), stat, path)?,
         }
     }
     writeln!(out, "{} file(s) changed, +{} -{}", diff.files.len(), adds, dels)?;
@@ -174,10 +205,15 @@ fn write_text(diff: &Diff, out: &mut dyn Write) -> Result<()> {
 }
 
 fn write_nul(diff: &Diff, out: &mut dyn Write) -> Result<()> {
+    // Exact bytes, as `git diff -z` writes them: NUL cannot occur in a path, so
+    // nothing needs quoting and a non-UTF-8 name arrives unchanged.
     for f in &diff.files {
-        write!(out, "{}\0{}\0", f.status.letter(), f.path)?;
-        if let Some(old) = f.old_path.as_ref().filter(|o| **o != f.path) {
-            write!(out, "{old}\0")?;
+        write!(out, "{}\0", f.status.letter())?;
+        out.write_all(f.raw_path())?;
+        out.write_all(b"\0")?;
+        if let Some(old) = f.raw_old_path().filter(|o| *o != f.raw_path()) {
+            out.write_all(old)?;
+            out.write_all(b"\0")?;
         }
     }
     Ok(())

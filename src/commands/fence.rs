@@ -15,9 +15,11 @@ use serde_json::json;
 use super::Ctx;
 use super::hook::HookRun;
 use crate::config::Mode;
+use crate::diff::json_path;
 use crate::error::{CmdResult, Exit};
 use crate::store;
-use crate::waves::fence::{allowed, display_path, strays};
+use crate::store::fix_loop::{self, FixLoop, LoopRecord};
+use crate::waves::fence::{allowed, display_path_bytes, strays};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
@@ -42,8 +44,9 @@ pub struct AllowedArgs {
     pub run_dir: Option<PathBuf>,
 }
 
-#[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("changes").required(true).args(["staged", "worktree", "range"])))]
+#[derive(Debug, Default, clap::Args)]
+#[command(group(clap::ArgGroup::new("changes").required(true).multiple(true)
+    .args(["staged", "worktree", "range", "range_pos", "base", "head"])))]
 pub struct CheckArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
     pub attempt: u32,
@@ -53,9 +56,18 @@ pub struct CheckArgs {
     /// Check the working tree against HEAD, untracked files included.
     #[arg(long)]
     pub worktree: bool,
-    /// Check the commits of a range `A..B`.
-    #[arg(long, value_name = "A..B")]
+    /// Check the commits of a range `A..B` (or `A...B`), as with every range-taking command.
+    #[arg(value_name = "A..B", conflicts_with_all = ["staged", "worktree", "range", "base", "head"])]
+    pub range_pos: Option<String>,
+    /// The same as the positional `A..B` (kept for pipelines written against it).
+    #[arg(long, value_name = "A..B", conflicts_with_all = ["staged", "worktree", "base", "head"])]
     pub range: Option<String>,
+    /// Check the commits from REV (default: the head's first parent).
+    #[arg(long, value_name = "REV", conflicts_with_all = ["staged", "worktree"])]
+    pub base: Option<String>,
+    /// Check the commits up to REV (default: HEAD).
+    #[arg(long, value_name = "REV", conflicts_with_all = ["staged", "worktree"])]
+    pub head: Option<String>,
     /// Compare with one owner's files instead of the whole allowed set.
     #[arg(long, value_name = "ID")]
     pub owner: Option<String>,
@@ -88,22 +100,17 @@ fn run_allowed(a: AllowedArgs, ctx: &mut Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn changed_paths(ctx: &Ctx, a: &CheckArgs) -> Result<Vec<String>> {
+fn changed_paths(ctx: &Ctx, a: &CheckArgs) -> Result<Vec<Vec<u8>>> {
     let repo = ctx.repo()?;
-    let diff = if a.staged {
-        repo.diff_staged()?
-    } else if a.worktree {
-        repo.diff_worktree()?
-    } else {
-        let range = a.range.as_deref().unwrap_or_default();
-        let Some((base, head)) = range.split_once("..").filter(|(_, h)| !h.starts_with('.')) else {
-            bail!("--range `{range}`: expected A..B");
-        };
-        let base = repo.resolve_commit(if base.is_empty() { "HEAD" } else { base })?;
-        let head = repo.resolve_commit(if head.is_empty() { "HEAD" } else { head })?;
-        repo.diff_commits(Some(&base), &head)?
+    let range = super::diff::RangeArgs {
+        range: a.range_pos.clone().or_else(|| a.range.clone()),
+        base: a.base.clone(),
+        head: a.head.clone(),
+        staged: a.staged,
+        worktree: a.worktree,
     };
-    Ok(diff.touched_paths())
+    let diff = range.diff_with(&repo, crate::git::Detail::Files)?;
+    Ok(diff.touched_path_bytes())
 }
 
 fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
@@ -114,6 +121,11 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         Err(e) => {
             // Fail closed: no trustworthy plan, nothing is allowed.
             writeln!(ctx.stderr, "premerge: fence: refused: {e:#}")?;
+            writeln!(
+                ctx.stderr,
+                "premerge: fence: no trustworthy plan means nothing is allowed: rerun `premerge plan --attempt {}` to rewrite it",
+                a.attempt
+            )?;
             return Ok(Exit::Policy);
         }
     };
@@ -127,7 +139,7 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     for p in &stray {
-        writeln!(ctx.stdout, "stray: {}", display_path(p))?;
+        writeln!(ctx.stdout, "stray: {}", display_path_bytes(p))?;
     }
     writeln!(
         ctx.stderr,
@@ -135,7 +147,12 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         stray.len(),
         changed.len()
     )?;
-    record_violation_stripe(ctx, &run_dir, &stray);
+    unrepresentable_note(ctx.stderr, "premerge: fence", &stray)?;
+    writeln!(ctx.stderr, "premerge: fence: undo the stray changes, or have a later attempt's plan name those files")?;
+    // Stripe rows keep a UTF-8 name as it is (so stripe ids are stable) and show any
+    // other name escaped, never lossily.
+    let rows: Vec<String> = stray.iter().map(|p| json_path(p).0).collect();
+    record_violation_stripe(ctx, &run_dir, &rows);
     Ok(Exit::Policy)
 }
 
@@ -177,27 +194,93 @@ pub fn current_attempt(run_dir: &Path) -> Result<Option<u32>> {
     Ok(best)
 }
 
-/// Pre-push: when the run directory holds a current plan, fence the pushed files.
+/// One line when some strays are not UTF-8: no wave plan (JSON text) can name them,
+/// so the fence can only refuse them; renaming the file is the way through.
+fn unrepresentable_note(out: &mut dyn std::io::Write, prefix: &str, stray: &[Vec<u8>]) -> std::io::Result<()> {
+    let n = stray.iter().filter(|p| std::str::from_utf8(p).is_err()).count();
+    if n > 0 {
+        writeln!(
+            out,
+            "{prefix}: {n} path(s) are not UTF-8 and no wave plan can name them: rename them to UTF-8 names"
+        )?;
+    }
+    Ok(())
+}
+
+/// One line when a push changes `premerge.toml`: its settings take effect for pushes
+/// after it lands, this one is judged by the base's (see `load_config_at`).
+pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<&str>) -> Result<()> {
+    let name = crate::config::CONFIG_FILE_NAME.as_bytes();
+    if diff.files.iter().any(|f| f.touched_path_bytes().any(|p| p == name)) {
+        let at =
+            base.map_or_else(|| "the defaults".to_string(), |b| format!("premerge.toml at {}", &b[..b.len().min(12)]));
+        writeln!(
+            ctx.stderr,
+            "premerge: this push changes premerge.toml: it applies once it is on the remote; this push is judged by {at}"
+        )?;
+    }
+    Ok(())
+}
+
+/// Pre-push: while the clone's fix loop is open, fence the pushed files against the
+/// plan of the loop's run directory. The loop record, not the push's environment,
+/// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
+/// disables the fence.
 pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
     let mode = run.config.mode("fence.mode");
     if mode == Mode::Off {
         return Ok(Exit::Ok);
     }
-    let run_dir = run.repo.state_dir().run_dir(None);
-    let attempt = match current_attempt(&run_dir) {
-        Ok(Some(n)) => n,
-        Ok(None) => return Ok(Exit::Ok),
-        Err(e) => return decide(run, mode, &run_dir, 0, Err(e)),
+    let state = run.repo.state_dir();
+    let l = match fix_loop::read(&state) {
+        LoopRecord::Absent => return Ok(Exit::Ok),
+        LoopRecord::Loop(l) if !l.is_open() => return Ok(Exit::Ok),
+        LoopRecord::Loop(l) => l,
+        LoopRecord::Unreadable(why) => {
+            // Fail closed: a record that exists may be an open loop.
+            let log = state.path.clone();
+            return decide(run, mode, None, &log, 0, Err(anyhow!("fix loop record unreadable: {why}")));
+        }
     };
-    let outcome = allowed_of(&run_dir, attempt, None).map(|set| strays(&run.diff.touched_paths(), &set));
-    decide(run, mode, &run_dir, attempt, outcome)
+    let run_dir = l.run_dir_path();
+    if let Some(env) = std::env::var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
+        let same = fix_loop::canonical_run_dir(Path::new(&env)).is_ok_and(|c| c == l.run_dir);
+        if !same {
+            writeln!(
+                run.ctx.stderr,
+                "premerge fence: {}={} is ignored: the open loop {} fences with {}",
+                store::RUN_DIR_ENV,
+                Path::new(&env).display(),
+                l.id,
+                l.run_dir
+            )?;
+        }
+    }
+    // A newer plan in the loop's run directory than the loop recorded is the current one.
+    let attempt = match current_attempt(&run_dir) {
+        Ok(n) => n.unwrap_or(0).max(l.attempt),
+        Err(e) => return decide(run, mode, Some(&l), &run_dir, l.attempt, Err(e)),
+    };
+    let outcome = allowed_of(&run_dir, attempt, None).map(|set| strays(&run.diff.touched_path_bytes(), &set));
+    decide(run, mode, Some(&l), &run_dir, attempt, outcome)
 }
 
-fn decide(run: &mut HookRun, mode: Mode, run_dir: &Path, attempt: u32, outcome: Result<Vec<String>>) -> CmdResult {
+fn decide(
+    run: &mut HookRun,
+    mode: Mode,
+    l: Option<&FixLoop>,
+    log_dir: &Path,
+    attempt: u32,
+    outcome: Result<Vec<Vec<u8>>>,
+) -> CmdResult {
     let mode_name = if mode == Mode::Shadow { "shadow" } else { "enforce" };
+    let loop_name = l.map_or_else(|| "(unreadable)".to_string(), |l| l.id.clone());
     let (strays, why) = match outcome {
         Ok(s) if s.is_empty() => {
-            writeln!(run.ctx.stdout, "premerge fence: pushed files are inside the plan of attempt {attempt}")?;
+            writeln!(
+                run.ctx.stdout,
+                "premerge fence: pushed files are inside the plan of attempt {attempt} (fix loop {loop_name})"
+            )?;
             return Ok(Exit::Ok);
         }
         Ok(s) => {
@@ -206,18 +289,33 @@ fn decide(run: &mut HookRun, mode: Mode, run_dir: &Path, attempt: u32, outcome: 
         }
         Err(e) => (Vec::new(), format!("no trustworthy wave plan: {e:#}")),
     };
-    let event = json!({"kind": "fence_pre_push", "mode": mode_name, "attempt": attempt,
-                       "strays": strays, "refused": mode == Mode::Enforce, "why": why});
-    if let Err(e) = store::append_event(run_dir, &event) {
+    let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();
+    let logged: Vec<String> = strays.iter().map(|p| json_path(p).0).collect();
+    let event = json!({"kind": "fence_pre_push", "mode": mode_name, "attempt": attempt, "loop": loop_name,
+                       "strays": logged, "refused": mode == Mode::Enforce, "why": why});
+    if let Err(e) = store::append_event(log_dir, &event) {
         run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }
-    for p in &strays {
-        writeln!(run.ctx.stderr, "premerge fence: stray: {}", display_path(p))?;
+    for p in &shown {
+        writeln!(run.ctx.stderr, "premerge fence: stray: {p}")?;
     }
+    unrepresentable_note(run.ctx.stderr, "premerge fence", &strays)?;
     if mode == Mode::Shadow {
         writeln!(run.ctx.stderr, "premerge fence (shadow, not blocking): would refuse: {why}")?;
         return Ok(Exit::Ok);
     }
-    writeln!(run.ctx.stderr, "premerge fence: push refused: {why} (fence.mode=shadow or off to let it through)")?;
+    writeln!(run.ctx.stderr, "premerge fence: push refused: {why}")?;
+    match l {
+        Some(l) => writeln!(
+            run.ctx.stderr,
+            "premerge fence: fix loop {} is open (run directory {}, attempt {attempt}, opened {})",
+            l.id, l.run_dir, l.opened_at
+        )?,
+        None => writeln!(run.ctx.stderr, "premerge fence: the fix loop record cannot be read, so a loop may be open")?,
+    }
+    writeln!(
+        run.ctx.stderr,
+        "premerge fence: to end the loop: premerge loop close; to skip premerge for this push only: PREMERGE=0 git push"
+    )?;
     Ok(Exit::Policy)
 }

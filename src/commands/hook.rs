@@ -71,22 +71,31 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     let repo = ctx.repo()?;
-    let config = super::load_config(&repo)?;
-    if !config.bool("hooks.enabled") {
-        return Ok(Exit::Ok);
-    }
-    let (kind, diff, scope) = match cmd {
+    let (kind, diff, scope, config) = match cmd {
         Cmd::PrePush { remote, url } => {
             let input = ctx.read_stdin()?;
             let lines = parse_push_lines(&input)?;
             let pushed = lines.iter().filter(|l| !l.is_deletion()).count();
-            let diff = repo.diff_push(&remote, &lines)?;
-            (HookKind::PrePush { remote, url }, diff, format!("{pushed} ref(s)"))
+            let ranges = repo.push_ranges(&remote, &lines)?;
+            // The settings that judge a push come from the base it is compared against,
+            // never from the pushed commits or the working tree.
+            let base = ranges.iter().find_map(|r| r.0.clone());
+            let config = super::load_config_at(ctx, &repo, base.as_deref())?;
+            if !config.bool("hooks.enabled") {
+                return Ok(Exit::Ok);
+            }
+            let diff = repo.diff_ranges(&ranges)?;
+            super::fence::note_config_change(ctx, &diff, base.as_deref())?;
+            (HookKind::PrePush { remote, url }, diff, format!("{pushed} ref(s)"), config)
         }
         Cmd::PostMerge { squash } => {
+            let config = super::load_config(&repo)?;
+            if !config.bool("hooks.enabled") {
+                return Ok(Exit::Ok);
+            }
             let diff = repo.diff_post_merge()?;
             let squash = squash.as_deref() == Some("1");
-            (HookKind::PostMerge { squash }, diff, "ORIG_HEAD..HEAD".to_string())
+            (HookKind::PostMerge { squash }, diff, "ORIG_HEAD..HEAD".to_string(), config)
         }
     };
     let (adds, dels) =

@@ -5,6 +5,7 @@
 //! run it in-process and `premerge demo` can chain stages.
 
 pub mod blocked;
+pub mod collisions;
 pub mod completions;
 pub mod config;
 pub mod converge;
@@ -13,6 +14,7 @@ pub mod diff;
 pub mod doctor;
 pub mod drain;
 pub mod fence;
+pub mod fix_loop;
 pub mod gate;
 pub mod hook;
 pub mod install;
@@ -116,6 +118,42 @@ pub fn load_config(repo: &Repo) -> Result<Config> {
     Ok(Config::load(file.as_ref().map(|t| ("premerge.toml", t.as_str())), &entries, &env)?)
 }
 
+/// The configuration a pre-push hook runs with: `premerge.toml` as of `base` (the
+/// commit the push is compared against, already on the remote), never the pushed
+/// commits or the working tree, so a push cannot switch off the fence that judges it;
+/// then `premerge.*` git config and the environment, which stay trusted. No base (a
+/// first push of a root) means no file. A file at the base that cannot be read or
+/// parsed is reported and skipped: the defaults are the strictest settings.
+pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<Config> {
+    let entries = repo.premerge_config_entries()?;
+    let env = |k: &str| std::env::var(k).ok();
+    let text = match base {
+        None => None,
+        Some(b) => match repo.file_at(b, crate::config::CONFIG_FILE_NAME) {
+            Ok(None) => None,
+            Ok(Some(bytes)) => match String::from_utf8(bytes) {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    ctx.warn(format!("premerge.toml at {b}: not UTF-8; using the defaults"));
+                    None
+                }
+            },
+            Err(e) => {
+                ctx.warn(format!("premerge.toml at {b}: cannot read: {e}; using the defaults"));
+                None
+            }
+        },
+    };
+    let label = base.map(|b| format!("premerge.toml at {}", &b[..b.len().min(12)]));
+    if let (Some(t), Some(l)) = (&text, &label) {
+        match Config::load(Some((l.as_str(), t.as_str())), &entries, &env) {
+            Ok(c) => return Ok(c),
+            Err(e) => ctx.warn(format!("{e}; using the defaults")),
+        }
+    }
+    Ok(Config::load(None, &entries, &env)?)
+}
+
 /// Configuration outside any repository: defaults and the environment only.
 pub fn load_config_without_repo() -> Result<Config> {
     let env = |k: &str| std::env::var(k).ok();
@@ -151,6 +189,8 @@ pub fn dispatch(cli: Cli, ctx: &mut Ctx) -> CmdResult {
         Command::Blocked(c) => blocked::run(c, ctx),
         Command::Fence(c) => fence::run(c, ctx),
         Command::Converge(a) => converge::run(a, ctx),
+        Command::Loop(c) => fix_loop::run(c, ctx),
+        Command::Collisions(a) => collisions::run(a, ctx),
         Command::Show(c) => show::run(c, ctx),
         Command::Schema(a) => schema::run(a, ctx),
         Command::Proposal(c) => proposal::run(c, ctx),

@@ -194,6 +194,10 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         counts,
         findings: classified,
     };
+    // The loop opens before the plan is written: a failure between the two leaves an
+    // open loop without this plan, which the fence refuses (fail closed), never a plan
+    // the fence does not see.
+    super::fix_loop::on_plan(ctx, &repo, &run_dir, args.attempt)?;
     // The plan is written last: a reader that finds fix-waves-NN.json finds the
     // classified-NN.json it was derived from.
     store::atomic_write(&artefact(&run_dir, "classified", args.attempt), waves::to_artefact_json(&doc)?.as_bytes())?;
@@ -263,11 +267,9 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say("$ premerge fence check --attempt 2 --worktree   # src/ratio.rs is nobody's file")?;
     let check = super::fence::Cmd::Check(super::fence::CheckArgs {
         attempt: 2,
-        staged: false,
         worktree: true,
-        range: None,
-        owner: None,
         run_dir: Some(run_dir),
+        ..Default::default()
     });
     let exit = d.with_ctx(b"", |c| super::fence::run(check, c))?;
     d.say(format!("fence exit code: {} (1 = refused)", exit.code()))?;

@@ -72,6 +72,14 @@ pub struct FileChange {
     pub path: String,
     /// The old path: differs from `path` for renames and copies; `None` for additions.
     pub old_path: Option<String>,
+    /// The exact bytes of `path` as git stores them. `path` is their UTF-8 reading (lossy
+    /// for a non-UTF-8 name, fine for reading text); every comparison that decides
+    /// something (the fence, the union of a push, collisions) uses these bytes.
+    #[serde(skip)]
+    pub path_bytes: Vec<u8>,
+    /// The exact bytes of `old_path`.
+    #[serde(skip)]
+    pub old_path_bytes: Option<Vec<u8>>,
     pub status: Status,
     pub binary: bool,
     pub old_kind: EntryKind,
@@ -91,8 +99,80 @@ impl FileChange {
         self.old_kind == EntryKind::Submodule || self.new_kind == EntryKind::Submodule
     }
     /// Every path this change touches: the new path, and the old one for renames.
+    /// Lossy for non-UTF-8 names: decisions use [`FileChange::touched_path_bytes`].
     pub fn touched_paths(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.path.as_str()).chain(self.old_path.as_deref().filter(|o| *o != self.path))
+    }
+
+    /// Every path this change touches, as the exact bytes git stores: the new path, and
+    /// the old one for renames, copies and deletions.
+    pub fn touched_path_bytes(&self) -> impl Iterator<Item = &[u8]> {
+        let new = self.raw_path();
+        std::iter::once(new).chain(self.raw_old_path().filter(move |o| *o != new))
+    }
+
+    /// The exact bytes of the path (its UTF-8 text when the bytes were never recorded).
+    pub fn raw_path(&self) -> &[u8] {
+        if self.path_bytes.is_empty() { self.path.as_bytes() } else { &self.path_bytes }
+    }
+
+    /// The exact bytes of the old path.
+    pub fn raw_old_path(&self) -> Option<&[u8]> {
+        match (&self.old_path_bytes, &self.old_path) {
+            (Some(b), _) if !b.is_empty() => Some(b),
+            (_, Some(s)) => Some(s.as_bytes()),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a path can be shown as it is: UTF-8 without control characters, quotes or
+/// backslashes (so it can neither forge a line of output nor be mistaken for a quoted one).
+pub fn is_plain_path(p: &[u8]) -> bool {
+    std::str::from_utf8(p).is_ok_and(|s| !s.chars().any(|c| c.is_control() || c == '"' || c == '\\'))
+}
+
+/// A path as premerge prints it in text, the way git quotes it (`core.quotePath` off):
+/// as is when plain, else in double quotes with C escapes, every byte that is not part
+/// of valid UTF-8 written as a three-digit octal escape (`w\377.rs`). Never lossy:
+/// two different byte strings always print differently.
+pub fn quote_path_bytes(p: &[u8]) -> String {
+    if is_plain_path(p) {
+        return String::from_utf8_lossy(p).into_owned();
+    }
+    let mut s = String::from("\"");
+    for chunk in p.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => s.push_str("\\\""),
+                '\\' => s.push_str("\\\\"),
+                '\n' => s.push_str("\\n"),
+                '\t' => s.push_str("\\t"),
+                '\r' => s.push_str("\\r"),
+                c if c.is_control() => {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        s.push_str(&format!("\\{b:03o}"));
+                    }
+                }
+                c => s.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            s.push_str(&format!("\\{b:03o}"));
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// A path as a JSON value: the string itself when it is UTF-8; otherwise the quoted,
+/// escaped form of [`quote_path_bytes`] (never a lossy reading), with the exact bytes
+/// as lowercase hex in the second value, for a `<field>_hex` key beside it.
+pub fn json_path(p: &[u8]) -> (String, Option<String>) {
+    match std::str::from_utf8(p) {
+        Ok(s) => (s.to_string(), None),
+        Err(_) => (quote_path_bytes(p), Some(p.iter().map(|b| format!("{b:02x}")).collect())),
     }
 }
 
@@ -123,7 +203,7 @@ pub struct Diff {
 impl Diff {
     /// Sort files by path bytes: the one order every output uses.
     pub fn sort(&mut self) {
-        self.files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        self.files.sort_by(|a, b| a.raw_path().cmp(b.raw_path()).then_with(|| a.raw_old_path().cmp(&b.raw_old_path())));
     }
 
     /// Every path touched (new and old names), byte-sorted and deduplicated.
@@ -134,19 +214,31 @@ impl Diff {
         v
     }
 
-    /// Merge several diffs (pre-push with many ref lines) into one list of changes,
-    /// keeping the last change seen for a path.
+    /// Every path touched (new and old names) as the exact bytes git stores,
+    /// byte-sorted and deduplicated: the set the fence judges.
+    pub fn touched_path_bytes(&self) -> Vec<Vec<u8>> {
+        let set: std::collections::BTreeSet<&[u8]> = self.files.iter().flat_map(|f| f.touched_path_bytes()).collect();
+        set.into_iter().map(<[u8]>::to_vec).collect()
+    }
+
+    /// Merge several diffs (pre-push with many ref lines) into one list of changes.
+    ///
+    /// A change is keyed by both of its paths, so every path any diff touches stays in
+    /// the union: one ref renaming `a.rs` to `b.rs` and another adding `b.rs` give two
+    /// changes, and `a.rs` is still seen. Only a change with the same new and old path
+    /// in two diffs is kept once (the last seen).
     pub fn union(diffs: Vec<Diff>) -> Diff {
-        let mut by_path = std::collections::BTreeMap::<Vec<u8>, FileChange>::new();
+        type Key = (Vec<u8>, Option<Vec<u8>>);
+        let mut by_paths = std::collections::BTreeMap::<Key, FileChange>::new();
         let mut base = None;
         let mut head = None;
         for d in diffs {
             base = base.or(d.base);
             head = d.head.or(head);
             for f in d.files {
-                by_path.insert(f.path.as_bytes().to_vec(), f);
+                by_paths.insert((f.raw_path().to_vec(), f.raw_old_path().map(<[u8]>::to_vec)), f);
             }
         }
-        Diff { base, head, files: by_path.into_values().collect() }
+        Diff { base, head, files: by_paths.into_values().collect() }
     }
 }

@@ -158,9 +158,14 @@ fn convert(mut diff: git2::Diff<'_>, odb: Option<&Repo>, detail: Detail) -> Resu
         let new_path = path_string(new_f.path());
         let old_path = path_string(old_f.path());
         let path = if new_exists { new_path.clone() } else { old_path.clone() }.unwrap_or_default();
+        let new_bytes = new_f.path_bytes().map(<[u8]>::to_vec);
+        let old_bytes = old_f.path_bytes().map(<[u8]>::to_vec);
+        let path_bytes = if new_exists { new_bytes } else { old_bytes.clone() }.unwrap_or_default();
         let mut change = FileChange {
             path,
             old_path: if status == Status::Added { None } else { old_path },
+            path_bytes,
+            old_path_bytes: if status == Status::Added { None } else { old_bytes },
             status,
             binary: false,
             old_kind,
@@ -223,6 +228,8 @@ fn patch_in_parallel(repo: &Repo, files: &mut [FileChange], pending: &[usize]) -
         let mut change = FileChange {
             path: String::new(),
             old_path: None,
+            path_bytes: Vec::new(),
+            old_path_bytes: None,
             status: Status::Modified,
             binary: patch.delta().flags().is_binary(),
             old_kind: EntryKind::Absent,

@@ -119,13 +119,29 @@ impl Repo {
         Ok(Some((base, local.to_string())))
     }
 
-    /// The union diff of every line of one push.
-    pub fn diff_push(&self, remote: &str, lines: &[PushLine]) -> Result<Diff> {
-        let mut diffs = Vec::new();
+    /// The ranges of every line of one push, in input order (lines that push no new
+    /// commits have none).
+    pub fn push_ranges(&self, remote: &str, lines: &[PushLine]) -> Result<Vec<Range>> {
+        let mut out = Vec::new();
         for line in lines {
-            if let Some((base, head)) = self.push_range(remote, line)? {
-                diffs.push(self.diff_commits(base.as_deref(), &head)?);
+            if let Some(r) = self.push_range(remote, line)? {
+                out.push(r);
             }
+        }
+        Ok(out)
+    }
+
+    /// The union diff of every line of one push: every path any line touches (both
+    /// sides of renames, copies and deletions) stays in it, see [`Diff::union`].
+    pub fn diff_push(&self, remote: &str, lines: &[PushLine]) -> Result<Diff> {
+        self.diff_ranges(&self.push_ranges(remote, lines)?)
+    }
+
+    /// The union diff of several ranges.
+    pub fn diff_ranges(&self, ranges: &[Range]) -> Result<Diff> {
+        let mut diffs = Vec::new();
+        for (base, head) in ranges {
+            diffs.push(self.diff_commits(base.as_deref(), head)?);
         }
         Ok(Diff::union(diffs))
     }

@@ -80,12 +80,25 @@ pub fn allowed(plan: &WavePlan, owner: Option<&str>) -> Option<Vec<String>> {
 }
 
 /// The changed paths outside the allowed set, byte-sorted and deduplicated.
-pub fn strays(changed: &[String], allowed: &[String]) -> Vec<String> {
+///
+/// Compared as the exact bytes git stores: a name that is not UTF-8 (`w\xff.rs`) can
+/// never equal a plan entry, since a plan is JSON text, so it is always a stray and
+/// the fence refuses it rather than letting a lossy reading (`w\u{fffd}.rs`) match.
+pub fn strays(changed: &[Vec<u8>], allowed: &[String]) -> Vec<Vec<u8>> {
     let set: HashSet<&[u8]> = allowed.iter().map(|s| s.as_bytes()).collect();
-    let mut v: Vec<String> = changed.iter().filter(|c| !set.contains(c.as_bytes())).cloned().collect();
-    v.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let mut v: Vec<Vec<u8>> = changed.iter().filter(|c| !set.contains(c.as_slice())).cloned().collect();
+    v.sort();
     v.dedup();
     v
+}
+
+/// A changed path as the fence prints it: [`display_path`] for UTF-8 names, git-style
+/// octal escapes for the bytes of one that is not (never a lossy reading).
+pub fn display_path_bytes(p: &[u8]) -> String {
+    match std::str::from_utf8(p) {
+        Ok(s) => display_path(s),
+        Err(_) => crate::diff::quote_path_bytes(p),
+    }
 }
 
 /// A path as printed by the fence: as is when plain, else quoted with escapes so a
@@ -147,8 +160,20 @@ mod tests {
         assert_eq!(allowed(&p, None).unwrap(), ["Z", "a", "b", "é"]);
         assert_eq!(allowed(&p, Some("w01-02")).unwrap(), ["a"]);
         assert_eq!(allowed(&p, Some("nobody")), None);
-        let changed: Vec<String> = ["é", "e", "a", "Å", "e"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(strays(&changed, &allowed(&p, None).unwrap()), ["e", "Å"]);
+        let changed: Vec<Vec<u8>> = ["é", "e", "a", "Å", "e"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        assert_eq!(strays(&changed, &allowed(&p, None).unwrap()), [b"e".to_vec(), "Å".as_bytes().to_vec()]);
         assert_eq!(display_path("a\nb"), "\"a\\nb\"");
+    }
+
+    #[test]
+    fn non_utf8_names_never_match_their_lossy_reading() {
+        let lossy = String::from_utf8_lossy(b"w\xff.rs").into_owned();
+        let p = plan(&[&[lossy.as_str()]]);
+        let set = allowed(&p, None).unwrap();
+        let changed = vec![b"w\xff.rs".to_vec(), b"w\xfe.rs".to_vec(), lossy.as_bytes().to_vec()];
+        assert_eq!(strays(&changed, &set), [b"w\xfe.rs".to_vec(), b"w\xff.rs".to_vec()]);
+        assert_eq!(display_path_bytes(b"w\xff.rs"), "\"w\\377.rs\"");
+        assert_eq!(display_path_bytes(b"w\xfe.rs"), "\"w\\376.rs\"");
+        assert_eq!(display_path_bytes("é.rs".as_bytes()), "é.rs");
     }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod fence_loop;
 mod foundation;
 mod gate;
 mod hostile_input;

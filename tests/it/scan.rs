@@ -461,7 +461,8 @@ fn post_merge_hook_scans_orig_head_to_head() {
 #[test]
 fn a_scan_error_in_a_hook_is_a_warning_and_the_push_goes_on() {
     let (r, base, head) = widened_repo();
-    r.write("premerge.toml", "[scan]\nignore = [\"[\"]\n");
+    // Local git config: the pre-push hook reads premerge.toml as of the base only.
+    r.git(&["config", "premerge.scan.ignore", "[\"[\"]"]);
     let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
     let run = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
     run.expect_code(0);

@@ -672,8 +672,10 @@ fn pre_push_fences_the_pushed_files_by_mode() {
     let r = hook(&fx);
     r.expect_code(1);
     assert!(r.stderr.contains("fix-waves-02.json"), "{}", r.stderr);
-    // No plan at all: the fence is inactive.
+    // The loop is open and its plan is gone: refused (fail closed) until it is closed.
     fs::remove_dir_all(&fx.run).unwrap();
+    hook(&fx).expect_code(1);
+    fx.repo.premerge(&["loop", "close"]).expect_code(0);
     hook(&fx).expect_code(0);
 }
 

@@ -1,0 +1,147 @@
+//! `premerge loop status|close`: show and end the clone's fix loop.
+//!
+//! The pre-push fence blocks only while a loop is open; `plan --attempt 1` opens it and
+//! `converge` returning `STOP_*` closes it. An operator who tried a plan out, or whose
+//! pipeline died, ends it here.
+
+use serde_json::{Value, json};
+
+use super::Ctx;
+use super::diff::Format;
+use crate::error::{CmdResult, Exit};
+use crate::store::fix_loop::{self, FixLoop, LoopRecord};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Cmd {
+    /// Show the fix loop: open or closed, its run directory and attempt.
+    Status(FormatArgs),
+    /// Close the open fix loop: the pre-push fence stops blocking.
+    Close(FormatArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FormatArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
+    let repo = ctx.repo()?;
+    let state = repo.state_dir();
+    match cmd {
+        Cmd::Status(a) => {
+            let rec = fix_loop::read(&state);
+            match a.format {
+                Format::Json => write!(ctx.stdout, "{}", crate::canonical::to_line(&status_json(&rec))?)?,
+                Format::Text => match &rec {
+                    LoopRecord::Absent => writeln!(ctx.stdout, "no fix loop in this clone: the fence is inactive")?,
+                    LoopRecord::Unreadable(why) => {
+                        writeln!(ctx.stdout, "fix loop record unreadable: {why}")?;
+                        writeln!(ctx.stdout, "the fence refuses pushes until it is reset: premerge loop close")?;
+                    }
+                    LoopRecord::Loop(l) => write_loop(ctx, l)?,
+                },
+            }
+            Ok(Exit::Ok)
+        }
+        Cmd::Close(a) => {
+            let closed = fix_loop::close(&state, "operator", None)?;
+            if let Some(l) = &closed {
+                let ev = json!({"kind": "loop_closed", "loop": l.id, "by": "operator", "attempt": l.attempt});
+                if let Err(e) = crate::store::append_event(&state.path, &ev) {
+                    ctx.warn(format!("loop: cannot log the close: {e:#}"));
+                }
+            }
+            match a.format {
+                Format::Json => {
+                    let v = json!({"schema_version": 1, "closed": closed.is_some(), "loop": closed});
+                    write!(ctx.stdout, "{}", crate::canonical::to_line(&v)?)?
+                }
+                Format::Text => match &closed {
+                    Some(l) => writeln!(
+                        ctx.stdout,
+                        "closed fix loop {} (run directory {}, attempt {}): the fence no longer blocks pushes",
+                        l.id, l.run_dir, l.attempt
+                    )?,
+                    None => writeln!(ctx.stdout, "no open fix loop: nothing to close")?,
+                },
+            }
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+fn status_json(rec: &LoopRecord) -> Value {
+    match rec {
+        LoopRecord::Absent => json!({"schema_version": 1, "state": "none", "loop": null}),
+        LoopRecord::Unreadable(why) => json!({"schema_version": 1, "state": "unreadable", "loop": null, "why": why}),
+        LoopRecord::Loop(l) => {
+            let state = if l.is_open() { "open" } else { "closed" };
+            json!({"schema_version": 1, "state": state, "loop": l})
+        }
+    }
+}
+
+fn write_loop(ctx: &mut Ctx, l: &FixLoop) -> anyhow::Result<()> {
+    let state = if l.is_open() { "open: the pre-push fence is active" } else { "closed" };
+    writeln!(ctx.stdout, "fix loop {}: {state}", l.id)?;
+    writeln!(ctx.stdout, "run directory: {}", l.run_dir)?;
+    writeln!(ctx.stdout, "attempt: {}", l.attempt)?;
+    writeln!(ctx.stdout, "opened: {}", l.opened_at)?;
+    if let (Some(at), Some(by)) = (&l.closed_at, &l.closed_by) {
+        writeln!(ctx.stdout, "closed: {at} by {by}")?;
+    } else {
+        writeln!(ctx.stdout, "close it: premerge loop close")?;
+    }
+    Ok(())
+}
+
+/// `plan --attempt N` wrote (or is about to write) a plan in `run_dir`: open or advance
+/// the loop, and say so on stderr (stdout carries the triage line alone).
+pub fn on_plan(ctx: &mut Ctx, repo: &crate::git::Repo, run_dir: &std::path::Path, attempt: u32) -> anyhow::Result<()> {
+    let state = repo.state_dir();
+    let o = fix_loop::record_plan(&state, run_dir, attempt)?;
+    if let Some(old) = &o.replaced {
+        writeln!(
+            ctx.stderr,
+            "premerge: plan: replaced open fix loop {} (run directory {}, attempt {})",
+            old.id, old.run_dir, old.attempt
+        )?;
+    }
+    let l = &o.current;
+    let verb = if o.new { "opened" } else { "continues" };
+    writeln!(
+        ctx.stderr,
+        "premerge: plan: fix loop {} {verb} (run directory {}, attempt {}): the pre-push fence is active until converge says STOP_* or `premerge loop close`",
+        l.id, l.run_dir, l.attempt
+    )?;
+    let ev = json!({"kind": if o.new { "loop_opened" } else { "loop_advanced" }, "loop": l.id, "attempt": attempt,
+                    "run_dir": l.run_dir});
+    if let Err(e) = crate::store::append_event(&state.path, &ev) {
+        ctx.warn(format!("loop: cannot log: {e:#}"));
+    }
+    Ok(())
+}
+
+/// `converge` decided `decision` for `run_dir`: any `STOP_*` closes that run directory's
+/// open loop. Returns the closed loop's id.
+pub fn on_converge(
+    ctx: &mut Ctx,
+    repo: &crate::git::Repo,
+    run_dir: &std::path::Path,
+    decision: &str,
+) -> anyhow::Result<Option<String>> {
+    if !decision.starts_with("STOP_") {
+        return Ok(None);
+    }
+    let state = repo.state_dir();
+    let by = format!("converge {decision}");
+    let Some(l) = fix_loop::close(&state, &by, Some(run_dir))? else { return Ok(None) };
+    writeln!(ctx.stderr, "premerge: converge: {decision}: closed fix loop {} (run directory {})", l.id, l.run_dir)?;
+    let ev = json!({"kind": "loop_closed", "loop": l.id, "by": by, "attempt": l.attempt});
+    if let Err(e) = crate::store::append_event(&state.path, &ev) {
+        ctx.warn(format!("loop: cannot log the close: {e:#}"));
+    }
+    Ok(Some(l.id))
+}
