@@ -31,6 +31,11 @@ pub enum GitError {
     /// The directory is not inside a git repository.
     #[error("{path}: not a git repository")]
     NotARepository { path: String },
+    /// The repository belongs to another user and git's `safe.directory` does not list it.
+    #[error(
+        "{path}: detected dubious ownership of the repository (git refuses it too: {why}); to trust it, run `git config --global --add safe.directory {path}`"
+    )]
+    DubiousOwnership { path: String, why: String },
     /// A revision git could not resolve.
     #[error("unknown revision `{rev}`")]
     UnknownRevision { rev: String },
@@ -49,6 +54,17 @@ pub enum GitError {
 }
 
 pub type Result<T> = std::result::Result<T, GitError>;
+
+/// Why a repository could not be opened: dubious ownership is said as git says it,
+/// with the way to allow it; anything else is "not a git repository".
+fn open_error(path: &Path, e: git2::Error) -> GitError {
+    if e.code() == git2::ErrorCode::Owner {
+        let owned_dir =
+            e.message().split('\'').nth(1).map(str::to_string).unwrap_or_else(|| path.display().to_string());
+        return GitError::DubiousOwnership { path: owned_dir, why: e.message().to_string() };
+    }
+    GitError::NotARepository { path: path.display().to_string() }
+}
 
 /// Process-wide libgit2 settings, applied once before the first repository opens.
 ///
@@ -76,9 +92,7 @@ impl Repo {
     /// Open the repository containing `path`, searching upwards like git does.
     pub fn discover(path: &Path) -> Result<Repo> {
         tune_libgit2();
-        Repository::discover(path)
-            .map(|inner| Repo { inner })
-            .map_err(|_| GitError::NotARepository { path: path.display().to_string() })
+        Repository::discover(path).map(|inner| Repo { inner }).map_err(|e| open_error(path, e))
     }
 
     /// Open the repository the way a git subcommand would: honouring `GIT_DIR` and
@@ -86,9 +100,7 @@ impl Repo {
     pub fn open_for_command(cwd: &Path) -> Result<Repo> {
         if std::env::var_os("GIT_DIR").is_some() {
             tune_libgit2();
-            return Repository::open_from_env()
-                .map(|inner| Repo { inner })
-                .map_err(|_| GitError::NotARepository { path: cwd.display().to_string() });
+            return Repository::open_from_env().map(|inner| Repo { inner }).map_err(|e| open_error(cwd, e));
         }
         Repo::discover(cwd)
     }
