@@ -765,7 +765,10 @@ fn a_husky_v5_to_v8_script_keeps_working_when_chained() {
 #[test]
 fn a_lefthook_hook_keeps_working_when_chained() {
     // lefthook writes the hook name into its hook file and calls `lefthook run`.
+    // premerge goes into lefthook-local.yml where it can (tests/it/managers.rs); where
+    // that file already defines pre-push, premerge's shim chains lefthook's hook.
     let (r, _) = repo_with_remote();
+    r.write("lefthook-local.yml", "pre-push:\n  commands: {}\n");
     let rec = rec_dir(&r);
     let hook = "#!/bin/sh\nif [ \"$LEFTHOOK\" = \"0\" ]; then\n  exit 0\nfi\ncall_lefthook()\n{\n  lefthook \"$@\"\n}\ncall_lefthook run \"pre-push\" \"$@\"\n";
     let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "lefthook", hook);

@@ -6,6 +6,7 @@ mod common;
 mod foundation;
 mod gate;
 mod install;
+mod managers;
 mod review;
 mod scan;
 mod stripes;
