@@ -163,7 +163,9 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         remove_config_hook_reporting(&repo, *hook, ctx)?;
     }
     sync_dir(&dir);
-    if let Some(root) = repo.workdir() {
+    // The block covers every hook premerge added there: it goes when every hook is uninstalled.
+    let every_hook = crate::install::HOOKS.iter().all(|h| hooks.iter().any(|x| x.name() == *h));
+    if let (true, Some(root)) = (every_hook, repo.workdir()) {
         let file = root.join(mgr::LEFTHOOK_LOCAL);
         if let Some(rest) = read_manager_config(&file).and_then(|t| mgr::without_block(&t)) {
             if rest.trim().is_empty() {
@@ -593,10 +595,13 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
         None => "git's default".to_string(),
     };
     writeln!(ctx.stdout, "hooks directory: {} ({why})", dir.display())?;
+    let any_shim = !report.is_empty();
     for line in report.into_iter().chain(notes) {
         writeln!(ctx.stdout, "{line}")?;
     }
-    writeln!(ctx.stdout, "the shims run {bin} (premerge {}); PREMERGE=0 skips premerge", crate::VERSION)?;
+    if any_shim {
+        writeln!(ctx.stdout, "the shims run {bin} (premerge {}); PREMERGE=0 skips premerge", crate::VERSION)?;
+    }
     Ok(Exit::Ok)
 }
 

@@ -853,3 +853,21 @@ fn premerge_kept_by_pre_commit_as_its_legacy_hook_is_not_chained_again() {
     assert_eq!(fs::read_to_string(hooks.join("pre-push.legacy")).unwrap(), "#!/bin/sh\necho mine\n");
     assert!(!hooks.join("pre-push.premerge-chained").exists());
 }
+
+#[test]
+fn a_symlinked_lefthook_local_file_is_never_written_through() {
+    // Where lefthook runs pre-push, install adds premerge to lefthook-local.yml; a
+    // symbolic link there could point anywhere, so install refuses and changes nothing.
+    let (r, _) = repo_with_remote();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), "#!/bin/sh\ncall_lefthook run \"pre-push\" \"$@\"\n");
+    let outside = r.dir.path().join("outside.yml");
+    fs::write(&outside, "keep: me\n").unwrap();
+    std::os::unix::fs::symlink(&outside, r.root.join("lefthook-local.yml")).unwrap();
+    let before = snapshot(&hooks);
+    let run = r.premerge(&["install"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("lefthook-local.yml: not a regular file"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "keep: me\n");
+    assert_eq!(snapshot(&hooks), before, "nothing was installed");
+}

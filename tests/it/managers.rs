@@ -470,3 +470,37 @@ fn husky_rewriting_its_hooks_directory_is_reported_and_repaired() {
     s.assert_pushed_once(&run, &line);
     assert_eq!(s.log("user.log"), line, "the user's .husky/pre-push still runs, with git's line");
 }
+
+#[test]
+fn husky_running_premerge_beside_premerges_shim_is_caught_running_twice() {
+    if !have_husky() {
+        return;
+    }
+    let s = setup();
+    run_husky(&s);
+    let snippet = husky_snippet(&s, "pre-push");
+    // Where .husky/pre-push already runs premerge, install writes no shim.
+    s.r.write(".husky/pre-push", &snippet);
+    let install = s.premerge(&["install", "--hooks", "pre-push"]);
+    install.expect_code(0);
+    assert!(install.stdout.contains("pre-push: husky runs premerge"), "{}", install.stdout);
+    let (run, line) = s.commit_and_push("b.txt");
+    s.assert_pushed_once(&run, &line);
+
+    // The shim first, the snippet added afterwards: premerge really runs twice, and
+    // doctor and install both say which one to remove.
+    s.r.write(".husky/pre-push", "echo tests\n");
+    s.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    s.r.write(".husky/pre-push", &snippet);
+    let (run, _) = s.commit_and_push("c.txt");
+    assert_eq!(run.code, 0);
+    assert_eq!(s.take_calls().len(), 2, "the situation doctor reports is real");
+    let doctor = s.premerge(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("premerge runs twice on every pre-push: husky runs it"), "{}", doctor.stdout);
+    let install = s.premerge(&["install", "--hooks", "pre-push"]);
+    assert!(install.stderr.contains("remove one: `premerge uninstall --hooks pre-push`"), "{}", install.stderr);
+    s.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    let (run, line) = s.commit_and_push("d.txt");
+    s.assert_pushed_once(&run, &line);
+}
