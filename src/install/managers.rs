@@ -208,17 +208,31 @@ fn has_top_level_key(text: &str, key: &str) -> bool {
 /// file already defines one of those hooks (a second key of the same name would be
 /// an error; the user merges it by hand). `existing` is `None` when there is no file.
 pub fn lefthook_local_with_block(existing: Option<&str>, hooks: &[Hook]) -> Option<String> {
-    let current = existing.unwrap_or("");
-    if hooks.iter().any(|h| has_top_level_key(current, h.name())) {
+    let existing = existing.unwrap_or("");
+    // A block premerge added before is rewritten to cover its hooks and the new ones.
+    let (current, mut hooks) = match (existing.find(BLOCK_BEGIN), without_block(existing)) {
+        (Some(start), Some(rest)) => {
+            let block = &existing[start..existing.len() - (rest.len() - start)];
+            let mut all: Vec<Hook> = [Hook::PrePush, Hook::PostMerge]
+                .into_iter()
+                .filter(|h| hooks.contains(h) || runs_premerge(block, *h))
+                .collect();
+            all.dedup();
+            (rest, all)
+        }
+        _ => (existing.to_string(), hooks.to_vec()),
+    };
+    hooks.sort();
+    if hooks.iter().any(|h| has_top_level_key(&current, h.name())) {
         return None;
     }
-    let mut out = current.to_string();
+    let mut out = current;
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
     out.push_str(BLOCK_BEGIN);
     out.push('\n');
-    out.push_str(&lefthook_hooks(hooks));
+    out.push_str(&lefthook_hooks(&hooks));
     out.push_str(BLOCK_END);
     out.push('\n');
     Some(out)
@@ -311,6 +325,12 @@ mod tests {
         assert_eq!(without_block(&with).unwrap(), mine);
         assert_eq!(without_block(mine), None);
         assert_eq!(lefthook_local_with_block(Some("pre-push:\n  commands: {}\n"), &[Hook::PrePush]), None);
+        let both = lefthook_local_with_block(Some(&with), &[Hook::PostMerge]).unwrap();
+        assert_eq!(both.matches(BLOCK_BEGIN).count(), 1, "one block, grown:\n{both}");
+        let y = yaml(&both);
+        assert_eq!(y["pre-push"]["commands"]["premerge"]["use_stdin"], true);
+        assert_eq!(y["post-merge"]["commands"]["premerge"]["run"], "premerge hook post-merge {1}");
+        assert_eq!(without_block(&both).unwrap(), mine);
         let fresh = lefthook_local_with_block(None, &[Hook::PrePush, Hook::PostMerge]).unwrap();
         assert_eq!(without_block(&fresh).unwrap(), "");
         assert!(runs_premerge(&fresh, Hook::PostMerge));
