@@ -3,9 +3,10 @@
 //! What belongs here: the shim text (embedded from `hooks/`, with its version
 //! marker), recognising what already sits where a hook goes (a premerge shim, a hook
 //! written by pre-commit, lefthook or husky, anything else), deciding what install
-//! and uninstall do with it, parsing `git --version`, the snippets for other hook
-//! managers, and the marker-block migration of `AGENTS.md` / `CLAUDE.md`
-//! ([`agent_docs`]). The file system and git stay in `commands::install`.
+//! and uninstall do with it, parsing `git --version`, premerge beside other hook
+//! managers ([`managers`]: snippets, telling whether a manager already runs premerge),
+//! and the marker-block migration of `AGENTS.md` / `CLAUDE.md` ([`agent_docs`]). The
+//! file system and git stay in `commands::install`.
 
 pub mod agent_docs;
 pub mod managers;

@@ -318,6 +318,7 @@ fn lefthook_runs_premerge_once_from_the_local_snippet() {
     s.assert_pushed_once(&run, &line);
     assert_eq!(s.log("user.log"), line, "the user's command read the same ref line");
     s.assert_merge_runs_premerge_once("side");
+    assert_eq!(s.log("user.log"), format!("{line}post-merge\n"), "the user's post-merge command ran too");
 
     s.r.write("lefthook.yml", user_lefthook_config(&s.log_path("user.log"), 3));
     s.r.commit_all("failing");
@@ -413,6 +414,7 @@ fn husky_snippet_hands_the_ref_lines_to_premerge_and_the_users_lines_appended_or
     let head = s.r.git(&["rev-parse", "HEAD"]);
     assert_eq!(s.log("user.log"), format!("refs/heads/main {head}\n"), "the user's loop read the same line");
     s.assert_merge_runs_premerge_once("side");
+    assert!(s.log("user.log").ends_with("post-merge\n"), "the user's post-merge line ran too");
 
     // Appended after a line that does not read stdin: premerge gets the whole line.
     fs::remove_file(s.r.dir.path().join("user.log")).unwrap();
