@@ -93,7 +93,10 @@ fn repos_layout(text: &str) -> Option<(usize, bool)> {
         let depth = line.len() - trimmed.len();
         if depth == 0 && !trimmed.starts_with('-') {
             in_repos = trimmed.starts_with("repos:");
-            repos_last = in_repos;
+            // `repos: []` (a flow list) takes no block items after it.
+            let inline =
+                trimmed.strip_prefix("repos:").map(str::trim).is_some_and(|v| !v.is_empty() && !v.starts_with('#'));
+            repos_last = in_repos && !inline;
             continue;
         }
         if in_repos && indent.is_none() && trimmed.starts_with('-') {
@@ -124,7 +127,7 @@ pub fn pre_commit_snippet(manager: Manager, existing: Option<&str>) -> Snippet {
     let mut text = format!("\n{pad}# premerge, run by {} (then: {install})\n", manager.name());
     text.push_str(&indent_lines(PRE_COMMIT_ENTRY, indent));
     let warning = (!repos_last).then(|| {
-        "the repos: list is not the last key of .pre-commit-config.yaml: paste this entry under repos: by hand (appended at the end it would land under another key)".to_string()
+        "the repos: list of .pre-commit-config.yaml is not the last key (or is written inline): paste this entry under repos: by hand (appended at the end it would not land in the list)".to_string()
     });
     Snippet { text, warning }
 }
@@ -300,6 +303,8 @@ mod tests {
             Some("repos:\n  - repo: local\n    hooks: []\nci:\n  autofix: true\n"),
         );
         assert!(s.warning.unwrap().contains("by hand"));
+        let s = pre_commit_snippet(Manager::PreCommit, Some("repos: []\n"));
+        assert!(s.warning.is_some(), "a flow list takes no appended items");
     }
 
     #[test]
