@@ -626,6 +626,15 @@ fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion,
     fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let hooks_dir = repo.hooks_dir()?.path;
     for hook in hooks {
+        if let Some((manager, file)) = premerge_runner(repo, &hooks_dir, *hook)? {
+            ctx.warn(format_args!(
+                "premerge runs twice on every {hook}: {} runs it ({}) and so will the config-declared hook; remove one: `premerge uninstall --hooks {hook}` (keeps {}'s), or take premerge out of {}",
+                manager.name(),
+                file.display(),
+                manager.name(),
+                file.display()
+            ));
+        }
         let file = hooks_dir.join(hook.name());
         if matches!(observe(&file)?, Observed::File(b) if crate::install::parse_shim(&b).is_some()) {
             ctx.warn(format_args!(

@@ -871,3 +871,24 @@ fn a_symlinked_lefthook_local_file_is_never_written_through() {
     assert_eq!(fs::read_to_string(&outside).unwrap(), "keep: me\n");
     assert_eq!(snapshot(&hooks), before, "nothing was installed");
 }
+
+#[test]
+fn config_hooks_beside_a_manager_that_runs_premerge_warn_and_doctor_fails() {
+    // lefthook runs pre-push and its configuration names premerge; declaring premerge
+    // in git config too would run it twice on every push.
+    let mut r = TestRepo::new();
+    let git = fake_git(&r, "2.54.0");
+    r.env.push(("PREMERGE_GIT".into(), git.display().to_string()));
+    write_exec(&r.root.join(".git/hooks/pre-push"), "#!/bin/sh\ncall_lefthook run \"pre-push\" \"$@\"\n");
+    r.write(
+        "lefthook.yml",
+        "pre-push:\n  commands:\n    premerge:\n      run: premerge hook pre-push {1} {2}\n      use_stdin: true\n",
+    );
+    let run = r.premerge(&["install", "--config-hooks"]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("premerge runs twice on every pre-push: lefthook runs it"), "{}", run.stderr);
+    let doctor = r.premerge(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("premerge runs twice on every pre-push"), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("premerge runs twice on every post-merge"), "{}", doctor.stdout);
+}
