@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use super::Ctx;
 use super::diff::Format;
-use super::install::{git_version, observe, open_repo};
+use super::install::{git_version, observe, open_repo, premerge_runner, shim_moved_by_lefthook, shim_runs};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Observed, parse_shim, recognise};
+use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, parse_shim, recognise};
 
 /// How long `<shim binary> --version` may take before doctor reports it as hung.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -145,9 +145,10 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                 }
                 None if legacy_shim(dir, hook).is_some() => {
                     let legacy = dir.join(crate::install::pre_commit_legacy_name(hook));
+                    let whose = recognise(bytes).map_or("pre-commit", |m| m.name());
                     writeln!(
                         ctx.stdout,
-                        "{name}: a pre-commit hook, which runs premerge's shim as its legacy hook {}",
+                        "{name}: a {whose} hook, which runs premerge's shim as its legacy hook {}",
                         legacy.display()
                     )?;
                 }
@@ -175,11 +176,71 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
             }),
         }
         let ours = matches!(&at_hook, Observed::File(b) if parse_shim(b).is_some()) || legacy_shim(dir, hook).is_some();
-        if !ours && !matches!(at_chained, Observed::Absent) {
+        let rewritten_by = match (&at_hook, &at_chained) {
+            (Observed::File(h), Observed::File(c)) => recognise(h).filter(|m| recognise(c) == Some(*m)),
+            _ => None,
+        };
+        if let (false, Some(m)) = (ours, rewritten_by) {
+            let (why, keep) = if m == Manager::Husky {
+                let script =
+                    dir.parent().map_or_else(|| format!(".husky/{name}"), |p| p.join(name).display().to_string());
+                (
+                    format!("husky rewrote {} (its prepare script, run by npm install)", dir.display()),
+                    format!(
+                        "; to keep premerge across the next npm install, add `premerge install --print-config husky` to {script} instead"
+                    ),
+                )
+            } else {
+                (format!("{} rewrote {}", m.name(), path.display()), String::new())
+            };
+            problems.push(Problem {
+                what: format!(
+                    "{why}: premerge's shim is gone, so premerge does not run on {name}, and {} is left over",
+                    chained.display()
+                ),
+                fix: format!("premerge install (puts the shim back and chains {}'s current hook){keep}", m.name()),
+            });
+        } else if !ours && !matches!(at_chained, Observed::Absent) {
             problems.push(Problem {
                 what: format!("{}: left over from an interrupted install", chained.display()),
                 fix: format!("move it back to {} (or delete it), then premerge install", path.display()),
             });
+        }
+        let runner = premerge_runner(repo, dir, hook)?;
+        if let Some(old) = shim_moved_by_lefthook(dir, hook)? {
+            if runner.is_some() {
+                writeln!(
+                    ctx.stdout,
+                    "{name}: {} is a stale premerge shim lefthook moved aside (premerge install removes it)",
+                    old.display()
+                )?;
+            } else {
+                problems.push(Problem {
+                    what: format!(
+                        "`lefthook install` moved premerge's shim to {}, which lefthook never runs: premerge does not run on {name}",
+                        old.display()
+                    ),
+                    fix: "premerge install (adds premerge to lefthook-local.yml, which `lefthook install` keeps, and removes the stale shim)".to_string(),
+                });
+            }
+        }
+        if let Some((m, file)) = runner {
+            writeln!(ctx.stdout, "{name}: {} runs premerge ({})", m.name(), file.display())?;
+            if let Some(shim) = shim_runs(repo, dir, hook)? {
+                problems.push(Problem {
+                    what: format!(
+                        "premerge runs twice on every {name}: {} runs it ({}) and so does premerge's shim {}",
+                        m.name(),
+                        file.display(),
+                        shim.display()
+                    ),
+                    fix: format!(
+                        "remove one: premerge uninstall --hooks {name} (keeps {}'s), or take premerge out of {}",
+                        m.name(),
+                        file.display()
+                    ),
+                });
+            }
         }
     }
     Ok(())

@@ -19,10 +19,11 @@ use super::Ctx;
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::install::agent_docs::{self, Injected};
+use crate::install::managers::{self as mgr, Snippet};
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
-    UninstallAction, manager_snippet, parse_git_version, plan_install, plan_uninstall, plan_via_pre_commit_legacy,
-    pre_commit_legacy_name, shim_text,
+    UninstallAction, lefthook_old_name, parse_git_version, parse_shim, plan_install, plan_uninstall,
+    plan_via_pre_commit_legacy, pre_commit_legacy_name, recognise, shim_text,
 };
 
 /// Environment variable naming the git executable used for version detection
@@ -48,8 +49,9 @@ pub struct InstallArgs {
     /// newer) instead of writing hook files; falls back to hook files on older git.
     #[arg(long)]
     pub config_hooks: bool,
-    /// Print the snippet that runs premerge from another hook manager, and exit.
-    #[arg(long, value_name = "MANAGER", value_parser = ["pre-commit", "lefthook", "husky"])]
+    /// Print the snippet that runs premerge from another hook manager, fitted to the
+    /// repository's configuration so that appending it works, and exit.
+    #[arg(long, value_name = "MANAGER", value_parser = ["pre-commit", "prek", "lefthook", "husky"])]
     pub print_config: Option<String>,
     /// Add premerge's marker blocks to AGENTS.md and CLAUDE.md (hooks are not touched).
     #[arg(long)]
@@ -75,7 +77,12 @@ pub struct UninstallArgs {
 pub fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
     if let Some(name) = &args.print_config {
         let manager = Manager::parse(name).ok_or_else(|| anyhow!("--print-config: unknown manager `{name}`"))?;
-        ctx.stdout.write_all(manager_snippet(manager).as_bytes())?;
+        let root = open_repo(args.repo.as_deref(), ctx).ok().and_then(|r| r.workdir());
+        let snippet = print_config(manager, root.as_deref())?;
+        if let Some(w) = &snippet.warning {
+            ctx.warn(format_args!("--print-config {name}: {w}"));
+        }
+        ctx.stdout.write_all(snippet.text.as_bytes())?;
         return Ok(Exit::Ok);
     }
     let repo = open_repo(args.repo.as_deref(), ctx)?;
@@ -111,20 +118,31 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         let chained = dir.join(hook.chained_name());
         let legacy = dir.join(pre_commit_legacy_name(*hook));
         let at_hook = observe(&path)?;
-        let shim_under_pre_commit = matches!(&at_hook, Observed::File(b) if crate::install::recognise(b) == Some(Manager::PreCommit))
+        let shim_under_pre_commit = matches!(&at_hook, Observed::File(b) if matches!(recognise(b), Some(Manager::PreCommit | Manager::Prek)))
             && matches!(observe(&legacy)?, Observed::File(b) if crate::install::parse_shim(&b).is_some());
         if shim_under_pre_commit {
             // pre-commit runs premerge's shim as its legacy hook: the hook premerge had
             // chained becomes pre-commit's legacy hook, as it would have been.
             if chained.exists() {
                 fs::rename(&chained, &legacy).with_context(|| format!("{}: cannot restore", chained.display()))?;
-                writeln!(ctx.stdout, "{hook}: pre-commit's legacy hook is again the hook premerge had chained")?;
+                writeln!(
+                    ctx.stdout,
+                    "{hook}: the legacy hook of pre-commit or prek is again the hook premerge had chained"
+                )?;
             } else {
                 fs::remove_file(&legacy).with_context(|| format!("{}: cannot remove", legacy.display()))?;
-                writeln!(ctx.stdout, "{hook}: removed {} (premerge's shim under pre-commit)", legacy.display())?;
+                writeln!(
+                    ctx.stdout,
+                    "{hook}: removed {} (premerge's shim under pre-commit or prek)",
+                    legacy.display()
+                )?;
             }
             remove_config_hook_reporting(&repo, *hook, ctx)?;
             continue;
+        }
+        if let Some(old) = shim_moved_by_lefthook(&dir, *hook)? {
+            fs::remove_file(&old).with_context(|| format!("{}: cannot remove", old.display()))?;
+            writeln!(ctx.stdout, "{hook}: removed premerge's shim that lefthook had moved to {}", old.display())?;
         }
         match plan_uninstall(&at_hook, &observe(&chained)?) {
             UninstallAction::NotInstalled => writeln!(ctx.stdout, "{hook}: not installed")?,
@@ -145,7 +163,123 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         remove_config_hook_reporting(&repo, *hook, ctx)?;
     }
     sync_dir(&dir);
+    // The block covers every hook premerge added there: it goes when every hook is uninstalled.
+    let every_hook = crate::install::HOOKS.iter().all(|h| hooks.iter().any(|x| x.name() == *h));
+    if let (true, Some(root)) = (every_hook, repo.workdir()) {
+        let file = root.join(mgr::LEFTHOOK_LOCAL);
+        if let Some(rest) = read_manager_config(&file).and_then(|t| mgr::without_block(&t)) {
+            if rest.trim().is_empty() {
+                fs::remove_file(&file).with_context(|| format!("{}: cannot remove", file.display()))?;
+            } else {
+                let mode = fs::metadata(&file).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+                stage(&root, rest.as_bytes(), mode)?
+                    .persist(&file)
+                    .map_err(|e| anyhow!("{}: rename into place failed: {}", file.display(), e.error))?;
+            }
+            writeln!(ctx.stdout, "removed premerge's block from {}", file.display())?;
+        }
+    }
     Ok(Exit::Ok)
+}
+
+/// How many bytes of a manager's configuration file premerge reads: far more than any
+/// hand-written hook configuration; a larger file is not one.
+const MANAGER_CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// A manager's configuration file under `root`, when it is a regular file within the limit.
+fn read_manager_config(path: &Path) -> Option<String> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MANAGER_CONFIG_MAX_BYTES {
+        return None;
+    }
+    fs::read_to_string(path).ok()
+}
+
+/// The snippet `--print-config` prints for the repository at `root` (none: outside one).
+fn print_config(manager: Manager, root: Option<&Path>) -> Result<Snippet> {
+    let first = |names: &[&str]| root.and_then(|r| names.iter().find_map(|n| read_manager_config(&r.join(n))));
+    Ok(match manager {
+        Manager::PreCommit | Manager::Prek => {
+            mgr::pre_commit_snippet(manager, first(mgr::PRE_COMMIT_CONFIGS).as_deref())
+        }
+        Manager::Lefthook => mgr::lefthook_snippet(first(&mgr::LEFTHOOK_CONFIGS[..4]).as_deref()),
+        Manager::Husky => mgr::husky_snippet(),
+    })
+}
+
+/// The hook managers whose hook runs at `hook` in `dir`: the hook file's, and the
+/// chained file's when premerge's shim chains one.
+fn live_managers(dir: &Path, hook: Hook) -> Result<Vec<Manager>> {
+    let mut out = Vec::new();
+    for name in [hook.name().to_string(), hook.chained_name()] {
+        if let Observed::File(b) = observe(&dir.join(name))?
+            && let Some(m) = recognise(&b)
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// The configuration files through which `manager` could run premerge for `hook`.
+fn manager_configs(repo: &Repo, dir: &Path, manager: Manager, hook: Hook) -> Vec<PathBuf> {
+    let root = repo.workdir();
+    let under_root = |names: &[&str]| -> Vec<PathBuf> {
+        root.as_ref().map(|r| names.iter().map(|n| r.join(n)).collect()).unwrap_or_default()
+    };
+    match manager {
+        Manager::PreCommit | Manager::Prek => under_root(mgr::PRE_COMMIT_CONFIGS),
+        Manager::Lefthook => under_root(mgr::LEFTHOOK_CONFIGS),
+        // husky v9 runs `<husky dir>/<hook>` for the stub `<husky dir>/_/<hook>`.
+        Manager::Husky => match (dir.file_name(), dir.parent()) {
+            (Some(n), Some(parent)) if n == "_" => vec![parent.join(hook.name())],
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// A hook manager that runs at `hook` and whose configuration runs premerge there,
+/// with the file that says so.
+pub(crate) fn premerge_runner(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<(Manager, PathBuf)>> {
+    for manager in live_managers(dir, hook)? {
+        for file in manager_configs(repo, dir, manager, hook) {
+            if read_manager_config(&file).is_some_and(|t| mgr::runs_premerge(&t, hook)) {
+                return Ok(Some((manager, file)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Whether premerge's own shim runs at `hook`: the hook file, pre-commit's or prek's
+/// legacy hook, or a config-declared hook.
+pub(crate) fn shim_runs(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
+    for name in [hook.name().to_string(), pre_commit_legacy_name(hook)] {
+        let path = dir.join(&name);
+        if matches!(observe(&path)?, Observed::File(b) if parse_shim(&b).is_some()) {
+            if name != hook.name()
+                && !matches!(live_managers(dir, hook)?.first(), Some(Manager::PreCommit | Manager::Prek))
+            {
+                continue;
+            }
+            return Ok(Some(path));
+        }
+    }
+    if repo.config_string(&format!("hook.{CONFIG_HOOK_PREFIX}{hook}.command"))?.is_some() {
+        return Ok(Some(config_shim_path(repo, hook)));
+    }
+    Ok(None)
+}
+
+/// premerge's shim where `lefthook install` moved it (`<hook>.old`, which lefthook
+/// never runs), when the hook is lefthook's.
+pub(crate) fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
+    let at_hook = observe(&dir.join(hook.name()))?;
+    if !matches!(&at_hook, Observed::File(b) if recognise(b) == Some(Manager::Lefthook)) {
+        return Ok(None);
+    }
+    let old = dir.join(lefthook_old_name(hook));
+    Ok(matches!(observe(&old)?, Observed::File(b) if parse_shim(&b).is_some()).then_some(old))
 }
 
 /// Open `--repo DIR` (relative to the command's directory) or the current repository.
@@ -260,7 +394,59 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     // Decide everything before changing anything.
     let mut plans = Vec::new();
     let mut refusals = Vec::new();
+    let mut notes = Vec::new();
+    let mut stale = Vec::new();
+    let mut to_lefthook = Vec::new();
     for hook in hooks {
+        if let Some(old) = shim_moved_by_lefthook(&dir, *hook)? {
+            stale.push((*hook, old));
+        }
+        if let Some((manager, file)) = premerge_runner(repo, &dir, *hook)? {
+            let m = manager.name();
+            match shim_runs(repo, &dir, *hook)? {
+                Some(shim) => ctx.warn(format_args!(
+                    "premerge runs twice on every {hook}: {m} runs it ({}) and so does premerge's shim {}; remove one: `premerge uninstall --hooks {hook}` (keeps {m}'s), or take premerge out of {}",
+                    file.display(),
+                    shim.display(),
+                    file.display()
+                )),
+                None => notes.push(format!(
+                    "{hook}: {m} runs premerge ({}); no shim written (it would run premerge twice)",
+                    file.display()
+                )),
+            }
+            continue;
+        }
+        let path = dir.join(hook.name());
+        if matches!(observe(&path)?, Observed::File(b) if recognise(&b) == Some(Manager::Lefthook)) {
+            to_lefthook.push(*hook);
+        }
+    }
+    // lefthook moves any hook file of premerge's aside on its next install: where
+    // lefthook runs a hook, premerge goes into lefthook's local configuration instead.
+    let mut lefthook_local = None;
+    if let (false, Some(root)) = (to_lefthook.is_empty(), repo.workdir()) {
+        let file = root.join(mgr::LEFTHOOK_LOCAL);
+        let existing = match observe(&file)? {
+            Observed::Absent => None,
+            Observed::File(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            _ => bail!("{}: not a regular file; remove it, then install again", file.display()),
+        };
+        match mgr::lefthook_local_with_block(existing.as_deref(), &to_lefthook) {
+            Some(text) => lefthook_local = Some((file, text, to_lefthook.clone())),
+            None => ctx.warn(format_args!(
+                "{}: already defines {}: add premerge there by hand (premerge install --print-config lefthook); until then premerge's shim chains lefthook's hook, and the next `lefthook install` moves it aside",
+                file.display(),
+                to_lefthook.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+    for hook in hooks {
+        let runs_elsewhere = premerge_runner(repo, &dir, *hook)?.is_some()
+            || lefthook_local.as_ref().is_some_and(|(_, _, hs)| hs.contains(hook));
+        if runs_elsewhere {
+            continue;
+        }
         let path = dir.join(hook.name());
         let chained = dir.join(hook.chained_name());
         let (at_hook, at_chained) = (observe(&path)?, observe(&chained)?);
@@ -287,6 +473,19 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     if !refusals.is_empty() {
         bail!("nothing was installed: {}", refusals.join("; "));
     }
+    if let Some((file, text, hs)) = &lefthook_local {
+        let root = file.parent().expect("a file under the working tree");
+        let mode = fs::metadata(file).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        stage(root, text.as_bytes(), mode)?
+            .persist(file)
+            .map_err(|e| anyhow!("{}: rename into place failed: {}", file.display(), e.error))?;
+        for hook in hs {
+            notes.push(format!(
+                "{hook}: lefthook runs this hook; added premerge to {} (lefthook merges it into its configuration, and `lefthook install` keeps it)",
+                file.display()
+            ));
+        }
+    }
     for hook in hooks {
         if repo.config_string(&format!("hook.{CONFIG_HOOK_PREFIX}{hook}.command"))?.is_some() {
             ctx.warn(format_args!(
@@ -303,7 +502,8 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
             InstallAction::ViaPreCommitLegacy { shim: Some(shim) }
             | InstallAction::Write { shim }
             | InstallAction::Update { shim, .. }
-            | InstallAction::Chain { shim, .. } => {
+            | InstallAction::Chain { shim, .. }
+            | InstallAction::Rechain { shim, .. } => {
                 Some(stage(&dir, shim.as_bytes(), SHIM_MODE).context("nothing was installed")?)
             }
         };
@@ -330,7 +530,31 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
                     done.push(Done::Renamed(path.clone(), chained.clone()));
                     let whose =
                         manager.map_or("the existing hook".to_string(), |m| format!("the existing {} hook", m.name()));
-                    format!("{hook}: installed {}; {whose} runs first, kept as {}", path.display(), chained.display())
+                    let mut line = format!(
+                        "{hook}: installed {}; {whose} runs first, kept as {}",
+                        path.display(),
+                        chained.display()
+                    );
+                    if *manager == Some(Manager::Husky) {
+                        line.push_str(&husky_advice(&dir, hook));
+                    }
+                    line
+                }
+                InstallAction::Rechain { manager, .. } => {
+                    let orphan = fs::read(&chained).with_context(|| format!("{}: cannot read", chained.display()))?;
+                    done.push(Done::Wrote(chained.clone(), Some(orphan)));
+                    fs::rename(&path, &chained).with_context(|| format!("{}: cannot move aside", path.display()))?;
+                    done.push(Done::Renamed(path.clone(), chained.clone()));
+                    let m = manager.name();
+                    let mut line = format!(
+                        "{hook}: repaired: {m} had rewritten {} and dropped premerge's shim; the shim is back, and {m}'s current hook runs first, kept as {}",
+                        path.display(),
+                        chained.display()
+                    );
+                    if *manager == Manager::Husky {
+                        line.push_str(&husky_advice(&dir, hook));
+                    }
+                    line
                 }
                 InstallAction::Update { from_version, .. } => {
                     format!("{hook}: updated {} (shim of premerge {from_version})", path.display())
@@ -341,7 +565,9 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
                 _ => format!("{hook}: installed {}", path.display()),
             };
             let previous = match at_hook {
-                Observed::File(b) if !matches!(action, InstallAction::Chain { .. }) => Some(b),
+                Observed::File(b) if !matches!(action, InstallAction::Chain { .. } | InstallAction::Rechain { .. }) => {
+                    Some(b)
+                }
                 _ => None,
             };
             tmp.persist(&path).map_err(|e| anyhow!("{}: rename into place failed: {}", path.display(), e.error))?;
@@ -357,16 +583,35 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
         }
     }
     sync_dir(&dir);
+    for (hook, old) in &stale {
+        fs::remove_file(old).with_context(|| format!("{}: cannot remove", old.display()))?;
+        notes.push(format!(
+            "{hook}: removed premerge's shim that `lefthook install` had moved to {}, where it never ran",
+            old.display()
+        ));
+    }
     let why = match &hooks_dir.hooks_path_config {
         Some(v) => format!("core.hooksPath = {v}"),
         None => "git's default".to_string(),
     };
     writeln!(ctx.stdout, "hooks directory: {} ({why})", dir.display())?;
-    for line in report {
+    let any_shim = !report.is_empty();
+    for line in report.into_iter().chain(notes) {
         writeln!(ctx.stdout, "{line}")?;
     }
-    writeln!(ctx.stdout, "the shims run {bin} (premerge {}); PREMERGE=0 skips premerge", crate::VERSION)?;
+    if any_shim {
+        writeln!(ctx.stdout, "the shims run {bin} (premerge {}); PREMERGE=0 skips premerge", crate::VERSION)?;
+    }
     Ok(Exit::Ok)
+}
+
+/// What to tell a husky user whose hooks directory premerge's shim sits in.
+fn husky_advice(dir: &Path, hook: Hook) -> String {
+    let script = dir.parent().map_or_else(|| format!(".husky/{hook}"), |p| p.join(hook.name()).display().to_string());
+    format!(
+        " (husky rewrites {} whenever its prepare script runs, e.g. on npm install, which drops the shim again: to keep premerge, add `premerge install --print-config husky` to {script} instead)",
+        dir.display()
+    )
 }
 
 /// The shims of config-declared hooks live in the state directory (they chain
@@ -381,6 +626,15 @@ fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion,
     fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let hooks_dir = repo.hooks_dir()?.path;
     for hook in hooks {
+        if let Some((manager, file)) = premerge_runner(repo, &hooks_dir, *hook)? {
+            ctx.warn(format_args!(
+                "premerge runs twice on every {hook}: {} runs it ({}) and so will the config-declared hook; remove one: `premerge uninstall --hooks {hook}` (keeps {}'s), or take premerge out of {}",
+                manager.name(),
+                file.display(),
+                manager.name(),
+                file.display()
+            ));
+        }
         let file = hooks_dir.join(hook.name());
         if matches!(observe(&file)?, Observed::File(b) if crate::install::parse_shim(&b).is_some()) {
             ctx.warn(format_args!(

@@ -765,7 +765,10 @@ fn a_husky_v5_to_v8_script_keeps_working_when_chained() {
 #[test]
 fn a_lefthook_hook_keeps_working_when_chained() {
     // lefthook writes the hook name into its hook file and calls `lefthook run`.
+    // premerge goes into lefthook-local.yml where it can (tests/it/managers.rs); where
+    // that file already defines pre-push, premerge's shim chains lefthook's hook.
     let (r, _) = repo_with_remote();
+    r.write("lefthook-local.yml", "pre-push:\n  commands: {}\n");
     let rec = rec_dir(&r);
     let hook = "#!/bin/sh\nif [ \"$LEFTHOOK\" = \"0\" ]; then\n  exit 0\nfi\ncall_lefthook()\n{\n  lefthook \"$@\"\n}\ncall_lefthook run \"pre-push\" \"$@\"\n";
     let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "lefthook", hook);
@@ -849,4 +852,43 @@ fn premerge_kept_by_pre_commit_as_its_legacy_hook_is_not_chained_again() {
     assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK);
     assert_eq!(fs::read_to_string(hooks.join("pre-push.legacy")).unwrap(), "#!/bin/sh\necho mine\n");
     assert!(!hooks.join("pre-push.premerge-chained").exists());
+}
+
+#[test]
+fn a_symlinked_lefthook_local_file_is_never_written_through() {
+    // Where lefthook runs pre-push, install adds premerge to lefthook-local.yml; a
+    // symbolic link there could point anywhere, so install refuses and changes nothing.
+    let (r, _) = repo_with_remote();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), "#!/bin/sh\ncall_lefthook run \"pre-push\" \"$@\"\n");
+    let outside = r.dir.path().join("outside.yml");
+    fs::write(&outside, "keep: me\n").unwrap();
+    std::os::unix::fs::symlink(&outside, r.root.join("lefthook-local.yml")).unwrap();
+    let before = snapshot(&hooks);
+    let run = r.premerge(&["install"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("lefthook-local.yml: not a regular file"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "keep: me\n");
+    assert_eq!(snapshot(&hooks), before, "nothing was installed");
+}
+
+#[test]
+fn config_hooks_beside_a_manager_that_runs_premerge_warn_and_doctor_fails() {
+    // lefthook runs pre-push and its configuration names premerge; declaring premerge
+    // in git config too would run it twice on every push.
+    let mut r = TestRepo::new();
+    let git = fake_git(&r, "2.54.0");
+    r.env.push(("PREMERGE_GIT".into(), git.display().to_string()));
+    write_exec(&r.root.join(".git/hooks/pre-push"), "#!/bin/sh\ncall_lefthook run \"pre-push\" \"$@\"\n");
+    r.write(
+        "lefthook.yml",
+        "pre-push:\n  commands:\n    premerge:\n      run: premerge hook pre-push {1} {2}\n      use_stdin: true\n",
+    );
+    let run = r.premerge(&["install", "--config-hooks"]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("premerge runs twice on every pre-push: lefthook runs it"), "{}", run.stderr);
+    let doctor = r.premerge(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("premerge runs twice on every pre-push"), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("premerge runs twice on every post-merge"), "{}", doctor.stdout);
 }

@@ -8,6 +8,7 @@ mod foundation;
 mod gate;
 mod hostile_input;
 mod install;
+mod managers;
 mod review;
 mod scan;
 mod stripes;
