@@ -36,7 +36,7 @@ fi
 dest=$dest_dir/premerge
 
 echo "install.sh: building and installing premerge from $here"
-"$cargo" install --path "$here" --locked --force --quiet
+"$cargo" install --path "$here" --locked --force --quiet --profile dist
 if [ ! -x "$dest" ]; then
 	echo "install.sh: cargo finished but $dest is not there; check CARGO_INSTALL_ROOT / CARGO_HOME" >&2
 	exit 2

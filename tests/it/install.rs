@@ -708,6 +708,8 @@ fn install_sh_installs_the_binary_then_the_hooks_and_reruns_cleanly() {
     assert!(run.stdout.contains(&format!("installed {} (premerge ", dest.display())), "{}", run.stdout);
     let args = fs::read_to_string(rec.join("cargo.args")).unwrap();
     assert!(args.starts_with("install\n--path\n") && args.contains("--locked\n"), "{args}");
+    // The distribution profile: no debug sections in the installed binary.
+    assert!(args.contains("--profile\ndist\n"), "{args}");
     let shim = fs::read_to_string(r.root.join(".git/hooks/pre-push")).unwrap();
     assert!(shim.contains(&format!("recorded='{}'", dest.display())), "{shim}");
 
