@@ -19,6 +19,7 @@ pub mod git;
 pub mod install;
 pub mod memory;
 pub mod review;
+pub mod stage;
 pub mod store;
 pub mod stripe;
 pub mod waves;

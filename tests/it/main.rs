@@ -5,6 +5,7 @@ mod common;
 
 mod foundation;
 mod gate;
+mod hooks_safety;
 mod install;
 mod review;
 mod scan;
