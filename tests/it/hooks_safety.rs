@@ -212,6 +212,16 @@ fn real_failures_outside_a_loop_warn_and_exit_0() {
     assert!(run.stderr.starts_with("premerge: configuration: premerge.toml"), "{}", run.stderr);
     fs::remove_file(r.root.join("premerge.toml")).unwrap();
 
+    // The store cannot be opened (its database is a directory): the scan's memories
+    // cannot be written, one warning, the push goes on.
+    fs::create_dir_all(r.root.join(".git/premerge/premerge.db")).unwrap();
+    let run = pre_push(&r, &format!("refs/heads/main {head} refs/heads/main {base}\n"));
+    run.expect_code(0);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with("premerge: widening scan: "), "{}", run.stderr);
+    assert!(run.stderr.contains("PREMERGE_WIDENING_SCAN=0"), "{}", run.stderr);
+    fs::remove_dir_all(r.root.join(".git/premerge/premerge.db")).unwrap();
+
     // A commit git cannot read either: the diff fails in libgit2 and in git, the
     // hook warns once, naming libgit2's error once.
     let run = pre_push(&r, &format!("refs/heads/main {} refs/heads/main {base}\n", "1".repeat(40)));
