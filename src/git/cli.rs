@@ -47,7 +47,7 @@ impl Repo {
             }
         }
         c.env_remove("GIT_DIR").env_remove("GIT_WORK_TREE").env("LC_ALL", "C");
-        c.args(["-c", "core.quotePath=false", "-c", "diff.external=", "-c", "color.ui=never"]);
+        c.args(["-c", "core.quotePath=false", "-c", "color.ui=never"]);
         c
     }
 

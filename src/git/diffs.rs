@@ -508,3 +508,59 @@ fn fill_hunks(change: &mut FileChange, patch: &Patch<'_>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, status: Status, old: Option<&str>, new: Option<&str>) -> FileChange {
+        FileChange {
+            path: path.to_string(),
+            old_path: (status != Status::Added).then(|| path.to_string()),
+            status,
+            binary: false,
+            old_kind: if old.is_some() { EntryKind::File } else { EntryKind::Absent },
+            new_kind: if new.is_some() { EntryKind::File } else { EntryKind::Absent },
+            old_oid: old.map(str::to_string),
+            new_oid: new.map(str::to_string),
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exact_renames_prefer_the_same_file_name_then_byte_order() {
+        let mut files = vec![
+            change("a/x.rs", Status::Deleted, Some("1"), None),
+            change("b/y.rs", Status::Deleted, Some("1"), None),
+            change("c/y.rs", Status::Added, None, Some("1")),
+            change("d/z.rs", Status::Added, None, Some("1")),
+            change("e/z.rs", Status::Added, None, Some("1")),
+        ];
+        pair_exact_renames(&mut files);
+        let got: Vec<(&str, Status, Option<&str>)> =
+            files.iter().map(|f| (f.path.as_str(), f.status, f.old_path.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("c/y.rs", Status::Renamed, Some("b/y.rs")),
+                ("d/z.rs", Status::Renamed, Some("a/x.rs")),
+                ("e/z.rs", Status::Added, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_added_twin_of_a_modified_file_is_a_copy() {
+        let mut files = vec![
+            change("keep.rs", Status::Modified, Some("1"), Some("2")),
+            change("copy.rs", Status::Added, None, Some("1")),
+            change("other.rs", Status::Added, None, Some("3")),
+        ];
+        pair_exact_renames(&mut files);
+        mark_exact_copies(&mut files);
+        assert_eq!((files[1].status, files[1].old_path.as_deref()), (Status::Copied, Some("keep.rs")));
+        assert_eq!(files[2].status, Status::Added);
+    }
+}
