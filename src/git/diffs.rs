@@ -40,12 +40,15 @@ impl Repo {
 
     /// [`Repo::diff_commits`] computing only what `detail` asks for.
     pub fn diff_commits_with(&self, base: Option<&str>, head: &str, detail: Detail) -> Result<Diff> {
-        let old = match base {
-            Some(b) => Some(self.tree_of(b)?),
-            None => None,
-        };
-        let new = self.tree_of(head)?;
-        let git2 = self.odb_changes(|opts| Ok(self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(opts))?));
+        // A treeless clone (`--filter=tree:0`) lacks even the trees: git fetches them.
+        let git2 = (|| {
+            let old = match base {
+                Some(b) => Some(self.tree_of(b)?),
+                None => None,
+            };
+            let new = self.tree_of(head)?;
+            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(opts))?))
+        })();
         let files = self.or_git(git2, || self.diff_files_cli(base, NewSide::Commit(head)))?;
         let mut d = self.with_patches(files, detail)?;
         d.base = base.map(str::to_string);
@@ -60,10 +63,11 @@ impl Repo {
 
     /// [`Repo::diff_staged`] computing only what `detail` asks for.
     pub fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
-        let old = self.head_tree()?;
-        let index = self.inner.index()?;
-        let git2 =
-            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(opts))?));
+        let git2 = (|| {
+            let old = self.head_tree()?;
+            let index = self.inner.index()?;
+            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(opts))?))
+        })();
         let base = self.head_oid();
         let files = self.or_git(git2, || self.diff_files_cli(base.as_deref(), NewSide::Index))?;
         let mut d = self.with_patches(files, detail)?;

@@ -495,6 +495,11 @@ fn a_partial_clone_reads_missing_blobs_through_git() {
     scan.expect_code(0);
     let findings = scan.json()["findings"].as_array().unwrap().clone();
     assert!(findings.iter().any(|f| f["symbol"] == "Query.limit"), "{findings:?}");
+    // A treeless clone lacks the old trees as well: git fetches them.
+    let treeless = s.dir.path().join("treeless");
+    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=tree:0", &url, treeless.to_str().unwrap()]);
+    let t = s.at(&treeless);
+    assert_eq!(diff_json(&t, &["--base", "HEAD~1"]), files);
     // The pre-push hook over the same range.
     let (base, head) = (c.git(&["rev-parse", "HEAD~2"]), c.git(&["rev-parse", "HEAD"]));
     let fresh = s.dir.path().join("clone2");
