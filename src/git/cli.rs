@@ -86,12 +86,17 @@ impl Repo {
                 a.extend([base.as_str(), head]);
                 self.git_output(&a)?
             }
-            NewSide::Index | NewSide::Worktree => {
+            NewSide::Index => {
                 let mut a = vec!["diff-index"];
                 a.extend(common);
-                if matches!(new, NewSide::Index) {
-                    a.push("--cached");
-                }
+                a.extend(["--cached", base.as_str()]);
+                self.git_output(&a)?
+            }
+            NewSide::Worktree => {
+                // Porcelain `diff`, not `diff-index`: it refreshes stat information
+                // (in memory), so a file touched but unchanged is not reported.
+                let mut a = vec!["diff"];
+                a.extend(common);
                 a.push(base.as_str());
                 self.git_output(&a)?
             }

@@ -620,3 +620,25 @@ fn a_squash_merge_scans_its_staged_changes() {
     direct.expect_code(0);
     assert!(direct.stdout.contains("1 file(s) changed in the squash's staged changes (+1 -1)"), "{}", direct.stdout);
 }
+
+#[test]
+fn a_sparse_partial_clone_diffs_its_working_tree_through_git() {
+    // `--sparse` checks out only the top level: the blobs under src/ are never
+    // fetched, and libgit2, blind to skip-worktree, takes them for deleted files it
+    // cannot read. git knows better.
+    let s = promisor_server();
+    let url = format!("file://{}", s.root.display());
+    let clone = s.dir.path().join("sparse");
+    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=blob:none", "--sparse", &url, clone.to_str().unwrap()]);
+    let c = s.at(&clone);
+    assert!(!clone.join("src").exists());
+    c.write("NEW.txt", "a new file\n");
+    c.write("README.md", "# served\nmore\n");
+    let files = diff_json(&c, &["--worktree"]);
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["NEW.txt", "README.md"]);
+    assert_eq!(files["NEW.txt"]["status"], "added");
+    assert_eq!(
+        (files["README.md"]["additions"].as_u64(), files["README.md"]["deletions"].as_u64()),
+        (Some(1), Some(0))
+    );
+}
