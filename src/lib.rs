@@ -20,6 +20,7 @@ pub mod input;
 pub mod install;
 pub mod memory;
 pub mod review;
+pub mod stage;
 pub mod store;
 pub mod stripe;
 pub mod waves;

@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use premerge::cli::Cli;
+use premerge::cli::{Cli, Command};
+use premerge::commands::hook::Cmd as HookCmd;
 use premerge::commands::{Ctx, dispatch};
 use premerge::error::EXIT_ERROR;
 use premerge::input::escape_for_message;
@@ -49,7 +50,35 @@ fn main() -> ExitCode {
     // thread waits for it.
     let mut stderr = io::stderr();
     let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr };
-    let result = dispatch(cli, &mut ctx);
+    // A panic is never a bare exit 101: from a hook it is one warning line and git
+    // goes on (the stages guard themselves, this catches the rest); elsewhere it is an
+    // error line and exit 2.
+    premerge::stage::install_panic_hook();
+    let hook = match &cli.command {
+        Command::Hook(HookCmd::PrePush { .. }) => Some("pre-push"),
+        Command::Hook(HookCmd::PostMerge { .. }) => Some("post-merge"),
+        _ => None,
+    };
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        premerge::stage::inject_test_panic("command");
+        dispatch(cli, &mut ctx)
+    })) {
+        Ok(r) => r,
+        Err(payload) => {
+            let why = premerge::stage::panic_message(payload.as_ref());
+            let _ = ctx.stdout.flush();
+            return match hook {
+                Some(name) => {
+                    premerge::stage::warn(&mut io::stderr(), name, &why);
+                    ExitCode::SUCCESS
+                }
+                None => {
+                    eprintln!("premerge: internal error: {why} (a bug in premerge: please report it)");
+                    ExitCode::from(EXIT_ERROR)
+                }
+            };
+        }
+    };
     let flushed = ctx.stdout.flush();
     match result {
         Ok(exit) => {

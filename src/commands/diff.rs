@@ -68,6 +68,10 @@ impl RangeArgs {
         let head = repo.resolve_commit(self.head.as_deref().unwrap_or("HEAD"))?;
         let base = match &self.base {
             Some(b) => Some(repo.resolve_commit(b)?),
+            None if repo.is_shallow_boundary(&head) => bail!(
+                "{head}: this shallow clone's history is cut here, so its parent and its own changes are unknown \
+                 (pass --base, or fetch more history: git fetch --deepen=1)"
+            ),
             None => repo.resolve_commit(&format!("{head}^")).ok(),
         };
         Ok(repo.diff_commits_with(base.as_deref(), &head, detail)?)

@@ -2,6 +2,7 @@
 
 use git2::{Delta, DiffFindOptions, DiffOptions, FileMode, Oid, Patch, Tree};
 
+use super::cli::NewSide;
 use super::{GitError, Repo, Result};
 use crate::diff::{Diff, EntryKind, FileChange, Hunk, Status};
 
@@ -39,14 +40,17 @@ impl Repo {
 
     /// [`Repo::diff_commits`] computing only what `detail` asks for.
     pub fn diff_commits_with(&self, base: Option<&str>, head: &str, detail: Detail) -> Result<Diff> {
-        let old = match base {
-            Some(b) => Some(self.tree_of(b)?),
-            None => None,
-        };
-        let new = self.tree_of(head)?;
-        let mut opts = diff_options();
-        let diff = self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self), detail)?;
+        // A treeless clone (`--filter=tree:0`) lacks even the trees: git fetches them.
+        let git2 = (|| {
+            let old = match base {
+                Some(b) => Some(self.tree_of(b)?),
+                None => None,
+            };
+            let new = self.tree_of(head)?;
+            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(opts))?))
+        })();
+        let files = self.or_git(git2, || self.diff_files_cli(base, NewSide::Commit(head)))?;
+        let mut d = self.with_patches(files, detail)?;
         d.base = base.map(str::to_string);
         d.head = Some(head.to_string());
         Ok(d)
@@ -59,12 +63,15 @@ impl Repo {
 
     /// [`Repo::diff_staged`] computing only what `detail` asks for.
     pub fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
-        let old = self.head_tree()?;
-        let index = self.inner.index()?;
-        let mut opts = diff_options();
-        let diff = self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(&mut opts))?;
-        let mut d = convert(diff, Some(self), detail)?;
-        d.base = self.head_oid();
+        let git2 = (|| {
+            let old = self.head_tree()?;
+            let index = self.inner.index()?;
+            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(opts))?))
+        })();
+        let base = self.head_oid();
+        let files = self.or_git(git2, || self.diff_files_cli(base.as_deref(), NewSide::Index))?;
+        let mut d = self.with_patches(files, detail)?;
+        d.base = base;
         d.head = None;
         Ok(d)
     }
@@ -79,14 +86,309 @@ impl Repo {
         if self.is_bare() {
             return Err(GitError::Bare);
         }
+        let base = self.head_oid();
+        let mut d = match self.worktree_git2(detail) {
+            Ok(d) => d,
+            Err(e) if e.wants_fallback() => {
+                let files =
+                    self.diff_files_cli(base.as_deref(), NewSide::Worktree).map_err(|cli| e.with_fallback(cli))?;
+                self.with_patches(files, detail)?
+            }
+            Err(e) => return Err(e),
+        };
+        d.base = base;
+        d.head = None;
+        Ok(d)
+    }
+
+    fn worktree_git2(&self, detail: Detail) -> Result<Diff> {
         let old = self.head_tree()?;
         let mut opts = diff_options();
         opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
-        let diff = self.inner.diff_tree_to_workdir_with_index(old.as_ref(), Some(&mut opts))?;
-        let mut d = convert(diff, None, detail)?;
-        d.base = self.head_oid();
-        d.head = None;
+        let mut diff = self.inner.diff_tree_to_workdir_with_index(old.as_ref(), Some(&mut opts))?;
+        // The working tree is not hashed, so renames cannot be paired by blob id
+        // beforehand: one pass of libgit2's detection, renames only (never twice on one
+        // diff: a second pass trips its internal assertions).
+        let mut find = DiffFindOptions::new();
+        find.renames(true).for_untracked(true).rename_limit(RENAME_LIMIT);
+        diff.find_similar(Some(&mut find))?;
+        convert_with_patches(&diff, detail)
+    }
+
+    /// libgit2's answer, or, where libgit2 failed on something git can read (its own
+    /// internal errors, a partial clone's missing blobs), git's answer to the same question.
+    pub(super) fn or_git<T>(&self, git2: Result<T>, git: impl FnOnce() -> Result<T>) -> Result<T> {
+        match git2 {
+            Ok(v) => Ok(v),
+            Err(e) if e.wants_fallback() => git().map_err(|cli| e.with_fallback(cli)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The changed files of a diff whose both sides are in the object database (two
+    /// trees, or a tree and the index), renames paired, without hunks. `build` makes
+    /// the diff with the given options (called again, narrowed by a path list, for the
+    /// inexact rename pass).
+    ///
+    /// Renames are paired the way git pairs them, exact first: identical blobs by id
+    /// here, cheaply; then libgit2's similarity pass on a diff narrowed to the files
+    /// still unpaired. libgit2's `find_similar` runs once per diff: run twice on one
+    /// diff it fails (`delta_is_split(tgt)`) on twin files, one renamed and one edited.
+    fn odb_changes<'r>(
+        &'r self,
+        build: impl Fn(&mut DiffOptions) -> Result<git2::Diff<'r>>,
+    ) -> Result<Vec<FileChange>> {
+        let mut opts = diff_options();
+        let diff = build(&mut opts)?;
+        let mut files = owned_changes(&diff);
+        pair_exact_renames(&mut files);
+        let deleted: Vec<&FileChange> =
+            files.iter().filter(|f| f.status == Status::Deleted && f.old_kind == EntryKind::File).collect();
+        let added: Vec<&FileChange> =
+            files.iter().filter(|f| f.status == Status::Added && f.new_kind == EntryKind::File).collect();
+        if !deleted.is_empty() && !added.is_empty() {
+            let mut opts = diff_options();
+            opts.disable_pathspec_match(true);
+            // Paths as git stores them: a name that is not UTF-8 is matched by its bytes.
+            let mut paths: Vec<&[u8]> = deleted
+                .iter()
+                .map(|f| f.path_bytes.as_slice())
+                .chain(added.iter().map(|f| f.path_bytes.as_slice()))
+                .collect();
+            paths.sort_unstable();
+            for p in paths {
+                use std::os::unix::ffi::OsStrExt;
+                opts.pathspec(std::ffi::OsStr::from_bytes(p));
+            }
+            let mut narrow = build(&mut opts)?;
+            let mut find = DiffFindOptions::new();
+            find.renames(true).rename_limit(RENAME_LIMIT);
+            narrow.find_similar(Some(&mut find))?;
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = narrow
+                .deltas()
+                .filter(|d| d.status() == Delta::Renamed)
+                .filter_map(|d| Some((d.old_file().path_bytes()?.to_vec(), d.new_file().path_bytes()?.to_vec())))
+                .collect();
+            apply_renames(&mut files, &pairs);
+        }
+        mark_exact_copies(&mut files);
+        Ok(files)
+    }
+
+    /// The owned diff of `files`, with hunks computed from blob ids (and, for the
+    /// working tree's unhashed side, from the files themselves) when `detail` asks.
+    fn with_patches(&self, files: Vec<FileChange>, detail: Detail) -> Result<Diff> {
+        let mut files = files;
+        if detail == Detail::Hunks {
+            // Identical sides (an exact rename or copy) have no hunks: nothing to read,
+            // as in git, which matters where the blob is not there to read.
+            let pending: Vec<usize> = (0..files.len())
+                .filter(|&i| {
+                    !files[i].is_submodule() && (files[i].new_oid.is_none() || files[i].old_oid != files[i].new_oid)
+                })
+                .collect();
+            self.patch_in_parallel(&mut files, &pending)?;
+        }
+        let mut d = Diff { base: None, head: None, files };
+        d.sort();
         Ok(d)
+    }
+
+    /// Compute the hunks of `files[i]` for every `i` in `pending` from their blob ids,
+    /// spread over rayon's threads ([`Repo::on_threads`]). Where libgit2 cannot read a
+    /// blob, every blob is read through git instead ([`Repo::blobs_cli`]).
+    fn patch_in_parallel(&self, files: &mut [FileChange], pending: &[usize]) -> Result<()> {
+        let work: Vec<PatchJob> = pending
+            .iter()
+            .map(|&i| (i, files[i].old_oid.clone(), files[i].new_oid.clone(), files[i].path.clone(), files[i].new_kind))
+            .collect();
+        let root = self.workdir();
+        let worktree_side = |path: &str, kind: EntryKind| -> Result<Vec<u8>> {
+            let root = root.as_ref().ok_or(GitError::Bare)?;
+            read_worktree(&root.join(path), kind)
+        };
+        let git2 = self.on_threads(&work, |repo, (i, old, new, path, kind)| {
+            let load = |oid: &Option<String>| -> Result<Vec<u8>> {
+                match oid {
+                    Some(o) => Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec()),
+                    None => Ok(Vec::new()),
+                }
+            };
+            let a = load(old)?;
+            let b = match (new, kind) {
+                (None, EntryKind::File | EntryKind::Symlink) => worktree_side(path, *kind)?,
+                _ => load(new)?,
+            };
+            Ok((*i, patch_of(&a, &b, path)?))
+        });
+        let results = self.or_git(git2, || {
+            let mut oids: Vec<&str> = Vec::new();
+            for (_, old, new, _, _) in &work {
+                oids.extend(old.as_deref());
+                oids.extend(new.as_deref());
+            }
+            let mut blobs = self.blobs_cli(&oids)?.into_iter();
+            let mut out = Vec::with_capacity(work.len());
+            for (i, old, new, path, kind) in &work {
+                let mut next =
+                    |o: &Option<String>| if o.is_some() { blobs.next().unwrap_or_default() } else { Vec::new() };
+                let a = next(old);
+                let b = match (new, kind) {
+                    (None, EntryKind::File | EntryKind::Symlink) => worktree_side(path, *kind)?,
+                    _ => next(new),
+                };
+                out.push((*i, patch_of(&a, &b, path)?));
+            }
+            Ok(out)
+        })?;
+        for (i, c) in results {
+            files[i].binary = c.binary;
+            files[i].additions = c.additions;
+            files[i].deletions = c.deletions;
+            files[i].hunks = c.hunks;
+        }
+        Ok(())
+    }
+}
+
+/// One change to patch: its index, old and new blob ids, path and new kind.
+type PatchJob = (usize, Option<String>, Option<String>, String, EntryKind);
+
+/// One side of a change in the working tree: a file's bytes, a symlink's target.
+fn read_worktree(path: &std::path::Path, kind: EntryKind) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| GitError::Cli(format!("{}: cannot read: {e}", path.display()));
+    if kind == EntryKind::Symlink {
+        use std::os::unix::ffi::OsStrExt;
+        return Ok(std::fs::read_link(path).map_err(io)?.as_os_str().as_bytes().to_vec());
+    }
+    std::fs::read(path).map_err(io)
+}
+
+/// The hunks of one change from the bytes of its two sides.
+fn patch_of(a: &[u8], b: &[u8], path: &str) -> Result<FileChange> {
+    let p = std::path::Path::new(path);
+    let mut opts = diff_options();
+    let patch = Patch::from_buffers(a, Some(p), b, Some(p), Some(&mut opts))?;
+    let mut change = FileChange {
+        path: String::new(),
+        old_path: None,
+        path_bytes: Vec::new(),
+        old_path_bytes: None,
+        status: Status::Modified,
+        binary: patch.delta().flags().is_binary(),
+        old_kind: EntryKind::Absent,
+        new_kind: EntryKind::Absent,
+        old_oid: None,
+        new_oid: None,
+        additions: 0,
+        deletions: 0,
+        hunks: Vec::new(),
+    };
+    if !change.binary {
+        fill_hunks(&mut change, &patch)?;
+    }
+    Ok(change)
+}
+
+/// Pair each added file with a deleted file of the identical blob as a rename, as
+/// git's exact rename pass does: among several candidates, one with the same file
+/// name first, then the first in byte order of path.
+fn pair_exact_renames(files: &mut Vec<FileChange>) {
+    use std::collections::BTreeMap;
+    let blob_side = |k: EntryKind| matches!(k, EntryKind::File | EntryKind::Symlink);
+    let mut deleted: BTreeMap<(&str, bool), Vec<usize>> = BTreeMap::new();
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| files[a].path.as_bytes().cmp(files[b].path.as_bytes()));
+    for &i in &order {
+        let f = &files[i];
+        if f.status == Status::Deleted
+            && blob_side(f.old_kind)
+            && let Some(oid) = f.old_oid.as_deref()
+        {
+            deleted.entry((oid, f.old_kind == EntryKind::Symlink)).or_default().push(i);
+        }
+    }
+    if deleted.is_empty() {
+        return;
+    }
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for &i in &order {
+        let f = &files[i];
+        if f.status != Status::Added || !blob_side(f.new_kind) {
+            continue;
+        }
+        let Some(oid) = f.new_oid.as_deref() else { continue };
+        let Some(cands) = deleted.get_mut(&(oid, f.new_kind == EntryKind::Symlink)) else { continue };
+        if cands.is_empty() {
+            continue;
+        }
+        let own = name(&f.path);
+        let pick = cands.iter().position(|&d| name(&files[d].path) == own).unwrap_or(0);
+        pairs.push((cands.remove(pick), i));
+    }
+    let mut gone = vec![false; files.len()];
+    for (d, a) in pairs {
+        let old_path = files[d].path.clone();
+        files[a].status = Status::Renamed;
+        files[a].old_path = Some(old_path);
+        files[a].old_path_bytes = Some(files[d].path_bytes.clone());
+        files[a].old_kind = files[d].old_kind;
+        files[a].old_oid = files[d].old_oid.clone();
+        gone[d] = true;
+    }
+    let mut i = 0;
+    files.retain(|_| {
+        i += 1;
+        !gone[i - 1]
+    });
+}
+
+/// Turn each `(old path, new path)` rename found by libgit2's similarity pass into one
+/// renamed change, replacing the deletion and the addition it pairs.
+fn apply_renames(files: &mut Vec<FileChange>, pairs: &[(Vec<u8>, Vec<u8>)]) {
+    for (old, new) in pairs {
+        let d = files.iter().position(|f| f.status == Status::Deleted && f.path_bytes == *old);
+        let a = files.iter().position(|f| f.status == Status::Added && f.path_bytes == *new);
+        let (Some(d), Some(a)) = (d, a) else { continue };
+        let del = files[d].clone();
+        let add = &mut files[a];
+        add.status = Status::Renamed;
+        add.old_path = Some(del.path);
+        add.old_path_bytes = Some(del.path_bytes);
+        add.old_kind = del.old_kind;
+        add.old_oid = del.old_oid;
+        files.remove(d);
+    }
+}
+
+/// An added file identical to the old side of a file the change also modifies is a
+/// copy of it (what `git diff -C` reports for an exact copy).
+fn mark_exact_copies(files: &mut [FileChange]) {
+    use std::collections::BTreeMap;
+    let mut sources: BTreeMap<String, (Vec<u8>, String, EntryKind)> = BTreeMap::new();
+    for f in files.iter() {
+        if matches!(f.status, Status::Modified | Status::Renamed)
+            && f.old_kind == EntryKind::File
+            && let (Some(oid), Some(old), Some(old_bytes)) = (&f.old_oid, &f.old_path, &f.old_path_bytes)
+        {
+            let e = sources.entry(oid.clone()).or_insert_with(|| (old_bytes.clone(), old.clone(), f.old_kind));
+            if *old_bytes < e.0 {
+                *e = (old_bytes.clone(), old.clone(), f.old_kind);
+            }
+        }
+    }
+    for f in files.iter_mut() {
+        if f.status == Status::Added
+            && f.new_kind == EntryKind::File
+            && let Some((old_bytes, old, kind)) = f.new_oid.as_ref().and_then(|o| sources.get(o))
+        {
+            f.status = Status::Copied;
+            f.old_path = Some(old.clone());
+            f.old_path_bytes = Some(old_bytes.clone());
+            f.old_kind = *kind;
+            f.old_oid = f.new_oid.clone();
+        }
     }
 }
 
@@ -120,25 +422,10 @@ fn oid_string(o: Oid) -> Option<String> {
 /// `diff.renameLimit`, so premerge pairs renames exactly where `git diff -M` does.
 const RENAME_LIMIT: usize = 1000;
 
-/// Copy a git2 diff into the owned model, with rename and copy detection on.
-///
-/// `odb` is the repository when both sides are in its object database
-/// (commits and the index): patches are then computed in parallel from blob ids.
-fn convert(mut diff: git2::Diff<'_>, odb: Option<&Repo>, detail: Detail) -> Result<Diff> {
-    // Exact renames first, as git does: pairing identical blobs by id is cheap and takes
-    // them out of the inexact pass, whose similarity matrix is the expensive part.
-    let mut exact = DiffFindOptions::new();
-    exact.renames(true).copies(true).for_untracked(true).exact_match_only(true);
-    diff.find_similar(Some(&mut exact))?;
-    let mut find = DiffFindOptions::new();
-    // Inexact copies would compare every modified file against every addition, which
-    // `git diff -M` does not do either; inexact renames only.
-    find.renames(true).for_untracked(true).rename_limit(RENAME_LIMIT);
-    diff.find_similar(Some(&mut find))?;
+/// Copy a git2 diff's changes into the owned model, without hunks.
+fn owned_changes(diff: &git2::Diff<'_>) -> Vec<FileChange> {
     let mut files = Vec::with_capacity(diff.deltas().len());
-    let mut pending = Vec::new();
-    for idx in 0..diff.deltas().len() {
-        let delta = diff.get_delta(idx).expect("index is within deltas().len()");
+    for delta in diff.deltas() {
         let status = match delta.status() {
             Delta::Added | Delta::Untracked => Status::Added,
             Delta::Deleted => Status::Deleted,
@@ -153,40 +440,51 @@ fn convert(mut diff: git2::Diff<'_>, odb: Option<&Repo>, detail: Detail) -> Resu
         let new_f = delta.new_file();
         let old_exists = !matches!(status, Status::Added);
         let new_exists = !matches!(status, Status::Deleted);
-        let old_kind = kind(old_f.mode(), old_exists);
-        let new_kind = kind(new_f.mode(), new_exists);
         let new_path = path_string(new_f.path());
         let old_path = path_string(old_f.path());
         let path = if new_exists { new_path.clone() } else { old_path.clone() }.unwrap_or_default();
         let new_bytes = new_f.path_bytes().map(<[u8]>::to_vec);
         let old_bytes = old_f.path_bytes().map(<[u8]>::to_vec);
         let path_bytes = if new_exists { new_bytes } else { old_bytes.clone() }.unwrap_or_default();
-        let mut change = FileChange {
+        files.push(FileChange {
             path,
             old_path: if status == Status::Added { None } else { old_path },
             path_bytes,
             old_path_bytes: if status == Status::Added { None } else { old_bytes },
             status,
             binary: false,
-            old_kind,
-            new_kind,
+            old_kind: kind(old_f.mode(), old_exists),
+            new_kind: kind(new_f.mode(), new_exists),
             old_oid: if old_exists { oid_string(old_f.id()) } else { None },
             new_oid: if new_exists { oid_string(new_f.id()) } else { None },
             additions: 0,
             deletions: 0,
             hunks: Vec::new(),
-        };
-        if change.is_submodule() || detail == Detail::Files {
-            // A gitlink is reported, never read: there is no text to diff.
-            files.push(change);
-            continue;
-        }
-        if odb.is_some() {
-            // Both sides live in the object database: the patch is computed below, in
-            // parallel, from the blob ids alone.
-            pending.push(files.len());
-        } else {
-            let patch = Patch::from_diff(&diff, idx)?;
+        });
+    }
+    files
+}
+
+/// The owned model of a working-tree diff (renames already found), hunks computed by
+/// libgit2 from the diff itself when `detail` asks: the working tree's side is not in
+/// the object database.
+fn convert_with_patches(diff: &git2::Diff<'_>, detail: Detail) -> Result<Diff> {
+    let mut files = owned_changes(diff);
+    if detail == Detail::Hunks {
+        // `owned_changes` skips the same deltas in the same order: walk both together.
+        let mut next = 0;
+        for idx in 0..diff.deltas().len() {
+            let delta = diff.get_delta(idx).expect("index is within deltas().len()");
+            if matches!(delta.status(), Delta::Unmodified | Delta::Ignored | Delta::Unreadable | Delta::Conflicted) {
+                continue;
+            }
+            let change = &mut files[next];
+            next += 1;
+            if change.is_submodule() {
+                // A gitlink is reported, never read: there is no text to diff.
+                continue;
+            }
+            let patch = Patch::from_diff(diff, idx)?;
             let delta_after = diff.get_delta(idx).expect("index is within deltas().len()");
             change.binary = delta_after.flags().is_binary()
                 || delta_after.old_file().is_binary()
@@ -194,64 +492,13 @@ fn convert(mut diff: git2::Diff<'_>, odb: Option<&Repo>, detail: Detail) -> Resu
             if let Some(patch) = patch
                 && !change.binary
             {
-                fill_hunks(&mut change, &patch)?;
+                fill_hunks(change, &patch)?;
             }
         }
-        files.push(change);
-    }
-    if let Some(repo) = odb {
-        patch_in_parallel(repo, &mut files, &pending)?;
     }
     let mut d = Diff { base: None, head: None, files };
     d.sort();
     Ok(d)
-}
-
-/// Compute the hunks of `files[i]` for every `i` in `pending` from their blob ids,
-/// spread over rayon's threads ([`Repo::on_threads`]).
-fn patch_in_parallel(repo: &Repo, files: &mut [FileChange], pending: &[usize]) -> Result<()> {
-    let work: Vec<(usize, Option<String>, Option<String>, String)> = pending
-        .iter()
-        .map(|&i| (i, files[i].old_oid.clone(), files[i].new_oid.clone(), files[i].path.clone()))
-        .collect();
-    let results = repo.on_threads(&work, |repo, (i, old, new, path)| {
-        let load = |oid: &Option<String>| -> Result<Vec<u8>> {
-            match oid {
-                Some(o) => Ok(repo.find_blob(Oid::from_str(o)?)?.content().to_vec()),
-                None => Ok(Vec::new()),
-            }
-        };
-        let (a, b) = (load(old)?, load(new)?);
-        let p = std::path::Path::new(path.as_str());
-        let mut opts = diff_options();
-        let patch = Patch::from_buffers(&a, Some(p), &b, Some(p), Some(&mut opts))?;
-        let mut change = FileChange {
-            path: String::new(),
-            old_path: None,
-            path_bytes: Vec::new(),
-            old_path_bytes: None,
-            status: Status::Modified,
-            binary: patch.delta().flags().is_binary(),
-            old_kind: EntryKind::Absent,
-            new_kind: EntryKind::Absent,
-            old_oid: None,
-            new_oid: None,
-            additions: 0,
-            deletions: 0,
-            hunks: Vec::new(),
-        };
-        if !change.binary {
-            fill_hunks(&mut change, &patch)?;
-        }
-        Ok((*i, change))
-    })?;
-    for (i, c) in results {
-        files[i].binary = c.binary;
-        files[i].additions = c.additions;
-        files[i].deletions = c.deletions;
-        files[i].hunks = c.hunks;
-    }
-    Ok(())
 }
 
 /// Copy a patch's hunks and added/removed line numbers into `change`.
@@ -279,4 +526,62 @@ fn fill_hunks(change: &mut FileChange, patch: &Patch<'_>) -> Result<()> {
         change.hunks.push(out);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, status: Status, old: Option<&str>, new: Option<&str>) -> FileChange {
+        FileChange {
+            path: path.to_string(),
+            old_path: (status != Status::Added).then(|| path.to_string()),
+            path_bytes: path.as_bytes().to_vec(),
+            old_path_bytes: (status != Status::Added).then(|| path.as_bytes().to_vec()),
+            status,
+            binary: false,
+            old_kind: if old.is_some() { EntryKind::File } else { EntryKind::Absent },
+            new_kind: if new.is_some() { EntryKind::File } else { EntryKind::Absent },
+            old_oid: old.map(str::to_string),
+            new_oid: new.map(str::to_string),
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exact_renames_prefer_the_same_file_name_then_byte_order() {
+        let mut files = vec![
+            change("a/x.rs", Status::Deleted, Some("1"), None),
+            change("b/y.rs", Status::Deleted, Some("1"), None),
+            change("c/y.rs", Status::Added, None, Some("1")),
+            change("d/z.rs", Status::Added, None, Some("1")),
+            change("e/z.rs", Status::Added, None, Some("1")),
+        ];
+        pair_exact_renames(&mut files);
+        let got: Vec<(&str, Status, Option<&str>)> =
+            files.iter().map(|f| (f.path.as_str(), f.status, f.old_path.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("c/y.rs", Status::Renamed, Some("b/y.rs")),
+                ("d/z.rs", Status::Renamed, Some("a/x.rs")),
+                ("e/z.rs", Status::Added, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_added_twin_of_a_modified_file_is_a_copy() {
+        let mut files = vec![
+            change("keep.rs", Status::Modified, Some("1"), Some("2")),
+            change("copy.rs", Status::Added, None, Some("1")),
+            change("other.rs", Status::Added, None, Some("3")),
+        ];
+        pair_exact_renames(&mut files);
+        mark_exact_copies(&mut files);
+        assert_eq!((files[1].status, files[1].old_path.as_deref()), (Status::Copied, Some("keep.rs")));
+        assert_eq!(files[2].status, Status::Added);
+    }
 }

@@ -47,7 +47,9 @@ impl Repo {
         let mut entries = cfg.entries(Some(regex))?;
         while let Some(e) = entries.next() {
             let e = e?;
-            if let (Some(name), Some(value)) = (e.name(), e.value()) {
+            // Valueless (git's shorthand for true): git2 panics when asked its value.
+            let value = if e.has_value() { e.value() } else { Some("true") };
+            if let (Some(name), Some(value)) = (e.name(), value) {
                 out.push((name.to_string(), value.to_string()));
             }
         }

@@ -5,7 +5,9 @@
 //! Submodules of this module group `impl Repo` blocks by concern: `diffs` (trees,
 //! index, working tree), `push` (pre-push and post-merge ranges).
 
+mod cli;
 mod diffs;
+pub use cli::parse_raw;
 pub use diffs::Detail;
 mod gate;
 mod install;
@@ -18,7 +20,7 @@ use git2::{ObjectType, Oid, Repository};
 
 pub use gate::PathCommits;
 pub use install::HooksDir;
-pub use push::{PushLine, parse_push_lines};
+pub use push::{PushLine, Range, parse_push_lines};
 
 use crate::store::StateDir;
 
@@ -48,9 +50,33 @@ pub enum GitError {
     /// The operation needs a working tree.
     #[error("repository has no working tree (bare)")]
     Bare,
-    /// Anything else libgit2 reported.
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
+    /// Anything else libgit2 reported. Its message only, not also as a source: the
+    /// error chain would print it twice.
+    #[error("git: {}", .0.message())]
+    Git(git2::Error),
+    /// The `git` executable (the fallback) failed or answered unexpectedly.
+    #[error("{0}")]
+    Cli(String),
+}
+
+impl From<git2::Error> for GitError {
+    fn from(e: git2::Error) -> GitError {
+        GitError::Git(e)
+    }
+}
+
+impl GitError {
+    /// Whether git may read what libgit2 could not: its internal errors, objects it
+    /// cannot find (a partial clone's missing blobs), anything else it reported. Not
+    /// a revision that names nothing or the wrong kind of object: git agrees on those.
+    pub(super) fn wants_fallback(&self) -> bool {
+        matches!(self, GitError::Git(_))
+    }
+
+    /// This libgit2 error, with what the `git` fallback said when it failed too.
+    pub(super) fn with_fallback(self, cli: GitError) -> GitError {
+        GitError::Cli(format!("{self}; git fallback: {cli}"))
+    }
 }
 
 pub type Result<T> = std::result::Result<T, GitError>;
@@ -165,14 +191,18 @@ impl Repo {
 
     /// The contents of a blob.
     pub fn blob(&self, oid: &str) -> Result<Vec<u8>> {
-        Ok(self.inner.find_blob(Oid::from_str(oid)?)?.content().to_vec())
+        let git2 = (|| Ok(self.inner.find_blob(Oid::from_str(oid)?)?.content().to_vec()))();
+        self.or_git(git2, || Ok(self.blobs_cli(&[oid])?.pop().unwrap_or_default()))
     }
 
     /// The contents of many blobs, in the order asked. Large batches are read on rayon's
     /// threads, each with its own repository handle (a git2 `Repository` is not `Sync`),
     /// as inflating thousands of objects one after another would leave cores idle.
+    /// Where libgit2 cannot read one (a partial clone's missing blob), all are read
+    /// through git, which fetches what is missing from the promisor remote.
     pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>> {
-        self.on_threads(oids, |repo, oid| Ok(repo.find_blob(Oid::from_str(oid)?)?.content().to_vec()))
+        let git2 = self.on_threads(oids, |repo, oid| Ok(repo.find_blob(Oid::from_str(oid)?)?.content().to_vec()));
+        self.or_git(git2, || self.blobs_cli(oids))
     }
 
     /// `f` over every item, in order. Many items are spread over rayon's threads in
@@ -227,7 +257,10 @@ impl Repo {
         let mut entries = cfg.entries(Some("premerge\\..*"))?;
         while let Some(e) = entries.next() {
             let e = e?;
-            if let (Some(name), Some(value)) = (e.name(), e.value()) {
+            // A key without `=` is git's shorthand for true; git2 panics when asked
+            // for its value, so it is never asked.
+            let value = if e.has_value() { e.value() } else { Some("true") };
+            if let (Some(name), Some(value)) = (e.name(), value) {
                 out.push((name.to_string(), value.to_string()));
             }
         }
@@ -242,6 +275,16 @@ impl Repo {
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Whether `oid` is where a shallow clone's history was cut (listed in
+    /// `<git dir>/shallow`): libgit2 shows it without parents, but it is no root.
+    pub fn is_shallow_boundary(&self, oid: &str) -> bool {
+        if !self.inner.is_shallow() {
+            return false;
+        }
+        std::fs::read_to_string(self.common_dir().join("shallow"))
+            .is_ok_and(|list| list.lines().any(|l| l.trim().eq_ignore_ascii_case(oid)))
     }
 
     /// Whether the repository is bare.

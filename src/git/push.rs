@@ -79,8 +79,17 @@ impl Repo {
         if line.is_deletion() {
             return Ok(None);
         }
-        let local = line.local_oid.clone();
-        if !line.is_new_ref() && self.has_object(&line.remote_oid) {
+        // An annotated tag (`git push --follow-tags`) pushes the commit it points at;
+        // a tag of a tree or a blob pushes no commits at all.
+        let Some(local) = self.commit_of(&line.local_oid)? else { return Ok(None) };
+        let remote_oid = match self.has_object(&line.remote_oid) {
+            true => self.commit_of(&line.remote_oid)?,
+            false => None,
+        };
+        if !line.is_new_ref()
+            && let Some(remote_oid) = remote_oid
+        {
+            let line = PushLine { remote_oid, ..line.clone() };
             if line.remote_oid == local {
                 return Ok(None);
             }
@@ -115,8 +124,22 @@ impl Repo {
             return Ok(None);
         };
         let first = self.inner.find_commit(first?)?;
+        if first.parent_count() == 0 && self.is_shallow_boundary(&first.id().to_string()) {
+            // A shallow clone's oldest commit is where history was cut, not a root:
+            // its own changes are unknown, so the range starts after it.
+            return Ok((first.id().to_string() != local).then(|| (Some(first.id().to_string()), local.to_string())));
+        }
         let base = first.parent_id(0).ok().map(|o| o.to_string());
         Ok(Some((base, local.to_string())))
+    }
+
+    /// The commit `oid` names, peeling annotated tags; `None` when it names a tree
+    /// or a blob (directly or through tags).
+    fn commit_of(&self, oid: &str) -> Result<Option<String>> {
+        let obj = Oid::from_str(oid)
+            .and_then(|o| self.inner.find_object(o, None))
+            .map_err(|_| GitError::UnknownRevision { rev: oid.to_string() })?;
+        Ok(obj.peel(git2::ObjectType::Commit).ok().map(|c| c.id().to_string()))
     }
 
     /// The ranges of every line of one push, in input order (lines that push no new

@@ -244,8 +244,14 @@ fn malformed_pre_push_line_names_the_line() {
     let head = r.git(&["rev-parse", "HEAD"]);
     let stdin = format!("refs/heads/main {head} refs/heads/main {head}\nbogus line\n");
     let out = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
-    out.expect_code(2);
-    assert_eq!(out.stderr.trim(), "premerge: pre-push input line 2: expected 4 space-separated fields, found 2");
+    // premerge's own failure never blocks a push outside a fix loop: one warning line.
+    out.expect_code(0);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("premerge: diff: pre-push input line 2: expected 4 space-separated fields, found 2 ("),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -322,9 +328,10 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(out.stderr.trim(), "premerge: premerge.toml: unknown key `scan.max_bytes`");
 
     r.write("premerge.toml", "[scan\n");
+    // In a hook the same bad file is a warning: the merge is done, premerge stands aside.
     let out = r.premerge(&["hook", "post-merge", "0"]);
-    out.expect_code(2);
-    assert!(out.stderr.starts_with("premerge: premerge.toml: "), "{}", out.stderr);
+    out.expect_code(0);
+    assert!(out.stderr.starts_with("premerge: configuration: premerge.toml: "), "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 
     fs::remove_file(r.root.join("premerge.toml")).unwrap();

@@ -6,6 +6,7 @@ mod common;
 mod fence_loop;
 mod foundation;
 mod gate;
+mod hooks_safety;
 mod hostile_input;
 mod install;
 mod managers;

@@ -466,8 +466,9 @@ fn a_scan_error_in_a_hook_is_a_warning_and_the_push_goes_on() {
     let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
     let run = r.premerge_stdin(&["hook", "pre-push", "origin", "url"], stdin.as_bytes());
     run.expect_code(0);
-    assert!(run.stderr.contains("premerge: warning: widening scan: scan.ignore"), "{}", run.stderr);
-    assert!(run.stderr.contains("signal only: continuing"), "{}", run.stderr);
+    assert!(run.stderr.starts_with("premerge: widening scan: scan.ignore"), "{}", run.stderr);
+    assert!(run.stderr.contains("signal only, not blocking"), "{}", run.stderr);
+    assert!(run.stderr.contains("PREMERGE_WIDENING_SCAN=0"), "{}", run.stderr);
 }
 
 #[test]

@@ -1,0 +1,315 @@
+//! The `git` executable as the fallback of libgit2: the same data (a diff's changed
+//! paths, blob contents), asked of git where libgit2 cannot give it.
+//!
+//! libgit2 cannot fetch a partial clone's missing blobs from its promisor remote, and
+//! it has internal errors of its own on some real histories. git does both: a blob a
+//! `--filter=blob:none` clone lacks is fetched on demand, as `git diff` would. Every
+//! command here is plumbing with machine-readable output (`diff-tree --raw -z`,
+//! `cat-file --batch`), run without a shell and with the repository named explicitly.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use super::{GitError, Repo, Result};
+use crate::diff::{EntryKind, FileChange, Status};
+
+/// What the new side of a fallback diff is.
+#[derive(Debug, Clone, Copy)]
+pub enum NewSide<'a> {
+    /// A commit (its id).
+    Commit(&'a str),
+    /// The index, compared with HEAD.
+    Index,
+    /// The working tree, compared with HEAD (untracked files count as added).
+    Worktree,
+}
+
+/// The error of one git invocation, with its stderr's last line.
+fn failed(what: &str, stderr: &[u8]) -> GitError {
+    let text = String::from_utf8_lossy(stderr);
+    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
+    GitError::Cli(format!("`git {what}`: {last}"))
+}
+
+impl Repo {
+    /// A `git` command for this repository: the git directory and working tree named
+    /// explicitly (a hook's `GIT_DIR` may be relative to another directory), fixed
+    /// output independent of the user's diff settings.
+    fn git_command(&self) -> Command {
+        let mut c = Command::new("git");
+        c.arg("--git-dir").arg(self.git_dir());
+        match self.workdir() {
+            Some(w) => {
+                c.arg("--work-tree").arg(&w).current_dir(w);
+            }
+            None => {
+                c.current_dir(self.git_dir());
+            }
+        }
+        c.env_remove("GIT_DIR").env_remove("GIT_WORK_TREE").env("LC_ALL", "C");
+        c.args(["-c", "core.quotePath=false", "-c", "color.ui=never"]);
+        c
+    }
+
+    /// Run git with `args`, returning stdout; an error names the command.
+    fn git_output(&self, args: &[&str]) -> Result<Vec<u8>> {
+        let out = self
+            .git_command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| GitError::Cli(format!("cannot run `git`: {e}")))?;
+        if !out.status.success() {
+            return Err(failed(args.first().copied().unwrap_or("git"), &out.stderr));
+        }
+        Ok(out.stdout)
+    }
+
+    /// The id of the empty tree in this repository's hash (SHA-1 or SHA-256).
+    fn empty_tree_cli(&self) -> Result<String> {
+        let out = self.git_output(&["hash-object", "-t", "tree", "/dev/null"])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// The changed files between `base` (`None`: the empty tree) and `new`, as git
+    /// reports them with rename detection (`-M`), without hunks.
+    pub(super) fn diff_files_cli(&self, base: Option<&str>, new: NewSide) -> Result<Vec<FileChange>> {
+        let base = match base {
+            Some(b) => b.to_string(),
+            None => self.empty_tree_cli()?,
+        };
+        let common = ["-r", "-z", "--raw", "-M", "--no-abbrev", "--ignore-submodules=none", "--no-ext-diff"];
+        let raw = match new {
+            NewSide::Commit(head) => {
+                let mut a = vec!["diff-tree"];
+                a.extend(common);
+                a.extend([base.as_str(), head]);
+                self.git_output(&a)?
+            }
+            NewSide::Index => {
+                let mut a = vec!["diff-index"];
+                a.extend(common);
+                a.extend(["--cached", base.as_str()]);
+                self.git_output(&a)?
+            }
+            NewSide::Worktree => {
+                // Porcelain `diff`, not `diff-index`: it refreshes stat information
+                // (in memory), so a file touched but unchanged is not reported.
+                let mut a = vec!["diff"];
+                a.extend(common);
+                a.push(base.as_str());
+                self.git_output(&a)?
+            }
+        };
+        let mut files = parse_raw(&raw)?;
+        if matches!(new, NewSide::Worktree) {
+            let untracked = self.git_output(&["ls-files", "-z", "--others", "--exclude-standard"])?;
+            for p in untracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+                let path = String::from_utf8_lossy(p).into_owned();
+                files.push(FileChange {
+                    path,
+                    old_path: None,
+                    path_bytes: p.to_vec(),
+                    old_path_bytes: None,
+                    status: Status::Added,
+                    binary: false,
+                    old_kind: EntryKind::Absent,
+                    new_kind: EntryKind::File,
+                    old_oid: None,
+                    new_oid: None,
+                    additions: 0,
+                    deletions: 0,
+                    hunks: Vec::new(),
+                });
+            }
+        }
+        Ok(files)
+    }
+
+    /// Fetch, in one request, the blobs of `oids` a partial clone lacks, as git itself
+    /// does before a diff; without this, `cat-file` would fetch them one at a time.
+    /// Best effort: whatever this misses, `cat-file` still fetches on demand.
+    fn prefetch_cli(&self, oids: &[&str]) {
+        let Ok(Some(remote)) = self.config_string("extensions.partialclone") else { return };
+        let missing: Vec<&str> = oids.iter().copied().filter(|o| !self.has_object(o)).collect();
+        if missing.is_empty() {
+            return;
+        }
+        let spawned = self
+            .git_command()
+            .args(["-c", "fetch.negotiationAlgorithm=noop", "fetch", &remote, "--no-tags", "--no-write-fetch-head"])
+            .args(["--recurse-submodules=no", "--filter=blob:none", "--stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut child) = spawned else { return };
+        if let Some(mut stdin) = child.stdin.take() {
+            let list: String = missing.iter().map(|o| format!("{o}\n")).collect();
+            let _ = stdin.write_all(list.as_bytes());
+        }
+        let _ = child.wait();
+    }
+
+    /// The contents of blobs through `git cat-file --batch`, in the order asked;
+    /// a partial clone's missing blobs are fetched from its promisor remote.
+    pub(super) fn blobs_cli(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>> {
+        if oids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.prefetch_cli(oids);
+        let mut child = self
+            .git_command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| GitError::Cli(format!("cannot run `git`: {e}")))?;
+        let mut stdin = child.stdin.take().expect("stdin was piped");
+        let list: String = oids.iter().map(|o| format!("{o}\n")).collect();
+        // Written from another thread: git answers while it reads, and a pipe holds
+        // only so much of its answer.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(list.as_bytes());
+        });
+        let mut out = BufReader::new(child.stdout.take().expect("stdout was piped"));
+        let mut blobs = Vec::with_capacity(oids.len());
+        let mut header = Vec::new();
+        let mut result = Ok(());
+        for oid in oids {
+            header.clear();
+            if out.read_until(b'\n', &mut header).map_err(|e| GitError::Cli(format!("`git cat-file`: {e}")))? == 0 {
+                result = Err(GitError::Cli("`git cat-file`: output ended early".into()));
+                break;
+            }
+            let line = String::from_utf8_lossy(&header).trim_end().to_string();
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() != 3 || fields[1] != "blob" {
+                result = Err(GitError::Cli(format!("`git cat-file`: {oid}: {}", fields[1..].join(" "))));
+                break;
+            }
+            let size: usize =
+                fields[2].parse().map_err(|_| GitError::Cli(format!("`git cat-file`: bad header `{line}`")))?;
+            let mut content = vec![0u8; size + 1];
+            out.read_exact(&mut content).map_err(|e| GitError::Cli(format!("`git cat-file`: {e}")))?;
+            content.truncate(size);
+            blobs.push(content);
+        }
+        drop(out);
+        let _ = writer.join();
+        let mut stderr = Vec::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_end(&mut stderr);
+        }
+        let status = child.wait().map_err(|e| GitError::Cli(format!("`git cat-file`: {e}")))?;
+        result?;
+        if !status.success() && blobs.len() < oids.len() {
+            return Err(failed("cat-file", &stderr));
+        }
+        Ok(blobs)
+    }
+}
+
+/// The kind of one side of a raw diff entry, from its octal mode.
+fn kind_of_mode(mode: &str) -> EntryKind {
+    match mode {
+        "000000" => EntryKind::Absent,
+        "160000" => EntryKind::Submodule,
+        "120000" => EntryKind::Symlink,
+        _ => EntryKind::File,
+    }
+}
+
+fn oid_of(s: &str) -> Option<String> {
+    (!s.bytes().all(|b| b == b'0')).then(|| s.to_ascii_lowercase())
+}
+
+/// Parse `git diff --raw -z` output:
+/// `:<old mode> <new mode> <old oid> <new oid> <status>[score]\0<path>\0[<new path>\0]`.
+pub fn parse_raw(raw: &[u8]) -> Result<Vec<FileChange>> {
+    let bad = |why: &str| GitError::Cli(format!("unexpected `git diff --raw` output: {why}"));
+    let mut fields = raw.split(|b| *b == 0);
+    let mut out = Vec::new();
+    while let Some(meta) = fields.next() {
+        if meta.is_empty() {
+            continue;
+        }
+        let meta = std::str::from_utf8(meta).map_err(|_| bad("header is not UTF-8"))?;
+        let meta = meta.strip_prefix(':').ok_or_else(|| bad("header without `:`"))?;
+        let parts: Vec<&str> = meta.split(' ').collect();
+        if parts.len() != 5 || parts[4].is_empty() {
+            return Err(bad(meta));
+        }
+        let (old_mode, new_mode, old_oid, new_oid) = (parts[0], parts[1], parts[2], parts[3]);
+        let letter = parts[4].as_bytes()[0];
+        // Paths stay the bytes git printed; `path` is their UTF-8 reading.
+        let mut next_path =
+            || fields.next().filter(|p| !p.is_empty()).map(<[u8]>::to_vec).ok_or_else(|| bad("path missing"));
+        let first = next_path()?;
+        let (status, path_bytes, old_path_bytes) = match letter {
+            b'A' => (Status::Added, first, None),
+            b'D' => (Status::Deleted, first.clone(), Some(first)),
+            b'M' => (Status::Modified, first.clone(), Some(first)),
+            b'T' => (Status::Typechange, first.clone(), Some(first)),
+            b'R' => (Status::Renamed, next_path()?, Some(first)),
+            b'C' => (Status::Copied, next_path()?, Some(first)),
+            // Unmerged and unknown entries are not changes.
+            _ => continue,
+        };
+        let old_kind = if status == Status::Added { EntryKind::Absent } else { kind_of_mode(old_mode) };
+        let new_kind = if status == Status::Deleted { EntryKind::Absent } else { kind_of_mode(new_mode) };
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        out.push(FileChange {
+            path: lossy(&path_bytes),
+            old_path: old_path_bytes.as_deref().map(lossy),
+            path_bytes,
+            old_path_bytes,
+            status,
+            binary: false,
+            old_oid: if old_kind == EntryKind::Absent { None } else { oid_of(old_oid) },
+            new_oid: if new_kind == EntryKind::Absent { None } else { oid_of(new_oid) },
+            old_kind,
+            new_kind,
+            additions: 0,
+            deletions: 0,
+            hunks: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_records_of_every_status_parse() {
+        let z = "0".repeat(40);
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        let raw = format!(
+            ":000000 100644 {z} {a} A\0new.txt\0:100644 100644 {a} {b} M\0mod.txt\0\
+             :100644 000000 {a} {z} D\0gone.txt\0:100644 100644 {a} {a} R100\0old.rs\0new.rs\0\
+             :160000 160000 {a} {b} M\0sub\0:100644 120000 {a} {b} T\0link\0"
+        );
+        let files = parse_raw(raw.as_bytes()).unwrap();
+        assert_eq!(files.len(), 6);
+        assert_eq!(
+            (files[0].status, files[0].old_oid.as_deref(), files[0].new_oid.as_deref()),
+            (Status::Added, None, Some(a.as_str()))
+        );
+        assert_eq!(files[2].status, Status::Deleted);
+        assert_eq!(files[2].new_kind, EntryKind::Absent);
+        assert_eq!((files[3].path.as_str(), files[3].old_path.as_deref()), ("new.rs", Some("old.rs")));
+        assert!(files[4].is_submodule());
+        assert_eq!((files[5].old_kind, files[5].new_kind), (EntryKind::File, EntryKind::Symlink));
+    }
+
+    #[test]
+    fn truncated_raw_output_is_an_error() {
+        let a = "a".repeat(40);
+        assert!(parse_raw(format!(":100644 100644 {a} {a} R100\0old\0").as_bytes()).is_err());
+        assert!(parse_raw(b":garbage\0x\0").is_err());
+    }
+}
