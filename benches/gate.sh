@@ -27,6 +27,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 repo=$tmp/repo
 git init -q -b main "$repo"
+# The default mode is shadow (decide and log, never block): the benchmark measures blocking.
+git -C "$repo" config premerge.gate.mode enforce
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 {
   for i in $(seq 1 "$commits"); do

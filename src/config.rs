@@ -144,7 +144,13 @@ pub const KEYS: &[KeyDef] = &[
         Some("PREMERGE_GATE"),
         "Kill switch of the stop gate (false: every stop is allowed)."
     ),
-    key!("gate.mode", Mode, "enforce", Some("PREMERGE_GATE_MODE"), "Stop gate: off | shadow | enforce."),
+    key!(
+        "gate.mode",
+        Mode,
+        "shadow",
+        Some("PREMERGE_GATE_MODE"),
+        "Stop gate: off | shadow (decide and log, never block) | enforce."
+    ),
     key!(
         "gate.plan_globs",
         List,

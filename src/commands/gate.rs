@@ -41,6 +41,17 @@ pub const MAX_HISTORY_WALK: usize = 20_000;
 /// How much of a transcript's end is read to find the last assistant message: the
 /// file grows for the whole session, the answer is near its end.
 pub const TRANSCRIPT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
+/// How long an evaluation waits for a locked database before it fails open: a stop
+/// must never keep the agent (or its user) waiting on another process's write.
+pub const GATE_DB_BUSY: Duration = Duration::from_millis(200);
+/// At most this many uncommitted paths are counted (the reminder only says how many).
+pub const MAX_UNCOMMITTED: usize = 1000;
+/// Shadow suggests `gate set --mode enforce` once operators have annotated at least
+/// this many of its decisions as correct...
+pub const SUGGEST_AFTER_CORRECT: i64 = 20;
+/// ...and at most this share (in percent) of its annotated decisions as incorrect:
+/// the rate the gate's corpus test holds the built-in authority to.
+pub const SUGGEST_MAX_INCORRECT_PERCENT: i64 = 5;
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
@@ -50,8 +61,11 @@ pub enum Cmd {
     /// SessionStart hook: record the session's start and HEAD; after a compaction,
     /// print a re-grounding message.
     SessionStart,
-    /// Add the Stop and SessionStart hooks to `.claude/settings.json` (idempotent).
+    /// Add the Stop and SessionStart hooks to `.claude/settings.json` (idempotent:
+    /// one entry each, whatever program path an earlier install used).
     InstallAgentHook(InstallArgs),
+    /// Remove premerge's Stop and SessionStart hooks from `.claude/settings.json`.
+    UninstallAgentHook(UninstallArgs),
     /// Show the effective mode, kill switch, authority and counters.
     Status(StatusArgs),
     /// Store the gate's mode in the database.
@@ -69,9 +83,17 @@ pub struct InstallArgs {
     /// Settings file to edit (default: `.claude/settings.json` in the working tree).
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
-    /// How the hook invokes premerge.
-    #[arg(long, default_value = "premerge", value_name = "PROGRAM")]
-    pub program: String,
+    /// How the hook invokes premerge (default: the absolute path of this binary, as
+    /// the git hook shims record it).
+    #[arg(long, value_name = "PROGRAM")]
+    pub program: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Settings file to edit (default: `.claude/settings.json` in the working tree).
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
@@ -89,8 +111,9 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct SetArgs {
-    /// off | shadow | enforce.
-    #[arg(long, value_parser = ["off", "shadow", "enforce"])]
+    /// off | shadow | enforce, or `default` to clear the stored mode (configuration
+    /// and the default decide again).
+    #[arg(long, value_parser = ["off", "shadow", "enforce", "default"])]
     pub mode: String,
 }
 
@@ -142,13 +165,25 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             Ok(Exit::Ok)
         }
         Cmd::InstallAgentHook(a) => install_agent_hook(a, ctx),
+        Cmd::UninstallAgentHook(a) => {
+            let path = settings_path(a.settings, ctx)?;
+            uninstall_agent_hook_at(&path, ctx)
+        }
         Cmd::Status(a) => status(a, ctx),
         Cmd::Set(a) => {
             let repo = ctx.repo()?;
-            let mode = Mode::parse(&a.mode).ok_or_else(|| anyhow!("gate set: unknown mode `{}`", a.mode))?;
-            db::set_mode(&repo.state_dir().open_db()?, mode, &crate::store::now_rfc3339())?;
-            writeln!(ctx.stdout, "stop gate mode stored: {mode}")?;
+            let mode = match a.mode.as_str() {
+                "default" => None,
+                m => Some(Mode::parse(m).ok_or_else(|| anyhow!("gate set: unknown mode `{m}`"))?),
+            };
             let cfg = super::load_config(&repo)?;
+            let conn = repo.state_dir().open_db()?;
+            let (before, before_from) = effective(&cfg, db::control(&conn)?);
+            db::set_mode(&conn, mode, &crate::store::now_rfc3339())?;
+            let (after, after_from) = effective(&cfg, db::control(&conn)?);
+            writeln!(ctx.stdout, "before: {before} (from {before_from})")?;
+            let same = if (&before, &before_from) == (&after, &after_from) { " (unchanged)" } else { "" };
+            writeln!(ctx.stdout, "after:  {after} (from {after_from}){same}")?;
             if matches!(cfg.source("gate.mode"), Some(Source::Env(_))) {
                 ctx.warn("PREMERGE_GATE_MODE is set in this environment and wins over the stored mode");
             }
@@ -184,6 +219,10 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
 
 /// Evaluate a stop. Never fails and never panics outward: every error allows the stop.
 fn evaluate(ctx: &mut Ctx) {
+    // PREMERGE=0: premerge does nothing, so every stop is allowed and nothing is written.
+    if super::hook::master_switch_off() {
+        return;
+    }
     let t0 = Instant::now();
     let input = ctx.read_stdin().unwrap_or_default();
     let cwd = ctx.cwd.clone();
@@ -212,10 +251,18 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
         authority: "none".into(),
         ..Default::default()
     };
+    // The session is known before anything can fail, so a fallback row keeps it.
+    if let Ok(p) = &parsed {
+        row.session_id = Some(p.session_id.clone());
+        row.stop_hook_active = p.stop_hook_active;
+    }
     let mut conn = None;
     let reminder = judge(&repo, parsed, &mut conn, &mut row);
     row.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let db_failed = row.failure_kind.as_deref() == Some(FailureKind::DatabaseError.as_str());
     let stored = match conn.as_mut() {
+        // The database already failed once: a second wait would double the delay.
+        Some(_) if db_failed => Err(anyhow!("{}", row.detail.clone().unwrap_or_default())),
         Some(c) => db::insert_event(c, &row).map(|_| ()),
         None => Err(anyhow!("database unavailable")),
     };
@@ -229,7 +276,8 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
         if let Some(m) = v.as_object_mut() {
             m.insert("kind".into(), json!("gate-evaluation"));
         }
-        let _ = crate::store::append_event(&repo.state_dir().path, &v);
+        // 0600: the row holds the agent's own words.
+        let _ = crate::store::append_private_event(&repo.state_dir().path, &v);
         return None;
     }
     reminder.filter(|_| row.blocked)
@@ -250,7 +298,7 @@ fn judge(
     row: &mut db::EventRow,
 ) -> Option<String> {
     // The database first: even a configuration error is recorded there.
-    let conn = match repo.state_dir().open_db() {
+    let conn = match repo.state_dir().open_db_within(GATE_DB_BUSY) {
         Ok(c) => slot.insert(c),
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
     };
@@ -283,8 +331,6 @@ fn judge(
         Ok(p) => p,
         Err(e) => return fail(row, Failure::new(FailureKind::MalformedPayload, e.to_string())),
     };
-    row.session_id = Some(p.session_id.clone());
-    row.stop_hook_active = p.stop_hook_active;
     let db_err = |e: anyhow::Error| Failure::new(FailureKind::DatabaseError, format!("{e:#}"));
     let now = crate::store::now_rfc3339();
     let head = repo.head_oid();
@@ -429,6 +475,7 @@ fn collect_evidence(
         });
     }
     ev.plan_files = plans;
+    ev.uncommitted = repo.gate_uncommitted(MAX_UNCOMMITTED).map(|p| p.len());
     Ok(ev)
 }
 
@@ -555,6 +602,9 @@ fn call_external(
 // session-start
 
 fn session_start(ctx: &mut Ctx) {
+    if super::hook::master_switch_off() {
+        return;
+    }
     let input = ctx.read_stdin().unwrap_or_default();
     let cwd = ctx.cwd.clone();
     let text = std::panic::catch_unwind(|| session_start_inner(&cwd, &input)).ok().flatten();
@@ -567,7 +617,7 @@ fn session_start_inner(cwd: &Path, input: &str) -> Option<String> {
     let p = payload::parse_session_start(input).ok()?;
     let repo = Repo::open_for_command(cwd).ok().or_else(|| Repo::discover(Path::new(p.cwd.as_deref()?)).ok())?;
     let cfg = super::load_config(&repo).ok()?;
-    let conn = repo.state_dir().open_db().ok();
+    let conn = repo.state_dir().open_db_within(GATE_DB_BUSY).ok();
     let control = conn.as_ref().and_then(|c| db::control(c).ok()).unwrap_or_default();
     if matches!(switches(&cfg, control), Switches::Killed | Switches::Mode(Mode::Off)) {
         return None;
@@ -588,6 +638,7 @@ fn session_start_inner(cwd: &Path, input: &str) -> Option<String> {
     }
     let mut r = text::Regrounding::default();
     if let Ok(ev) = collect_evidence(&repo, &cfg, None, None) {
+        r.uncommitted = ev.uncommitted;
         r.plans = ev.plan_files.into_iter().map(|a| (a.path, a.unchecked_steps.into_iter().next())).collect();
     }
     let run_dir = repo.state_dir().run_dir(None);
@@ -621,26 +672,132 @@ fn highest_wave_plan(run_dir: &Path) -> Option<(u32, String)> {
 // ---------------------------------------------------------------------------
 // operator commands
 
-fn install_agent_hook(a: InstallArgs, ctx: &mut Ctx) -> CmdResult {
-    let path = match a.settings {
+/// The settings file: `--settings` (relative to the command's directory) or
+/// `.claude/settings.json` in the working tree.
+fn settings_path(explicit: Option<PathBuf>, ctx: &Ctx) -> Result<PathBuf> {
+    Ok(match explicit {
         Some(p) if p.is_absolute() => p,
         Some(p) => ctx.cwd.join(p),
         None => ctx.repo()?.require_workdir()?.join(".claude").join("settings.json"),
+    })
+}
+
+/// The settings text (empty when the file does not exist; read through symlinks).
+fn read_settings(path: &Path) -> Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(anyhow!("{}: cannot read: {e}", path.display())),
+    }
+}
+
+/// The program the hooks run: `--program`, else this binary's absolute path (the
+/// path the git shims record), quoted for the shell Claude Code runs hooks with.
+fn hook_program(explicit: Option<String>) -> Result<String> {
+    let program = match explicit {
+        Some(p) => p,
+        None => {
+            let exe = std::env::current_exe().context("cannot tell where the premerge binary is")?;
+            let exe = exe.canonicalize().unwrap_or(exe);
+            exe.to_str()
+                .map(str::to_string)
+                .ok_or_else(|| anyhow!("{}: the binary's path is not UTF-8; pass --program", exe.display()))?
+        }
     };
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(anyhow!("{}: cannot read: {e}", path.display())),
-    };
-    let (text, added) = crate::gate::settings::merge(&existing, &a.program)
-        .map_err(|e| crate::error::input_error(path.display(), e))?;
-    if added == 0 {
-        writeln!(ctx.stdout, "{}: premerge agent hooks already installed", path.display())?;
+    let plain = program.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b));
+    Ok(if plain { program } else { crate::install::sh_quote(&program) })
+}
+
+/// New settings files are readable by all, like the rest of a working tree.
+const SETTINGS_MODE: u32 = 0o644;
+
+fn install_agent_hook(a: InstallArgs, ctx: &mut Ctx) -> CmdResult {
+    let path = settings_path(a.settings, ctx)?;
+    let program = hook_program(a.program)?;
+    let existing = read_settings(&path)?;
+    let (text, m) =
+        crate::gate::settings::merge(&existing, &program).map_err(|e| crate::error::input_error(path.display(), e))?;
+    if !m.changed() {
+        writeln!(ctx.stdout, "{}: premerge agent hooks already installed ({program})", path.display())?;
+        return Ok(Exit::Ok);
+    }
+    crate::install::agent_docs::write_through(&path, text.as_bytes(), SETTINGS_MODE)?;
+    let mut what = Vec::new();
+    if m.added > 0 {
+        what.push(format!("added {}", m.added));
+    }
+    if m.updated > 0 {
+        what.push(format!("pointed {} at {program}", m.updated));
+    }
+    if m.duplicates_removed > 0 {
+        what.push(format!("removed {} duplicate(s)", m.duplicates_removed));
+    }
+    writeln!(ctx.stdout, "{}: premerge agent hooks (Stop, SessionStart): {}", path.display(), what.join(", "))?;
+    writeln!(ctx.stdout, "they run {program}; `premerge gate uninstall-agent-hook` removes them")?;
+    Ok(Exit::Ok)
+}
+
+/// Remove premerge's agent hooks from the settings file at `path`.
+pub fn uninstall_agent_hook_at(path: &Path, ctx: &mut Ctx) -> CmdResult {
+    let existing = read_settings(path)?;
+    let (text, n) =
+        crate::gate::settings::remove(&existing).map_err(|e| crate::error::input_error(path.display(), e))?;
+    if n == 0 {
+        writeln!(ctx.stdout, "{}: no premerge agent hook", path.display())?;
     } else {
-        crate::store::atomic_write(&path, text.as_bytes())?;
-        writeln!(ctx.stdout, "{}: added {added} premerge agent hook(s) (Stop, SessionStart)", path.display())?;
+        crate::install::agent_docs::write_through(path, text.as_bytes(), SETTINGS_MODE)?;
+        writeln!(ctx.stdout, "{}: removed {n} premerge agent hook(s)", path.display())?;
     }
     Ok(Exit::Ok)
+}
+
+/// For `premerge uninstall`: the working tree's `.claude/settings.json` when it has a
+/// premerge agent hook.
+pub fn agent_hook_present(repo: &Repo) -> Option<PathBuf> {
+    let path = repo.workdir()?.join(".claude").join("settings.json");
+    let text = std::fs::read_to_string(&path).ok()?;
+    crate::gate::settings::installed(&text).then_some(path)
+}
+
+/// The effective mode and where it comes from, as `gate status` and `gate set` print it.
+fn effective(cfg: &Config, control: db::Control) -> (String, String) {
+    match switches(cfg, control) {
+        Switches::Killed if control.kill_switch => {
+            ("off (kill switch)".to_string(), "gate kill-switch --set".to_string())
+        }
+        Switches::Killed => {
+            ("off (kill switch)".to_string(), format!("gate.enabled from {}", source(cfg, "gate.enabled")))
+        }
+        Switches::Mode(m) => {
+            let from = match (cfg.source("gate.mode"), control.mode) {
+                (Some(Source::Env(k)), _) => format!("env {k}"),
+                (_, Some(_)) => "gate set --mode".to_string(),
+                _ => source(cfg, "gate.mode"),
+            };
+            (m.as_str().to_string(), from)
+        }
+    }
+}
+
+/// The day `days` before today's (UTC), `YYYY-MM-DD`.
+fn day_before(days: i64) -> String {
+    let d = (crate::store::now() - time::Duration::days(days)).date();
+    format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
+}
+
+/// Whether shadow has seen enough agreeing decisions to suggest enforcing.
+fn suggest_enforce(mode: &str, a: &db::Annotated) -> bool {
+    let judged = a.shadow_correct + a.shadow_incorrect;
+    mode == "shadow"
+        && a.shadow_correct >= SUGGEST_AFTER_CORRECT
+        && a.shadow_incorrect * 100 <= SUGGEST_MAX_INCORRECT_PERCENT * judged
+}
+
+fn counts_line(m: &std::collections::BTreeMap<String, i64>) -> String {
+    if m.is_empty() {
+        return "none".to_string();
+    }
+    m.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
 }
 
 fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
@@ -648,22 +805,7 @@ fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
     let cfg = super::load_config(&repo)?;
     let conn = repo.state_dir().open_db()?;
     let control = db::control(&conn)?;
-    let (effective, from) = match switches(&cfg, control) {
-        Switches::Killed if control.kill_switch => {
-            ("off (kill switch)".to_string(), "gate kill-switch --set".to_string())
-        }
-        Switches::Killed => {
-            ("off (kill switch)".to_string(), format!("gate.enabled from {}", source(&cfg, "gate.enabled")))
-        }
-        Switches::Mode(m) => {
-            let from = match (cfg.source("gate.mode"), control.mode) {
-                (Some(Source::Env(k)), _) => format!("env {k}"),
-                (_, Some(_)) => "gate set --mode".to_string(),
-                _ => source(&cfg, "gate.mode"),
-            };
-            (m.as_str().to_string(), from)
-        }
-    };
+    let (effective, from) = effective(&cfg, control);
     let argv = cfg.list("gate.authority_command");
     let now = crate::store::now();
     let (authority, breaker) = if argv.is_empty() {
@@ -673,31 +815,66 @@ fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
         let state = if b.admits(now.unix_timestamp()) { "closed" } else { "open" };
         (format!("external {argv:?}"), Some(json!({"state": state, "consecutive_failures": b.consecutive_failures})))
     };
-    let day = crate::store::now_rfc3339();
-    let counts = db::counts(&conn, &day[..10])?;
+    let today_day = day_before(0);
+    let counts = db::counts(&conn, &today_day)?;
+    let today = db::period(&conn, &today_day)?;
+    let week = db::period(&conn, &day_before(6))?;
+    let annotated = db::annotated(&conn)?;
+    let suggest = suggest_enforce(&effective, &annotated);
+    let suggestion = suggest.then(|| {
+        format!(
+            "shadow agrees with operators on {} of {} annotated decisions: `premerge gate set --mode enforce` to start blocking",
+            annotated.shadow_correct,
+            annotated.shadow_correct + annotated.shadow_incorrect
+        )
+    });
     match a.format {
         Format::Json => {
             let v = json!({"schema_version": 1, "mode": effective, "mode_source": from,
                 "kill_switch": control.kill_switch, "stored_mode": control.mode.map(Mode::as_str),
-                "authority": authority, "breaker": breaker, "continue_ceiling": core::CONTINUE_CEILING, "counts": counts});
+                "authority": authority, "breaker": breaker, "continue_ceiling": core::CONTINUE_CEILING, "counts": counts,
+                "today": today, "last_7_days": week, "annotated": annotated, "suggest_enforce": suggest,
+                "suggestion": suggestion});
             ctx.stdout.write_all(crate::canonical::to_line(&v)?.as_bytes())?;
         }
         Format::Text => {
-            writeln!(ctx.stdout, "stop gate: {effective} (from {from})")?;
-            writeln!(ctx.stdout, "kill switch: {}", if control.kill_switch { "set" } else { "clear" })?;
-            writeln!(ctx.stdout, "authority: {authority}")?;
+            let o = &mut ctx.stdout;
+            writeln!(o, "stop gate: {effective} (from {from})")?;
+            writeln!(o, "kill switch: {}", if control.kill_switch { "set" } else { "clear" })?;
+            writeln!(o, "authority: {authority}")?;
             if let Some(b) = breaker {
                 let state = b["state"].as_str().unwrap_or("?");
-                writeln!(ctx.stdout, "breaker: {state} ({} consecutive failures)", b["consecutive_failures"])?;
+                writeln!(o, "breaker: {state} ({} consecutive failures)", b["consecutive_failures"])?;
             }
-            writeln!(ctx.stdout, "continue ceiling: {} per session", core::CONTINUE_CEILING)?;
+            writeln!(o, "continue ceiling: {} per session", core::CONTINUE_CEILING)?;
             writeln!(
-                ctx.stdout,
+                o,
                 "sessions: {}, stuck: {}, evaluations: {}, annotations: {}",
                 counts.sessions, counts.stuck_sessions, counts.events, counts.annotations
             )?;
-            let today: Vec<String> = counts.today.iter().map(|(d, n)| format!("{d}={n}")).collect();
-            writeln!(ctx.stdout, "today: {}", if today.is_empty() { "none".to_string() } else { today.join(" ") })?;
+            for (name, p) in [("today", &today), ("last 7 days", &week)] {
+                writeln!(o, "{name}: {}", counts_line(&p.decisions))?;
+                writeln!(o, "  would block (shadow): {}, blocked (enforce): {}", p.would_block, p.blocked)?;
+                writeln!(o, "  failures (stop allowed): {}", counts_line(&p.failures))?;
+            }
+            writeln!(
+                o,
+                "annotated: correct={} incorrect={} (shadow: correct={} incorrect={}; would-block: correct={} incorrect={})",
+                annotated.correct,
+                annotated.incorrect,
+                annotated.shadow_correct,
+                annotated.shadow_incorrect,
+                annotated.would_block_correct,
+                annotated.would_block_incorrect
+            )?;
+            match &suggestion {
+                Some(line) => writeln!(o, "suggestion: {line}")?,
+                None if effective == "shadow" => writeln!(
+                    o,
+                    "suggestion: keep observing; enforce is suggested after {SUGGEST_AFTER_CORRECT} shadow decisions annotated correct with at most {SUGGEST_MAX_INCORRECT_PERCENT}% incorrect (`premerge gate annotate`)"
+                )?,
+                None => {}
+            }
         }
     }
     Ok(Exit::Ok)
@@ -749,6 +926,11 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.with_ctx(start, |c| run(Cmd::SessionStart, c).map(|_| ()))?;
     let drift = json!({"session_id": "demo-1", "hook_event_name": "Stop", "stop_hook_active": false,
         "last_assistant_message": "The first step is done. I'll stop here to preserve context; the rest can be picked up in a fresh session."});
+    d.say("$ premerge gate evaluate   (shadow, the default: decided and logged, not blocked)")?;
+    d.with_ctx(drift.to_string().as_bytes(), |c| run(Cmd::Evaluate, c).map(|_| ()))?;
+    d.say("  (no output: shadow never blocks)")?;
+    d.say("$ premerge gate set --mode enforce")?;
+    d.with_ctx(b"", |c| run(Cmd::Set(SetArgs { mode: "enforce".into() }), c).map(|_| ()))?;
     d.say("$ premerge gate evaluate   (last message: \"... stop here to preserve context ...\")")?;
     d.with_ctx(drift.to_string().as_bytes(), |c| run(Cmd::Evaluate, c).map(|_| ()))?;
     let done = json!({"session_id": "demo-1", "hook_event_name": "Stop", "stop_hook_active": true,

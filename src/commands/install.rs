@@ -72,6 +72,9 @@ pub struct UninstallArgs {
     /// Remove premerge's marker blocks from AGENTS.md and CLAUDE.md (hooks are not touched).
     #[arg(long)]
     pub agent_docs: bool,
+    /// Remove the stop gate's agent hooks from `.claude/settings.json` (git hooks are not touched).
+    #[arg(long)]
+    pub agent_hook: bool,
 }
 
 pub fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
@@ -110,6 +113,17 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = open_repo(args.repo.as_deref(), ctx)?;
     if args.agent_docs {
         return agent_docs_uninstall(&repo, ctx);
+    }
+    if args.agent_hook {
+        let path = repo.require_workdir()?.join(".claude").join("settings.json");
+        return super::gate::uninstall_agent_hook_at(&path, ctx);
+    }
+    if let Some(path) = super::gate::agent_hook_present(&repo) {
+        writeln!(
+            ctx.stdout,
+            "note: {} has the stop gate's agent hooks; `premerge uninstall --agent-hook` removes them",
+            path.display()
+        )?;
     }
     let hooks = Hook::parse_list(&args.hooks)?;
     let dir = repo.hooks_dir()?.path;
@@ -710,8 +724,12 @@ fn agent_docs_install(repo: &Repo, create: bool, ctx: &mut Ctx) -> CmdResult {
     let root = repo.require_workdir()?;
     let pins = read_pins(&root, ctx);
     let mut writes = Vec::new();
+    let mut seen = Vec::new();
     for file in agent_docs::FILES {
         let path = root.join(file);
+        if same_file_as_earlier(&path, file, &mut seen, ctx)? {
+            continue;
+        }
         let (mut text, existed) = match read_agent_file(&path, file)? {
             Some(t) => (t, true),
             None if create => (String::new(), false),
@@ -746,8 +764,12 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
     let root = repo.require_workdir()?;
     let pins = read_pins(&root, ctx);
     let mut writes = Vec::new();
+    let mut seen = Vec::new();
     for file in agent_docs::FILES {
         let path = root.join(file);
+        if same_file_as_earlier(&path, file, &mut seen, ctx)? {
+            continue;
+        }
         let Some(mut text) = read_agent_file(&path, file)? else { continue };
         let original = text.clone();
         for block in agent_docs::BLOCKS {
@@ -755,7 +777,7 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
                 writeln!(ctx.stdout, "{file}: {} pinned in {}, left alone", block.id, agent_docs::PINS_PATH)?;
                 continue;
             }
-            let (next, n) = agent_docs::remove(&text, block.id);
+            let (next, n) = agent_docs::remove_block(&text, block);
             if n > 0 {
                 writeln!(ctx.stdout, "{file}: {} removed", block.id)?;
             }
@@ -771,10 +793,25 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
     write_docs(writes)
 }
 
+/// Whether `path` resolves (through symlinks) to a file an earlier name already
+/// covered, such as `CLAUDE.md -> AGENTS.md`; says so when it does.
+fn same_file_as_earlier(path: &Path, file: &str, seen: &mut Vec<(PathBuf, String)>, ctx: &mut Ctx) -> Result<bool> {
+    let real = agent_docs::resolve_symlinks(path)?;
+    let real = real.canonicalize().unwrap_or(real);
+    if let Some((_, earlier)) = seen.iter().find(|(p, _)| *p == real) {
+        writeln!(ctx.stdout, "{file}: a link to {earlier}, handled with it")?;
+        return Ok(true);
+    }
+    seen.push((real, file.to_string()));
+    Ok(false)
+}
+
 /// Write each file atomically, keeping the mode of a file that existed.
 fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
     let mut staged = Vec::new();
     for (path, text, existed) in writes {
+        // A symlinked agent file (`CLAUDE.md -> AGENTS.md`) stays a link: its target is written.
+        let path = agent_docs::resolve_symlinks(&path)?;
         let mode =
             if existed { fs::metadata(&path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644) } else { 0o644 };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
@@ -809,7 +846,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say("agent instruction files get premerge's marker blocks (--agent-docs --create):")?;
     d.with_ctx(b"", |ctx| run_install(InstallArgs { agent_docs: true, create: true, ..args(DEFAULT_HOOKS) }, ctx))?;
     d.say("premerge uninstall puts the team's hook back, byte for byte:")?;
-    let un = |agent_docs| UninstallArgs { repo: None, hooks: DEFAULT_HOOKS.to_string(), agent_docs };
+    let un = |agent_docs| UninstallArgs { repo: None, hooks: DEFAULT_HOOKS.to_string(), agent_docs, agent_hook: false };
     d.with_ctx(b"", |ctx| run_uninstall(un(false), ctx))?;
     d.with_ctx(b"", |ctx| run_uninstall(un(true), ctx))?;
     let back = fs::read_to_string(&user_hook)?;

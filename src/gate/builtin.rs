@@ -3,133 +3,54 @@
 //! is not in the evidence, and its verdicts pass the same validation as an external
 //! authority's.
 
+use super::reasons::{self, Reason};
 use super::rules::{Decision, Pointer, Rule, Verdict};
 use super::{Evidence, PlanArtefact};
 
-/// Phrasings of a stop "to save context": the drift the gate exists to catch.
-const CONTEXT_PHRASES: &[&str] = &[
-    "preserve context",
-    "preserving context",
-    "save context",
-    "conserve context",
-    "context window",
-    "context limit",
-    "context budget",
-    "running low on context",
-    "remaining context",
-    "fresh session",
-    "new session",
-    "next session",
-    "fresh conversation",
-    "new conversation",
-    "pick this up later",
-    "pick up where",
-    "good stopping point",
-    "natural stopping point",
-    "token budget",
-];
-
-/// The stop concerns the stop gate itself.
-const SELF_PHRASES: &[&str] = &["stop gate", "stop hook", "stop-hook", "premerge gate"];
-
-const ERROR_PHRASES: &[&str] = &[
-    "error:",
-    "failed with",
-    "fails with",
-    "cannot proceed",
-    "can't proceed",
-    "unable to proceed",
-    "permission denied",
-    "blocked by",
-    "is broken",
-    "crashed",
-    "panicked",
-    "compilation error",
-    "build fails",
-    "build failed",
-];
-
-const MISSING_INFO_PHRASES: &[&str] = &[
-    "need more information",
-    "need more details",
-    "could you provide",
-    "can you provide",
-    "please provide",
-    "need access to",
-    "need the credentials",
-    "missing credentials",
-    "i don't have access",
-    "i do not have access",
-];
-
-const QUESTION_PHRASES: &[&str] = &[
-    "would you like",
-    "do you want",
-    "should i ",
-    "which option",
-    "which approach",
-    "do you prefer",
-    "would you prefer",
-    "please confirm",
-    "let me know",
-];
-
-const COMPLETION_PHRASES: &[&str] = &[
-    "all steps are complete",
-    "all steps complete",
-    "all tasks are complete",
-    "all tasks complete",
-    "the plan is complete",
-    "is now complete",
-    "are now complete",
-    "work is complete",
-    "work is done",
-    "everything is done",
-    "all done",
-    "finished the",
-    "i have finished",
-    "i've finished",
-    "successfully implemented",
-    "implementation is complete",
-    "tests pass",
-    "tests are passing",
-    "all checks pass",
-];
-
-fn any(text: &str, phrases: &[&str]) -> bool {
-    phrases.iter().any(|p| text.contains(p))
-}
-
-/// The built-in authority's verdict.
+/// The built-in authority's verdict. Evidence first: when a durable plan has a next
+/// step (or the session has commits next to a plan that predates it), the stop
+/// continues unless the message carries a positive, legitimate reason to stop, read
+/// by [`reasons::read`] after its two guards (stated continuation, false excuse).
+/// Without such evidence a legitimate reason allows the stop with its rule and
+/// anything else escalates: there is nothing durable to send the agent back to.
 pub fn decide(stop_reason: Option<&str>, evidence: &Evidence) -> Verdict {
-    let Some(reason) = stop_reason.map(str::to_lowercase).filter(|r| !r.trim().is_empty()) else {
+    let cont = continuation(evidence);
+    // An unreadable message might have held a question: nothing verifiable, allow.
+    let Some(text) = stop_reason.filter(|r| !r.trim().is_empty()) else {
         return allow_like(Rule::AmbiguousInsufficientSignal, "no stop reason available");
     };
-    if any(&reason, SELF_PHRASES) {
-        return allow_like(Rule::MetaSelfReference, "the stop reason concerns the stop gate itself");
-    }
-    if any(&reason, CONTEXT_PHRASES) {
-        return match continuation(evidence) {
-            Some(v) => v,
-            None => allow_like(
-                Rule::AmbiguousInsufficientSignal,
-                "context-preservation phrasing but no durable artefact to continue from",
-            ),
+    let reading = reasons::read(text, evidence.uncommitted.map(|n| n > 0));
+    if let Some(reason) = reading.reason {
+        let (rule, why) = match reason {
+            Reason::SelfReference => (Rule::MetaSelfReference, "the stop concerns the stop gate itself"),
+            Reason::MissingAccess => (Rule::LegitMissingInfo, "the agent lacks access or information"),
+            Reason::Error => (Rule::LegitError, "the agent reports an error it cannot resolve"),
+            Reason::Question => (Rule::LegitDesignQuestion, "the agent asks the user a question"),
+            Reason::Completion => (Rule::LegitCompletion, "the work is claimed complete"),
         };
+        return allow_like(rule, why);
     }
-    if any(&reason, ERROR_PHRASES) {
-        return allow_like(Rule::LegitError, "the stop reason reports an error");
+    let guard = if reading.false_excuse {
+        "false excuse: the stated obstacle is the session itself, or a claim the evidence refutes"
+    } else if reading.stated_continuation {
+        "stated continuation: the message announces more work and stops"
+    } else if reading.drift {
+        "halfway-stop talk and no legitimate reason to stop"
+    } else {
+        "no legitimate reason to stop"
+    };
+    match cont {
+        Some(v) => with_why(v, guard),
+        None if reading.drift || reading.stated_continuation || reading.false_excuse => {
+            allow_like(Rule::AmbiguousInsufficientSignal, "halfway-stop talk but no durable artefact to continue from")
+        }
+        None => allow_like(Rule::AmbiguousInsufficientSignal, "no legitimate reason and no durable artefact"),
     }
-    if any(&reason, MISSING_INFO_PHRASES) {
-        return allow_like(Rule::LegitMissingInfo, "the stop reason asks for information");
-    }
-    if any(&reason, QUESTION_PHRASES) || reason.trim_end().ends_with('?') {
-        return allow_like(Rule::LegitDesignQuestion, "the stop reason asks the user a question");
-    }
-    if any(&reason, COMPLETION_PHRASES) {
-        return allow_like(Rule::LegitCompletion, "the stop reason reports completion");
-    }
-    allow_like(Rule::AmbiguousInsufficientSignal, "no phrasing class matched")
+}
+
+fn with_why(mut v: Verdict, why: &str) -> Verdict {
+    v.rationale = format!("{}; {why}", v.rationale);
+    v
 }
 
 fn allow_like(rule: Rule, why: &str) -> Verdict {
@@ -151,7 +72,7 @@ fn continuation(ev: &Evidence) -> Option<Verdict> {
         decision: Decision::Continue,
         rule,
         pointer,
-        rationale: format!("built-in: context-preservation phrasing; {why}"),
+        rationale: format!("built-in: {why}"),
     };
     match (with_steps, newest) {
         (Some(plan), Some(commit)) if plan.latest_commit.is_some() => Some(cont(
@@ -193,6 +114,118 @@ mod tests {
 
     fn ev(plans: Vec<PlanArtefact>, commits: usize) -> Evidence {
         fixture::evidence(plans, commits)
+    }
+
+    /// One labelled stop message of `tests/fixtures/gate/stops-*.txt`.
+    struct Labelled {
+        halfway: bool,
+        kind: String,
+        text: String,
+    }
+
+    /// Records `@<class> <kind>` followed by the message lines; `#` lines before the
+    /// first record are comments.
+    fn corpus() -> Vec<Labelled> {
+        parse(&[
+            include_str!("../../tests/fixtures/gate/stops-halfway.txt"),
+            include_str!("../../tests/fixtures/gate/stops-legit.txt"),
+            include_str!("../../tests/fixtures/gate/stops-second-pass.txt"),
+        ])
+    }
+
+    /// Written after the rules and never used to change them.
+    fn heldout() -> Vec<Labelled> {
+        parse(&[include_str!("../../tests/fixtures/gate/stops-heldout.txt")])
+    }
+
+    fn parse(files: &[&str]) -> Vec<Labelled> {
+        let mut out: Vec<Labelled> = Vec::new();
+        for file in files {
+            let mut started = false;
+            for line in file.lines() {
+                if !started && (line.starts_with('#') || line.is_empty()) {
+                    continue;
+                }
+                if let Some(head) = line.strip_prefix('@') {
+                    let (class, kind) = head.split_once(' ').unwrap();
+                    assert!(class == "halfway" || class == "legit", "{line}");
+                    out.push(Labelled { halfway: class == "halfway", kind: kind.into(), text: String::new() });
+                    started = true;
+                } else if let Some(l) = out.last_mut() {
+                    if !l.text.is_empty() {
+                        l.text.push('\n');
+                    }
+                    l.text.push_str(line);
+                }
+            }
+        }
+        out
+    }
+
+    /// Agreement and legitimate stops blocked of `set` with a committed plan that has
+    /// a next step and nothing uncommitted, with `commits` session commits.
+    fn measure(name: &str, set: &[Labelled], commits: usize) -> (f64, usize, usize) {
+        let evidence = ev(vec![plan(2, false)], commits);
+        let legit = set.iter().filter(|l| !l.halfway).count();
+        let mut wrong = Vec::new();
+        let mut legit_blocked = 0;
+        for l in set {
+            let v = decide(Some(&l.text), &evidence);
+            validate(&v, &evidence).unwrap();
+            let blocked = v.decision == Decision::Continue;
+            if blocked != l.halfway {
+                legit_blocked += usize::from(blocked);
+                let class = if l.halfway { "halfway" } else { "legit" };
+                wrong.push(format!("{class} {}: {:?} -> {:?}", l.kind, l.text, v.rule));
+            }
+        }
+        let agreement = (set.len() - wrong.len()) as f64 / set.len() as f64;
+        eprintln!(
+            "{name} (session commits {commits}): {} messages, agreement {:.1}% ({} wrong), legitimate stops blocked {legit_blocked}/{legit}",
+            set.len(),
+            agreement * 100.0,
+            wrong.len(),
+        );
+        for w in &wrong {
+            eprintln!("  {w}");
+        }
+        (agreement, legit_blocked, legit)
+    }
+
+    /// The corpus against the built-in authority. Figures in docs/gate.md ("How often
+    /// it is right"); `cargo test --lib corpus_ -- --nocapture` prints them.
+    #[test]
+    fn corpus_agreement_and_legitimate_stops_blocked() {
+        let c = corpus();
+        let halfway = c.iter().filter(|l| l.halfway).count();
+        assert!(c.len() >= 150 && halfway >= 60 && c.len() - halfway >= 60, "{halfway} of {}", c.len());
+        for commits in [0, 1] {
+            let (agreement, blocked, legit) = measure("corpus", &c, commits);
+            assert!(agreement >= 0.95, "agreement {agreement:.3} below 95%");
+            assert!(blocked as f64 <= 0.01 * legit as f64, "legitimate stops blocked {blocked}/{legit} above 1%");
+        }
+    }
+
+    /// The held-out set: written after the last rule change and never used to
+    /// change a rule, so its figure is the honest one (docs/gate.md: 21 of 24, with 3
+    /// of its 12 legitimate stops blocked). The bounds are that measurement, kept as a
+    /// floor: a rule change that does worse on unseen wording fails here.
+    #[test]
+    fn corpus_heldout_agreement() {
+        let h = heldout();
+        assert!(h.len() >= 20, "{}", h.len());
+        let (agreement, blocked, legit) = measure("held-out", &h, 0);
+        assert!(agreement >= 0.85, "held-out agreement {agreement:.3} below 85%");
+        assert!(blocked * 4 <= legit, "held-out legitimate stops blocked {blocked}/{legit}");
+    }
+
+    #[test]
+    fn without_durable_evidence_halfway_talk_escalates_and_reasons_allow() {
+        let none = ev(vec![], 0);
+        for l in corpus() {
+            let v = decide(Some(&l.text), &none);
+            assert_ne!(v.decision, Decision::Continue, "nothing durable to continue from: {:?}", l.text);
+        }
     }
 
     const DRIFT: &str = "I'll stop here to preserve context and continue in a fresh session.";

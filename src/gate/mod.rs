@@ -12,6 +12,7 @@
 pub mod breaker;
 pub mod builtin;
 pub mod payload;
+pub mod reasons;
 pub mod rules;
 pub mod settings;
 pub mod text;
@@ -151,6 +152,9 @@ pub struct Evidence {
     pub commits_since_start: Vec<SessionCommit>,
     /// Whether a history walk stopped at its bound (introducing commits may be unknown).
     pub truncated: bool,
+    /// How many paths of the working tree have uncommitted changes (`None`: unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncommitted: Option<usize>,
 }
 
 impl Evidence {
@@ -231,6 +235,7 @@ pub(crate) mod fixture {
                 .map(|i| SessionCommit { sha: shas[i % shas.len()].repeat(40), summary: format!("commit {i}") })
                 .collect(),
             truncated: false,
+            uncommitted: Some(0),
         }
     }
 }

@@ -17,38 +17,151 @@ pub enum SettingsError {
 /// The hooks premerge installs: (event, subcommand).
 pub const AGENT_HOOKS: &[(&str, &str)] = &[("SessionStart", "gate session-start"), ("Stop", "gate evaluate")];
 
-/// Merge the hooks into the settings text (empty text: a new file). Returns the new
-/// text and how many hooks were added (0: already installed, text unchanged).
-pub fn merge(existing: &str, program: &str) -> Result<(String, usize), SettingsError> {
-    let mut root: Value = if existing.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(existing).map_err(|e| SettingsError::NotJson(e.to_string()))?
-    };
+/// Whether `command` runs premerge's `sub` (`gate evaluate`), whatever program path
+/// it names: the last words are the subcommand and the program's file name is
+/// `premerge` (quoted or not). This is what makes a second install with another
+/// `--program` update the entry instead of adding a second one.
+pub fn runs_subcommand(command: &str, sub: &str) -> bool {
+    let c = command.trim();
+    let Some(program) = c.strip_suffix(sub).map(str::trim_end) else { return false };
+    if program.len() == c.len() - sub.len() {
+        // No separating space: `xgate evaluate`.
+        return false;
+    }
+    let program = program.trim_matches(|ch| ch == '\'' || ch == '"');
+    let name = program.rsplit('/').next().unwrap_or(program);
+    name == "premerge" || name.starts_with("premerge-") || name.starts_with("premerge.")
+}
+
+/// The command of a hook handler, if it is one.
+fn command_of(h: &Value) -> Option<&str> {
+    h.get("command").and_then(Value::as_str)
+}
+
+fn hooks_object(root: &mut Value) -> Result<&mut Map<String, Value>, SettingsError> {
     let obj = root.as_object_mut().ok_or_else(|| SettingsError::Shape("(top level)".into(), "object"))?;
     let hooks = obj.entry("hooks").or_insert_with(|| Value::Object(Map::new()));
-    let hooks = hooks.as_object_mut().ok_or_else(|| SettingsError::Shape("hooks".into(), "object"))?;
-    let mut added = 0;
+    hooks.as_object_mut().ok_or_else(|| SettingsError::Shape("hooks".into(), "object"))
+}
+
+fn parse(existing: &str) -> Result<Value, SettingsError> {
+    if existing.trim().is_empty() {
+        Ok(Value::Object(Map::new()))
+    } else {
+        serde_json::from_str(existing).map_err(|e| SettingsError::NotJson(e.to_string()))
+    }
+}
+
+fn render(root: &Value) -> Result<String, SettingsError> {
+    let mut text = serde_json::to_string_pretty(root).map_err(|e| SettingsError::NotJson(e.to_string()))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// What [`merge`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Merged {
+    /// Hooks added where none ran the subcommand.
+    pub added: usize,
+    /// Hooks that ran the subcommand through another program path, now `program`.
+    pub updated: usize,
+    /// Further hooks running the same subcommand, removed (one evaluation per stop).
+    pub duplicates_removed: usize,
+}
+
+impl Merged {
+    pub fn changed(&self) -> bool {
+        self.added + self.updated + self.duplicates_removed > 0
+    }
+}
+
+/// Merge the hooks into the settings text (empty text: a new file): exactly one
+/// handler per event runs each premerge subcommand, with `program` (already quoted
+/// for a shell when needed). Returns the new text (the same text when nothing changed).
+pub fn merge(existing: &str, program: &str) -> Result<(String, Merged), SettingsError> {
+    let mut root = parse(existing)?;
+    let hooks = hooks_object(&mut root)?;
+    let mut m = Merged::default();
     for (event, sub) in AGENT_HOOKS {
         let command = format!("{program} {sub}");
         let list = hooks.entry(event.to_string()).or_insert_with(|| Value::Array(Vec::new()));
         let list = list.as_array_mut().ok_or_else(|| SettingsError::Shape(format!("hooks.{event}"), "array"))?;
-        let present = list.iter().any(|m| {
-            m.get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|hs| hs.iter().any(|h| h.get("command").and_then(Value::as_str) == Some(&command)))
-        });
-        if !present {
+        let mut seen = false;
+        for group in list.iter_mut() {
+            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else { continue };
+            let mut keep = Vec::with_capacity(handlers.len());
+            for mut h in handlers.drain(..) {
+                if command_of(&h).is_some_and(|c| runs_subcommand(c, sub)) {
+                    if seen {
+                        m.duplicates_removed += 1;
+                        continue;
+                    }
+                    seen = true;
+                    if command_of(&h) != Some(&command) {
+                        h["command"] = Value::String(command.clone());
+                        m.updated += 1;
+                    }
+                }
+                keep.push(h);
+            }
+            *handlers = keep;
+        }
+        // A group left without handlers by the dedup goes too.
+        list.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|h| !h.is_empty()));
+        if !seen {
             list.push(json!({"hooks": [{"type": "command", "command": command}]}));
-            added += 1;
+            m.added += 1;
         }
     }
-    if added == 0 {
+    if !m.changed() {
+        return Ok((existing.to_string(), m));
+    }
+    Ok((render(&root)?, m))
+}
+
+/// Remove every handler that runs a premerge agent subcommand, the groups and event
+/// lists this leaves empty, and an emptied `hooks` object. Returns the new text and
+/// how many handlers went (0: the text is unchanged).
+pub fn remove(existing: &str) -> Result<(String, usize), SettingsError> {
+    if existing.trim().is_empty() {
         return Ok((existing.to_string(), 0));
     }
-    let mut text = serde_json::to_string_pretty(&root).map_err(|e| SettingsError::NotJson(e.to_string()))?;
-    text.push('\n');
-    Ok((text, added))
+    let mut root = parse(existing)?;
+    let Some(hooks) = root.get_mut("hooks") else { return Ok((existing.to_string(), 0)) };
+    let hooks = hooks.as_object_mut().ok_or_else(|| SettingsError::Shape("hooks".into(), "object"))?;
+    let mut removed = 0;
+    for (event, sub) in AGENT_HOOKS {
+        let Some(list) = hooks.get_mut(*event) else { continue };
+        let list = list.as_array_mut().ok_or_else(|| SettingsError::Shape(format!("hooks.{event}"), "array"))?;
+        let mut emptied = false;
+        for group in list.iter_mut() {
+            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else { continue };
+            let before = handlers.len();
+            handlers.retain(|h| !command_of(h).is_some_and(|c| runs_subcommand(c, sub)));
+            removed += before - handlers.len();
+            emptied |= before > 0 && handlers.is_empty();
+        }
+        if emptied {
+            list.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|h| !h.is_empty()));
+            if list.is_empty() {
+                hooks.remove(*event);
+            }
+        }
+    }
+    if removed == 0 {
+        return Ok((existing.to_string(), 0));
+    }
+    if hooks.is_empty()
+        && let Some(obj) = root.as_object_mut()
+    {
+        obj.remove("hooks");
+    }
+    Ok((render(&root)?, removed))
+}
+
+/// Whether the settings text has a premerge agent hook.
+pub fn installed(existing: &str) -> bool {
+    remove(existing).is_ok_and(|(_, n)| n > 0)
 }
 
 #[cfg(test)]
@@ -60,14 +173,59 @@ mod tests {
         let before =
             r#"{"model":"x","hooks":{"Stop":[{"hooks":[{"type":"command","command":"other"}]}],"PreToolUse":[]}}"#;
         let (once, n) = merge(before, "premerge").unwrap();
-        assert_eq!(n, 2);
+        assert_eq!(n.added, 2);
         let (twice, m) = merge(&once, "premerge").unwrap();
-        assert_eq!((m, &twice), (0, &once));
+        assert_eq!((m.changed(), &twice), (false, &once));
         let v: Value = serde_json::from_str(&once).unwrap();
         assert_eq!(v["model"], "x");
         assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
         assert_eq!(v["hooks"]["PreToolUse"], json!([]));
         assert!(matches!(merge("[1]", "p"), Err(SettingsError::Shape(..))));
         assert!(matches!(merge("{", "p"), Err(SettingsError::NotJson(_))));
+    }
+
+    #[test]
+    fn another_program_path_updates_the_one_entry_and_drops_duplicates() {
+        let (plain, _) = merge("", "premerge").unwrap();
+        let (abs, m) = merge(&plain, "/opt/bin/premerge").unwrap();
+        assert_eq!((m.added, m.updated), (0, 2));
+        let v: Value = serde_json::from_str(&abs).unwrap();
+        assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 1);
+        assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "/opt/bin/premerge gate evaluate");
+        let two = r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"premerge gate evaluate"}]},
+            {"hooks":[{"type":"command","command":"'/x y/premerge' gate evaluate"},{"type":"command","command":"notify"}]}]}}"#;
+        let (one, m) = merge(two, "/usr/bin/premerge").unwrap();
+        assert_eq!(m.duplicates_removed, 1);
+        let v: Value = serde_json::from_str(&one).unwrap();
+        let cmds: Vec<&str> = v["hooks"]["Stop"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap().iter().map(|h| h["command"].as_str().unwrap()))
+            .collect();
+        assert_eq!(cmds, ["/usr/bin/premerge gate evaluate", "notify"]);
+    }
+
+    #[test]
+    fn subcommand_matching_is_strict() {
+        assert!(runs_subcommand("premerge gate evaluate", "gate evaluate"));
+        assert!(runs_subcommand("'/a b/premerge' gate evaluate", "gate evaluate"));
+        assert!(!runs_subcommand("notpremerge gate evaluate", "gate evaluate"));
+        assert!(!runs_subcommand("premerge xgate evaluate", "gate evaluate"));
+        assert!(!runs_subcommand("premerge gate evaluate --x", "gate evaluate"));
+    }
+
+    #[test]
+    fn remove_takes_only_premerge_and_what_it_emptied() {
+        let before = r#"{"model":"x","hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify"}]}]}}"#;
+        let (with, _) = merge(before, "/p/premerge").unwrap();
+        assert!(installed(&with));
+        let (back, n) = remove(&with).unwrap();
+        assert_eq!(n, 2);
+        let v: Value = serde_json::from_str(&back).unwrap();
+        assert_eq!(v, serde_json::from_str::<Value>(before).unwrap());
+        let (fresh, _) = merge("", "premerge").unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&remove(&fresh).unwrap().0).unwrap(), json!({}));
+        assert_eq!(remove(before).unwrap(), (before.to_string(), 0));
     }
 }

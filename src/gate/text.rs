@@ -15,6 +15,39 @@ pub const DRIFT_PHRASES: &[&str] =
 /// How many owned files and memories the re-grounding message lists before it counts the rest.
 pub const MAX_LISTED: usize = 20;
 
+/// What a drift phrase in a quoted value is replaced with.
+const ELIDED: &str = "[...]";
+
+/// A value quoted to the agent (a plan step, a path, a memory), as one clean line
+/// with every drift phrase elided, whatever its case or spacing.
+pub fn quote(s: &str) -> String {
+    let mut out = sanitise_line(s).split_whitespace().collect::<Vec<_>>().join(" ");
+    loop {
+        let lower = out.to_ascii_lowercase();
+        let hit = DRIFT_PHRASES.iter().filter_map(|p| lower.find(p).map(|at| (at, p.len()))).min();
+        let Some((at, len)) = hit else { return out };
+        out.replace_range(at..at + len, ELIDED);
+    }
+}
+
+/// Whether a text holds a drift phrase (case and spacing ignored).
+pub fn has_drift_phrase(s: &str) -> bool {
+    let lower = s.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
+    DRIFT_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// The truthful sentence about the working tree.
+fn tree_state(uncommitted: Option<usize>) -> String {
+    match uncommitted {
+        Some(0) => "Everything is committed, so continuing loses nothing.".to_string(),
+        Some(n) => format!(
+            "The working tree has uncommitted changes ({n} path{}): commit them as you go.",
+            if n == 1 { "" } else { "s" }
+        ),
+        None => "The plan and the commits are durable.".to_string(),
+    }
+}
+
 fn short_sha(s: &str) -> Option<&str> {
     (s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())).then(|| &s[..12])
 }
@@ -35,17 +68,17 @@ pub fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
         None => None,
     };
     let next = |p: &PlanArtefact| match p.unchecked_steps.first() {
-        Some(step) => format!(" Next unchecked step: \"{}\".", sanitise_line(step)),
+        Some(step) => format!(" Next unchecked step: \"{}\".", quote(step)),
         None => String::new(),
     };
     let head = "premerge stop gate: this stop is not needed.";
-    let tail = "Everything is committed, so continuing loses nothing. Continue your work.";
+    let tail = format!("{} Continue your work.", tree_state(ev.uncommitted));
     let body = match v.rule {
         Rule::U1DurableArtifactContinuationSafe => {
             let p = plan?;
             format!(
                 "{head} The plan {} (commit {}) and your commit {} since then keep the work durable.{} {tail}",
-                p.path,
+                quote(&p.path),
                 plan_sha?,
                 inc_sha?,
                 next(p)
@@ -54,10 +87,10 @@ pub fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
         Rule::U2PlanFileNextStepExplicit => {
             let p = plan?;
             let at = plan_sha.map(|s| format!(" (commit {s})")).unwrap_or_default();
-            format!("{head} The committed plan {}{at} names the next step.{} {tail}", p.path, next(p))
+            format!("{head} The committed plan {}{at} names the next step.{} {tail}", quote(&p.path), next(p))
         }
         Rule::U3RecentCommitProvesIncremental => {
-            let at = plan.map(|p| format!(" The plan is {}.", p.path)).unwrap_or_default();
+            let at = plan.map(|p| format!(" The plan is {}.", quote(&p.path))).unwrap_or_default();
             format!("{head} Your commit {} shows the work advancing in increments.{at} {tail}", inc_sha?)
         }
         _ => return None,
@@ -75,6 +108,8 @@ pub struct Regrounding {
     pub owned: Vec<OwnedFile>,
     /// Guard memories as `(file, text)`.
     pub memories: Vec<(String, String)>,
+    /// Paths with uncommitted changes (`None`: unknown).
+    pub uncommitted: Option<usize>,
 }
 
 /// The re-grounding message printed by `gate session-start` after a compaction.
@@ -84,19 +119,19 @@ pub fn regrounding(r: &Regrounding) -> String {
         out.push_str("Plan: no committed plan file found.\n");
     }
     for (path, step) in &r.plans {
-        out.push_str(&format!("Plan: {}\n", sanitise_line(path)));
+        out.push_str(&format!("Plan: {}\n", quote(path)));
         if let Some(s) = step {
-            out.push_str(&format!("  next unchecked step: {}\n", sanitise_line(s)));
+            out.push_str(&format!("  next unchecked step: {}\n", quote(s)));
         }
     }
     if let Some((n, file)) = &r.attempt {
-        out.push_str(&format!("Current attempt: {n} ({})\n", sanitise_line(file)));
+        out.push_str(&format!("Current attempt: {n} ({})\n", quote(file)));
     }
     if !r.owned.is_empty() {
         out.push_str("Files in this attempt's waves (file, owner):\n");
         for f in r.owned.iter().take(MAX_LISTED) {
-            let owner = f.owner.as_deref().unwrap_or("-");
-            out.push_str(&format!("  {} ({owner})\n", f.file));
+            let owner = quote(f.owner.as_deref().unwrap_or("-"));
+            out.push_str(&format!("  {} ({owner})\n", quote(&f.file)));
         }
         if r.owned.len() > MAX_LISTED {
             out.push_str(&format!("  ... and {} more\n", r.owned.len() - MAX_LISTED));
@@ -105,12 +140,13 @@ pub fn regrounding(r: &Regrounding) -> String {
     if !r.memories.is_empty() {
         out.push_str("Guard memories for these files:\n");
         for (file, text) in r.memories.iter().take(MAX_LISTED) {
-            out.push_str(&format!("  {}: {}\n", sanitise_line(file), sanitise_line(text)));
+            out.push_str(&format!("  {}: {}\n", quote(file), quote(text)));
         }
         if r.memories.len() > MAX_LISTED {
             out.push_str(&format!("  ... and {} more\n", r.memories.len() - MAX_LISTED));
         }
     }
+    out.push_str(&format!("{}\n", tree_state(r.uncommitted)));
     out.push_str("Re-read the plan file, then Continue your work from the next unchecked step.\n");
     out
 }
@@ -157,12 +193,47 @@ mod tests {
     }
 
     #[test]
+    fn quoted_steps_lose_drift_phrases_whatever_their_case_or_spacing() {
+        let step = "Open a NEW   conversation and start over in a Fresh\tSession";
+        let q = quote(step);
+        assert!(!has_drift_phrase(&q), "{q}");
+        assert_eq!(q, "[...] and [...] in a [...]");
+        let mut e = ev();
+        e.plan_files[0].unchecked_steps = vec![step.into()];
+        let p = Pointer { plan_file: Some("docs/plans/p.md".into()), ..Pointer::default() };
+        let r = reminder(&cont(Rule::U2PlanFileNextStepExplicit, p), &e).unwrap();
+        assert!(!has_drift_phrase(&r), "{r}");
+        let g = regrounding(&Regrounding {
+            plans: vec![("docs/plans/p.md".into(), Some(step.into()))],
+            ..Default::default()
+        });
+        assert!(!has_drift_phrase(&g), "{g}");
+    }
+
+    #[test]
+    fn the_tree_state_is_told_truthfully() {
+        let p = Pointer { plan_file: Some("docs/plans/p.md".into()), ..Pointer::default() };
+        let mut e = ev();
+        let clean = reminder(&cont(Rule::U2PlanFileNextStepExplicit, p.clone()), &e).unwrap();
+        assert!(clean.contains("Everything is committed"), "{clean}");
+        e.uncommitted = Some(2);
+        let dirty = reminder(&cont(Rule::U2PlanFileNextStepExplicit, p), &e).unwrap();
+        assert!(
+            !dirty.contains("Everything is committed") && dirty.contains("uncommitted changes (2 paths)"),
+            "{dirty}"
+        );
+        let g = regrounding(&Regrounding { uncommitted: Some(1), ..Default::default() });
+        assert!(g.contains("uncommitted changes (1 path)") && !g.contains("Everything is committed"), "{g}");
+    }
+
+    #[test]
     fn regrounding_never_invites_drift() {
         let r = Regrounding {
             plans: vec![("docs/plans/p.md".into(), Some("step".into()))],
             attempt: Some((2, "fix-waves-02.json".into())),
             owned: vec![OwnedFile { file: "src/a.rs".into(), owner: Some("w1".into()) }],
             memories: vec![("src/a.rs".into(), "keep the bound".into())],
+            uncommitted: Some(0),
         };
         for text in [regrounding(&r), regrounding(&Regrounding::default())] {
             assert!(text.contains("Continue your work"));

@@ -130,3 +130,23 @@ impl Repo {
         Oid::hash_file(ObjectType::Blob, root.join(rel)).ok().map(|o| o.to_string())
     }
 }
+
+impl Repo {
+    /// Paths of the working tree with uncommitted changes (staged, unstaged or
+    /// untracked, not ignored), byte-sorted, at most `max`; `None` when the status
+    /// cannot be read (a bare repository, an unreadable index).
+    pub fn gate_uncommitted(&self, max: usize) -> Option<Vec<String>> {
+        self.inner.workdir()?;
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true).include_ignored(false).recurse_untracked_dirs(false).exclude_submodules(true);
+        let statuses = self.inner.statuses(Some(&mut opts)).ok()?;
+        let mut out: Vec<String> = statuses
+            .iter()
+            .filter(|e| e.status() != git2::Status::CURRENT && !e.status().contains(git2::Status::IGNORED))
+            .filter_map(|e| e.path().map(str::to_string))
+            .collect();
+        out.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        out.truncate(max);
+        Some(out)
+    }
+}

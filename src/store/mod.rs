@@ -80,6 +80,13 @@ impl StateDir {
         self.ensure()?;
         open_db(&self.db_path())
     }
+
+    /// [`StateDir::open_db`] with a shorter wait for a locked database (the stop
+    /// gate's hook: it fails open rather than keep the agent waiting).
+    pub fn open_db_within(&self, busy: Duration) -> Result<Connection> {
+        self.ensure()?;
+        open_db_within(&self.db_path(), busy)
+    }
 }
 
 /// `NN` in artefact names: the attempt or round number, two digits, zero-padded.
@@ -245,6 +252,23 @@ pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
     Ok(())
 }
 
+/// [`append_event`] for events that may hold an agent's text: the file is created
+/// with mode 0600 and an existing file is set to 0600.
+pub fn append_private_event(dir: &Path, event: &Value) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    let path = dir.join(EVENTS_FILE);
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("{}: cannot open event log", path.display()))?;
+    f.set_permissions(fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("{}: cannot set mode 0600", path.display()))?;
+    drop(f);
+    append_event(dir, event)
+}
+
 /// Read every event of `<dir>/events.jsonl` (missing file: none). Lines that do not
 /// parse are skipped: the log is append-only and a torn last line must not stop a reader.
 pub fn read_events(dir: &Path) -> Result<Vec<Value>> {
@@ -286,8 +310,22 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
     ("003_gate", include_str!("../../sql/003_gate.sql")),
 ];
 
+/// How long a command waits for a locked database: long enough for any other
+/// premerge write (they take milliseconds), short enough that a stuck process is noticed.
+pub const DB_BUSY: Duration = Duration::from_secs(5);
+/// How long an opener waits for another process's schema migration of the same
+/// database (once per clone, a few milliseconds of work).
+pub const MIGRATION_WAIT: Duration = Duration::from_secs(10);
+
 /// Open a database file: created with mode 0600, WAL, a busy timeout, migrated.
 pub fn open_db(path: &Path) -> Result<Connection> {
+    open_db_within(path, DB_BUSY)
+}
+
+/// [`open_db`] waiting at most `busy` for a locked database. Migrations run under an
+/// exclusive lock file beside the database, so concurrent first opens of a fresh
+/// database wait for one another instead of failing with "database is locked".
+pub fn open_db_within(path: &Path, busy: Duration) -> Result<Connection> {
     if !path.exists() {
         OpenOptions::new()
             .create(true)
@@ -302,12 +340,49 @@ pub fn open_db(path: &Path) -> Result<Connection> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o600))
         .with_context(|| format!("{}: cannot set mode 0600", path.display()))?;
     let mut conn = Connection::open(path).with_context(|| format!("{}: cannot open database", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .with_context(|| format!("{}: cannot enable WAL", path.display()))?;
+    conn.busy_timeout(busy)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    migrate(&mut conn).with_context(|| format!("{}: migration failed", path.display()))?;
+    let ready = |c: &Connection| -> bool {
+        let wal = c
+            .pragma_query_value(None, "journal_mode", |r| r.get::<_, String>(0))
+            .is_ok_and(|m| m.eq_ignore_ascii_case("wal"));
+        let version = c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).ok();
+        wal && version.is_some_and(|v| v as usize >= MIGRATIONS.len())
+    };
+    if !ready(&conn) {
+        let _lock = migration_lock(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .with_context(|| format!("{}: cannot enable WAL", path.display()))?;
+        migrate(&mut conn).with_context(|| format!("{}: migration failed", path.display()))?;
+    }
     Ok(conn)
+}
+
+/// The exclusive lock file of a database's migrations, waiting at most [`MIGRATION_WAIT`].
+fn migration_lock(db: &Path) -> Result<File> {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".migrate-lock");
+    let path = PathBuf::from(name);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("{}: cannot open lock file", path.display()))?;
+    let start = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < MIGRATION_WAIT => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(anyhow!("{}: another process is migrating the database", path.display()));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(anyhow!("{}: cannot lock: {e}", path.display())),
+        }
+    }
 }
 
 /// Apply every migration newer than the database's `user_version`, each in its own
@@ -321,7 +396,13 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
         ));
     }
     for (i, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-        let tx = conn.transaction()?;
+        // IMMEDIATE: the write lock is taken first, and the version read again under
+        // it, so a migration another connection finished meanwhile is not run twice.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let now: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if now as usize > i {
+            continue;
+        }
         tx.execute_batch(sql).with_context(|| format!("migration {name}"))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;

@@ -43,9 +43,17 @@ fn last_event(r: &TestRepo) -> Value {
     events(r).pop().expect("an event was recorded")
 }
 
-/// A repository with a committed plan (two unchecked steps), and session `s1` started after it.
+/// The gate's default mode is shadow; tests of blocking opt in to enforce through
+/// local git config (the place a team's own setting would not be).
+fn enforcing(r: &TestRepo) {
+    r.git(&["config", "premerge.gate.mode", "enforce"]);
+}
+
+/// A repository with a committed plan (two unchecked steps), and session `s1` started
+/// after it, in enforce mode.
 fn planned() -> TestRepo {
     let r = TestRepo::new();
+    enforcing(&r);
     r.write("src/lib.rs", "pub fn a() {}\n");
     r.write("docs/plans/work.md", "# Plan\n- [x] step one\n- [ ] step two\n- [ ] step three\n");
     r.commit_all("plan");
@@ -96,6 +104,7 @@ fn drift_stop_after_a_session_commit_cites_u1_with_both_shas() {
 #[test]
 fn drift_stop_with_session_commits_and_a_plan_without_steps_cites_u3() {
     let r = TestRepo::new();
+    enforcing(&r);
     r.write("PLAN.md", "# Plan\nRefactor the parser in small commits.\n");
     r.commit_all("plan");
     session_start(&r, "s1", "startup");
@@ -115,7 +124,16 @@ fn legitimate_stops_are_allowed_with_their_rule() {
         ("Could you provide the staging database URL?", "allow", "U_LEGIT_MISSING_INFO"),
         ("cargo build failed with a linker error; I cannot proceed.", "allow", "U_LEGIT_ERROR"),
         ("Pausing: the stop hook fires on every turn.", "allow", "U_META_SELF_REFERENCE"),
-        ("Here is a summary of the change.", "escalate", "U_AMBIGUOUS_INSUFFICIENT_SIGNAL"),
+        (
+            "Stopping to preserve context before the design question I need you to answer: should sessions expire after inactivity or at a fixed time?",
+            "allow",
+            "U_LEGIT_DESIGN_QUESTION",
+        ),
+        (
+            "I need the staging API key to run step three and it is not configured here.",
+            "allow",
+            "U_LEGIT_MISSING_INFO",
+        ),
     ];
     for (i, (msg, decision, rule)) in cases.iter().enumerate() {
         assert_allowed(&evaluate(&r, &stop(&format!("legit-{i}"), msg)));
@@ -128,6 +146,7 @@ fn legitimate_stops_are_allowed_with_their_rule() {
 #[test]
 fn a_plan_created_in_this_session_is_not_durable() {
     let r = TestRepo::new();
+    enforcing(&r);
     r.write("a.txt", "a\n");
     r.commit_all("base");
     session_start(&r, "s1", "startup");
@@ -225,6 +244,7 @@ fn shadow_decides_and_logs_but_never_blocks() {
 #[test]
 fn recorded_stop_payload_and_lagging_transcript() {
     let r = TestRepo::new();
+    enforcing(&r);
     r.write("docs/plans/demo.md", "- [x] step one\n- [ ] step two\n");
     r.commit_all("plan");
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gate");
@@ -457,9 +477,9 @@ fn install_agent_hook_merges_idempotently() {
         "hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-me"}]}],
                   "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]}});
     r.write(".claude/settings.json", serde_json::to_string_pretty(&before).unwrap());
-    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    r.premerge(&["gate", "install-agent-hook", "--program", "premerge"]).expect_code(0);
     let once = std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap();
-    let second = r.premerge(&["gate", "install-agent-hook"]);
+    let second = r.premerge(&["gate", "install-agent-hook", "--program", "premerge"]);
     assert!(second.expect_code(0).stdout.contains("already installed"));
     let twice = std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap();
     assert_eq!(once, twice);
@@ -473,7 +493,7 @@ fn install_agent_hook_merges_idempotently() {
     assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], "premerge gate session-start");
     // A settings file that is not JSON is refused, never overwritten.
     r.write(".claude/settings.json", "{ not json");
-    r.premerge(&["gate", "install-agent-hook"]).expect_code(2);
+    r.premerge(&["gate", "install-agent-hook", "--program", "premerge"]).expect_code(2);
     assert_eq!(std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap(), "{ not json");
 }
 
@@ -482,8 +502,13 @@ fn database_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let r = planned();
     evaluate(&r, &stop("s1", DRIFT));
-    let mode = std::fs::metadata(r.root.join(".git/premerge/premerge.db")).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    // The write-ahead log holds the newest events (the agent's words) until a checkpoint.
+    for f in ["premerge.db", "premerge.db-wal", "premerge.db-shm"] {
+        let path = r.root.join(".git/premerge").join(f);
+        if f == "premerge.db" || path.exists() {
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "{f}");
+        }
+    }
 }
 
 #[test]
@@ -502,7 +527,10 @@ fn annotate_log_and_status() {
     r.premerge(&["gate", "kill-switch"]).expect_code(2);
     let s = r.premerge(&["gate", "status", "--format", "json"]).json();
     assert_eq!(s["counts"]["annotations"], 1);
-    assert_eq!(s["mode"], "enforce");
+    assert_eq!(
+        (s["mode"].as_str(), s["mode_source"].as_str()),
+        (Some("enforce"), Some("git config premerge.gate.mode"))
+    );
     r.premerge(&["gate", "set", "--mode", "shadow"]).expect_code(0);
     let s = r.premerge(&["gate", "status"]);
     assert!(s.expect_code(0).stdout.contains("stop gate: shadow (from gate set --mode)"), "{}", s.stdout);
@@ -563,4 +591,281 @@ fn compaction_regrounding_lists_guard_memories_of_owned_files() {
     let text = session_start(&r, "s1", "compact").stdout;
     assert!(text.contains("Query.limit"), "the memory about src/lib.rs is shown: {text}");
     assert!(text.contains("Continue your work"), "{text}");
+}
+
+// --- roll-out by observation ------------------------------------------------------
+
+#[test]
+fn a_fresh_repository_observes_in_shadow_and_never_blocks() {
+    let r = TestRepo::new();
+    r.write("docs/plans/work.md", "- [ ] one\n- [ ] two\n");
+    r.commit_all("plan");
+    session_start(&r, "s1", "startup");
+    let s = r.premerge(&["gate", "status"]);
+    assert!(s.expect_code(0).stdout.contains("stop gate: shadow (from default)"), "{}", s.stdout);
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let e = last_event(&r);
+    assert_eq!(
+        (e["mode"].as_str(), e["decision"].as_str(), e["blocked"].as_bool()),
+        (Some("shadow"), Some("continue"), Some(false))
+    );
+    // Installing the agent hook does not start blocking either.
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+}
+
+#[test]
+fn status_counts_would_blocks_failures_by_kind_annotations_and_suggests_enforce() {
+    let r = TestRepo::new();
+    r.write("docs/plans/work.md", "- [ ] one\n");
+    r.commit_all("plan");
+    // Shadow would-blocks, one per session (the ceiling counts in shadow too).
+    for i in 0..(SUGGEST_AFTER_CORRECT + 1) {
+        let session = format!("w{i}");
+        session_start(&r, &session, "startup");
+        evaluate(&r, &stop(&session, DRIFT));
+    }
+    // Failures of three kinds.
+    evaluate(&r, b"not json");
+    evaluate(&r, b"{\"hook_event_name\":\"Stop\"}");
+    r.write("premerge.toml", "[gate]\nplan_globs = [\"docs/[plans\"]\n");
+    evaluate(&r, &stop("f1", DRIFT));
+    std::fs::remove_file(r.root.join("premerge.toml")).unwrap();
+    let s = r.premerge(&["gate", "status", "--format", "json"]).json();
+    let today = &s["today"];
+    assert_eq!(today["would_block"], SUGGEST_AFTER_CORRECT + 1);
+    assert_eq!(today["blocked"], 0);
+    assert_eq!(today["failures"], json!({"evidence_unavailable": 1, "malformed_payload": 2}));
+    assert_eq!(s["last_7_days"]["failures"], today["failures"]);
+    assert_eq!(s["suggest_enforce"], false, "nothing annotated yet");
+    let text = r.premerge(&["gate", "status"]).stdout;
+    assert!(text.contains(&format!("would block (shadow): {}", SUGGEST_AFTER_CORRECT + 1)), "{text}");
+    assert!(text.contains("failures (stop allowed): evidence_unavailable=1 malformed_payload=2"), "{text}");
+    assert!(text.contains("suggestion: keep observing"), "{text}");
+    // Operators agree with shadow: the suggestion appears.
+    for id in 1..=SUGGEST_AFTER_CORRECT {
+        r.premerge(&["gate", "annotate", &id.to_string(), "--verdict", "correct", "--rationale", "steps were left"])
+            .expect_code(0);
+    }
+    let s = r.premerge(&["gate", "status", "--format", "json"]).json();
+    assert_eq!(
+        (s["annotated"]["would_block_correct"].as_i64(), s["suggest_enforce"].as_bool()),
+        (Some(SUGGEST_AFTER_CORRECT), Some(true))
+    );
+    let text = r.premerge(&["gate", "status"]).stdout;
+    assert!(text.contains("premerge gate set --mode enforce"), "{text}");
+    // Too many disagreements withdraw it.
+    for id in [SUGGEST_AFTER_CORRECT + 1, 1, 2] {
+        r.premerge(&["gate", "annotate", &id.to_string(), "--verdict", "incorrect", "--rationale", "a real question"])
+            .expect_code(0);
+    }
+    assert_eq!(r.premerge(&["gate", "status", "--format", "json"]).json()["suggest_enforce"], false);
+}
+
+/// Mirrors `SUGGEST_AFTER_CORRECT` of src/commands/gate.rs.
+const SUGGEST_AFTER_CORRECT: i64 = 20;
+
+#[test]
+fn gate_set_prints_before_and_after_and_default_clears_the_stored_mode() {
+    let r = TestRepo::new();
+    let first = r.premerge(&["gate", "set", "--mode", "shadow"]);
+    assert_eq!(first.expect_code(0).stdout, "before: shadow (from default)\nafter:  shadow (from gate set --mode)\n");
+    let second = r.premerge(&["gate", "set", "--mode", "shadow"]);
+    assert_eq!(
+        second.stdout,
+        "before: shadow (from gate set --mode)\nafter:  shadow (from gate set --mode) (unchanged)\n"
+    );
+    r.premerge(&["gate", "set", "--mode", "enforce"]).expect_code(0);
+    r.git(&["config", "premerge.gate.mode", "off"]);
+    let cleared = r.premerge(&["gate", "set", "--mode", "default"]);
+    assert_eq!(
+        cleared.expect_code(0).stdout,
+        "before: enforce (from gate set --mode)\nafter:  off (from git config premerge.gate.mode)\n"
+    );
+    assert_eq!(r.premerge(&["gate", "status", "--format", "json"]).json()["stored_mode"], Value::Null);
+}
+
+#[test]
+fn premerge_0_allows_every_stop_and_writes_nothing() {
+    let mut r = planned();
+    r.env.push(("PREMERGE".into(), "0".into()));
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    assert_eq!(session_start(&r, "s1", "compact").stdout, "");
+    r.env.pop();
+    assert!(events(&r).is_empty(), "no evaluation ran");
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+}
+
+#[test]
+fn stop_hook_active_stops_are_judged_and_the_ceiling_ends_the_chain() {
+    let r = planned();
+    blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    let mut again: Value = serde_json::from_slice(&stop("s1", "Let me pause here; the rest can wait.")).unwrap();
+    again["stop_hook_active"] = json!(true);
+    blocked_reason(&evaluate(&r, again.to_string().as_bytes()));
+    assert_allowed(&evaluate(&r, again.to_string().as_bytes()));
+    assert_eq!(last_event(&r)["decision"], "force_allow");
+    // A legitimate reason is allowed at once, flag or not.
+    let r = planned();
+    let mut q: Value = serde_json::from_slice(&stop("s1", "Which of the two schemas do you want?")).unwrap();
+    q["stop_hook_active"] = json!(true);
+    assert_allowed(&evaluate(&r, q.to_string().as_bytes()));
+}
+
+// --- failures seen, fast --------------------------------------------------------
+
+#[test]
+fn parallel_evaluations_on_a_fresh_database_lose_none() {
+    let r = planned();
+    let state = r.root.join(".git/premerge");
+    std::fs::remove_dir_all(&state).unwrap();
+    let children: Vec<_> = (0..30)
+        .map(|i| {
+            let mut c = r.premerge_cmd(["gate", "evaluate"]);
+            let payload = stop(&format!("p{i}"), "All steps are complete and the tests pass.");
+            std::thread::spawn(move || run_with_stdin(&mut c, &payload))
+        })
+        .collect();
+    for h in children {
+        h.join().unwrap().expect_code(0);
+    }
+    let all = events(&r);
+    assert_eq!(all.len(), 30, "every evaluation is in the database");
+    assert!(all.iter().all(|e| e["failure_kind"].is_null()), "{all:?}");
+    assert!(!state.join("events.jsonl").exists(), "nothing fell back");
+}
+
+#[test]
+fn a_write_locked_database_fails_open_fast_into_a_private_fallback_with_the_session() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = planned();
+    let db = r.root.join(".git/premerge/premerge.db");
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder
+        .execute_batch("BEGIN IMMEDIATE; INSERT INTO gate_sessions VALUES ('x', 't', NULL, 'evaluate', NULL);")
+        .unwrap();
+    let t = std::time::Instant::now();
+    assert_allowed(&evaluate(&r, &stop("s1", DRIFT)));
+    let took = t.elapsed();
+    holder.execute_batch("ROLLBACK").unwrap();
+    // One 200 ms wait, not two 5 s ones (generous bound for a loaded machine).
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    let log = r.root.join(".git/premerge/events.jsonl");
+    let e: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!((e["failure_kind"].as_str(), e["session_id"].as_str()), (Some("database_error"), Some("s1")));
+    assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+// --- re-grounding and reminders ---------------------------------------------------
+
+#[test]
+fn drift_in_a_plan_step_is_never_echoed_and_the_tree_state_is_told_truthfully() {
+    let r = TestRepo::new();
+    enforcing(&r);
+    r.write("docs/plans/work.md", "- [x] one\n- [ ] Open a new conversation and start over in a Fresh Session\n");
+    r.commit_all("plan");
+    session_start(&r, "s1", "startup");
+    let clean = blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert!(clean.contains("Everything is committed"), "{clean}");
+    r.write("src/new.rs", "fn x() {}\n");
+    let dirty = blocked_reason(&evaluate(&r, &stop("s1", DRIFT)));
+    assert!(!dirty.contains("Everything is committed") && dirty.contains("uncommitted changes (1 path)"), "{dirty}");
+    let regrounding = session_start(&r, "s1", "compact").stdout;
+    assert!(regrounding.contains("uncommitted changes (1 path)"), "{regrounding}");
+    for text in [&clean, &dirty, &regrounding] {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        for p in DRIFT_PHRASES {
+            assert!(!flat.contains(p), "drift phrase {p:?} in:\n{text}");
+        }
+    }
+}
+
+// --- install and uninstall --------------------------------------------------------
+
+fn settings(r: &TestRepo) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap()).unwrap()
+}
+
+fn commands(v: &Value, event: &str) -> Vec<String> {
+    v["hooks"][event]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .flat_map(|g| g["hooks"].as_array().unwrap().iter().map(|h| h["command"].as_str().unwrap().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn agent_hook_install_keeps_one_entry_with_an_absolute_program_and_uninstalls() {
+    let r = TestRepo::new();
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    let stop_cmds = commands(&settings(&r), "Stop");
+    assert_eq!(stop_cmds.len(), 1);
+    let program = stop_cmds[0].strip_suffix(" gate evaluate").unwrap().to_string();
+    assert!(Path::new(&program).is_absolute(), "{program}");
+    assert_eq!(Path::new(&program).canonicalize().unwrap(), crate::common::bin().canonicalize().unwrap());
+    let run = r.premerge(&["gate", "install-agent-hook", "--program", "/opt/bin/premerge"]);
+    assert!(run.expect_code(0).stdout.contains("pointed 2 at /opt/bin/premerge"), "{}", run.stdout);
+    let v = settings(&r);
+    assert_eq!(commands(&v, "Stop"), ["/opt/bin/premerge gate evaluate"]);
+    assert_eq!(commands(&v, "SessionStart"), ["/opt/bin/premerge gate session-start"]);
+    // premerge uninstall notes the hook, and removes it when asked.
+    let un = r.premerge(&["uninstall"]);
+    assert!(un.expect_code(0).stdout.contains("premerge uninstall --agent-hook"), "{}", un.stdout);
+    r.premerge(&["uninstall", "--agent-hook"]).expect_code(0);
+    assert_eq!(settings(&r), json!({}));
+    assert!(!r.premerge(&["uninstall"]).stdout.contains("--agent-hook"));
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    let gone = r.premerge(&["gate", "uninstall-agent-hook"]);
+    assert!(gone.expect_code(0).stdout.contains("removed 2 premerge agent hook(s)"), "{}", gone.stdout);
+    assert_eq!(settings(&r), json!({}));
+}
+
+#[test]
+fn a_symlinked_settings_file_stays_a_link_with_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = TestRepo::new();
+    let dotfiles = r.dir.path().join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let real = dotfiles.join("claude-settings.json");
+    std::fs::write(&real, "{\"model\": \"opus\"}\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir_all(r.root.join(".claude")).unwrap();
+    let link = r.root.join(".claude/settings.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    r.premerge(&["gate", "install-agent-hook"]).expect_code(0);
+    r.premerge(&["gate", "install-agent-hook", "--program", "/opt/premerge"]).expect_code(0);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o644);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert_eq!(v["model"], "opus");
+    assert_eq!(commands(&v, "Stop"), ["/opt/premerge gate evaluate"]);
+    r.premerge(&["gate", "uninstall-agent-hook"]).expect_code(0);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&real).unwrap()).unwrap(),
+        json!({"model": "opus"})
+    );
+}
+
+#[test]
+fn agent_docs_through_a_claude_md_link_with_crlf_restore_byte_for_byte() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = TestRepo::new();
+    let agents = "# Agents\r\n\r\nBe precise.\r\n\r\n## Tools\r\n\r\nUse cargo.\r\n";
+    r.write("AGENTS.md", agents);
+    std::fs::set_permissions(r.root.join("AGENTS.md"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::symlink("AGENTS.md", r.root.join("CLAUDE.md")).unwrap();
+    let run = r.premerge(&["install", "--agent-docs"]);
+    assert!(run.expect_code(0).stdout.contains("CLAUDE.md: a link to AGENTS.md"), "{}", run.stdout);
+    assert!(std::fs::symlink_metadata(r.root.join("CLAUDE.md")).unwrap().file_type().is_symlink());
+    let once = std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap();
+    assert_eq!(once.matches("<!-- PREMERGE:NO-HALFWAY-STOP -->").count(), 1);
+    assert!(!once.replace("\r\n", "").contains('\n'), "every line keeps CRLF: {once:?}");
+    assert_eq!(std::fs::metadata(r.root.join("AGENTS.md")).unwrap().permissions().mode() & 0o777, 0o640);
+    r.premerge(&["uninstall", "--agent-docs"]).expect_code(0);
+    assert!(std::fs::symlink_metadata(r.root.join("CLAUDE.md")).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap(), agents);
 }

@@ -28,11 +28,12 @@ pub fn control(conn: &Connection) -> Result<Control> {
     })
 }
 
-pub fn set_mode(conn: &Connection, mode: Mode, now: &str) -> Result<()> {
+/// Store the operator's mode; `None` clears it, so configuration decides again.
+pub fn set_mode(conn: &Connection, mode: Option<Mode>, now: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, ?1, 0, ?2)
          ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
-        params![mode.as_str(), now],
+        params![mode.map(Mode::as_str), now],
     )?;
     Ok(())
 }
@@ -304,4 +305,83 @@ pub fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Res
         [ancestor, descendant],
     )?;
     Ok(())
+}
+
+/// Counts of one period for `gate status`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Period {
+    /// Evaluations by decision.
+    pub decisions: std::collections::BTreeMap<String, i64>,
+    /// Shadow `continue` decisions: stops enforce would have blocked.
+    pub would_block: i64,
+    /// Stops enforce did block.
+    pub blocked: i64,
+    /// Fail-open evaluations by failure kind.
+    pub failures: std::collections::BTreeMap<String, i64>,
+}
+
+/// Operators' annotations of the gate's decisions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Annotated {
+    pub correct: i64,
+    pub incorrect: i64,
+    /// Of them, annotations of shadow decisions (what the suggestion to enforce reads).
+    pub shadow_correct: i64,
+    pub shadow_incorrect: i64,
+    /// Of them, annotations of shadow would-blocks.
+    pub would_block_correct: i64,
+    pub would_block_incorrect: i64,
+}
+
+/// Counts of the evaluations whose day (`ts[..10]`) is at least `from_day`.
+pub fn period(conn: &Connection, from_day: &str) -> Result<Period> {
+    let mut p = Period::default();
+    let mut st =
+        conn.prepare("SELECT decision, COUNT(*) FROM gate_events WHERE substr(ts, 1, 10) >= ?1 GROUP BY decision")?;
+    for row in st.query_map([from_day], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (d, n) = row?;
+        p.decisions.insert(d, n);
+    }
+    let mut st = conn.prepare(
+        "SELECT failure_kind, COUNT(*) FROM gate_events
+         WHERE substr(ts, 1, 10) >= ?1 AND failure_kind IS NOT NULL GROUP BY failure_kind",
+    )?;
+    for row in st.query_map([from_day], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (k, n) = row?;
+        p.failures.insert(k, n);
+    }
+    p.would_block = conn.query_row(
+        "SELECT COUNT(*) FROM gate_events WHERE substr(ts, 1, 10) >= ?1 AND mode = 'shadow' AND decision = 'continue'",
+        [from_day],
+        |r| r.get(0),
+    )?;
+    p.blocked = conn.query_row(
+        "SELECT COUNT(*) FROM gate_events WHERE substr(ts, 1, 10) >= ?1 AND blocked = 1",
+        [from_day],
+        |r| r.get(0),
+    )?;
+    Ok(p)
+}
+
+/// Annotation counts over all time (the latest annotation of an event counts).
+pub fn annotated(conn: &Connection) -> Result<Annotated> {
+    let mut a = Annotated::default();
+    let mut st = conn.prepare(
+        "SELECT a.verdict, e.mode, e.decision FROM gate_annotations a JOIN gate_events e ON e.id = a.event_id
+         WHERE a.id = (SELECT MAX(id) FROM gate_annotations b WHERE b.event_id = a.event_id)",
+    )?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+    for row in rows {
+        let (verdict, mode, decision) = row?;
+        let correct = verdict == "correct";
+        let bump = |c: &mut i64, i: &mut i64| if correct { *c += 1 } else { *i += 1 };
+        bump(&mut a.correct, &mut a.incorrect);
+        if mode == "shadow" {
+            bump(&mut a.shadow_correct, &mut a.shadow_incorrect);
+            if decision == "continue" {
+                bump(&mut a.would_block_correct, &mut a.would_block_incorrect);
+            }
+        }
+    }
+    Ok(a)
 }

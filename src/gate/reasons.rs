@@ -1,0 +1,651 @@
+//! What a stop message says, read by the built-in authority: whether it carries a
+//! positive, legitimate reason to stop (the work is claimed complete, a question or
+//! decision only the user can answer, access or information the agent lacks, an
+//! error it cannot resolve, the gate itself), and the two guards that discount a
+//! reason: a **stated continuation** (the message announces the agent's own next
+//! piece of work, then stops) and a **false excuse** (an inability whose only cause
+//! is the agent's own session: context, tokens, conversation length, compaction,
+//! time; or a claim that everything is committed while the working tree has changes).
+//!
+//! The vocabulary below is general: classes of words (totality words, done words,
+//! access nouns, error nouns, blockers, remaining-work words) combined per sentence,
+//! not phrases lifted from any test message. `tests/fixtures/gate/` holds a labelled
+//! corpus written before these lists; `docs/gate.md` reports the agreement.
+
+/// A legitimate reason to stop, strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The stop concerns the stop gate or its hook.
+    SelfReference,
+    /// Access, a secret, credentials, permissions or information the agent lacks.
+    MissingAccess,
+    /// An error the agent cannot resolve.
+    Error,
+    /// A question or decision only the user can answer.
+    Question,
+    /// The whole piece of work is claimed complete.
+    Completion,
+}
+
+/// What [`read`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// The legitimate reason, after the guards.
+    pub reason: Option<Reason>,
+    /// Talk of saving context, sessions, length, checkpoints, pausing, later work.
+    pub drift: bool,
+    /// The message announces the agent's own next work (`I'll build that now`).
+    pub stated_continuation: bool,
+    /// A reason was discounted as a false excuse.
+    pub false_excuse: bool,
+}
+
+/// Lower-case, apostrophes dropped (`can't` -> `cant`), every other non-alphanumeric
+/// character a single space, padded with one space each side so that ` word `
+/// matches whole words.
+pub fn norm(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(' ');
+    let mut space = true;
+    for c in s.chars().flat_map(char::to_lowercase) {
+        if c == '\'' || c == '\u{2019}' {
+            continue;
+        }
+        if c.is_alphanumeric() || c == '/' {
+            out.push(c);
+            space = false;
+        } else if !space {
+            out.push(' ');
+            space = true;
+        }
+    }
+    if !space {
+        out.push(' ');
+    }
+    out
+}
+
+fn has(text: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| text.contains(w))
+}
+
+// Each entry is written normalised (see `norm`): spaces mark word boundaries, and an
+// entry without a trailing space is a stem (` complet` matches complete, completed).
+
+/// Causes that belong to the agent's own session, never a reason to stop while a
+/// durable plan exists.
+const SESSION_CAUSES: &[&str] = &[
+    " context",
+    " tokens",
+    " token limit",
+    " token budget",
+    " conversation",
+    " session",
+    " chat ",
+    " thread ",
+    " compact",
+    " summaris",
+    " summariz",
+    " condensed",
+    " long ",
+    " longer ",
+    " length",
+    " lengthy",
+    " headroom",
+    " capacity",
+    " clean slate",
+    " out of time",
+    " single turn",
+    " one turn",
+    " in one go",
+];
+
+/// Talk that accompanies a halfway stop.
+const DRIFT: &[&str] = &[
+    " checkpoint",
+    " milestone",
+    " pause",
+    " pausing",
+    " wrap ",
+    " wrapping",
+    " later",
+    " follow up",
+    " followup",
+    " follow on",
+    " next time",
+    " another time",
+    " tomorrow",
+    " stopping point",
+    " stop here",
+    " stopping here",
+    " stop now",
+    " stopping now",
+    " for now",
+    " fresh ",
+    " new session",
+    " new conversation",
+    " new chat",
+];
+
+/// The whole: a claim about every part of the work.
+const TOTALITY: &[&str] =
+    &[" all ", " every", " everything ", " whole ", " entire", " fully ", " full ", " requested "];
+/// Nouns that name the whole piece of work.
+const WHOLE_WORK: &[&str] = &[
+    " task ",
+    " work ",
+    " feature ",
+    " refactor ",
+    " fix ",
+    " migration ",
+    " implementation ",
+    " plan ",
+    " pr ",
+    " rollout ",
+    " job ",
+    " bug ",
+    " request ",
+];
+/// Words that say something is done.
+const DONE: &[&str] = &[
+    " done ",
+    " complete ",
+    " completed ",
+    " completes ",
+    " finished ",
+    " implemented ",
+    " in place ",
+    " merged ",
+    " shipped ",
+    " fixed ",
+    " checked ",
+    " wrapped up ",
+    " ready for review ",
+    " pass ",
+    " passes ",
+    " green ",
+];
+/// Idioms that report the end of the work wherever they stand.
+const DONE_IDIOMS: &[&str] = &[" thats everything", " thats all ", " were done", " we are done", " nothing left to do"];
+/// A sentence that is only one of these is a completion report (`Done.`).
+const DONE_ALONE: &[&str] = &[
+    " done ",
+    " all done ",
+    " finished ",
+    " complete ",
+    " shipped ",
+    " task complete ",
+    " were done ",
+    " we are done ",
+];
+/// The claim covers a part only.
+const PARTIAL: &[&str] = &[
+    " so far",
+    " first ",
+    " half",
+    " part ",
+    " partly",
+    " partial",
+    " some ",
+    " most ",
+    " bulk",
+    " up to ",
+    " phase one",
+    " step 1",
+    " step 2",
+    " step 3",
+    " one of ",
+    " / ",
+];
+/// Words that say work remains.
+const REMAINING: &[&str] = &[
+    " remaining",
+    " remain",
+    " left ",
+    " still ",
+    " next ",
+    " todo",
+    " to do ",
+    " not yet",
+    " later",
+    " follow up",
+    " pending",
+    " outstanding",
+    " the rest",
+    " didnt get to",
+    " havent ",
+    " not started",
+    " unchecked",
+    " afterwards",
+    " will have to wait",
+];
+/// Negations that turn a remaining-work word into a completion (`nothing left`).
+const NOTHING_REMAINS: &[&str] = &[
+    " nothing is left",
+    " nothing left",
+    " nothing remaining",
+    " nothing remains",
+    " no remaining",
+    " none left",
+    " no steps left",
+    " nothing else",
+];
+
+/// Nouns of access the agent lacks.
+const ACCESS: &[&str] = &[
+    " credential",
+    " secret",
+    " api key",
+    " password",
+    " passphrase",
+    " permission",
+    " access ",
+    " authoriz",
+    " authoris",
+    " unauthoriz",
+    " forbidden",
+    " 401 ",
+    " 403 ",
+    " 2fa",
+    " mfa ",
+    " otp ",
+    " vpn ",
+    " certificate",
+    " keystore",
+    " key ",
+    " keys ",
+    " gpg",
+    " publickey",
+    " license",
+    " licence",
+    " rights ",
+    " read only",
+    " admin",
+    " login",
+    " registry credentials",
+];
+/// Words that the agent lacks or needs something.
+const LACK: &[&str] = &[
+    " dont have",
+    " do not have",
+    " doesnt have",
+    " does not have",
+    " lack",
+    " missing",
+    " not configured",
+    " arent configured",
+    " isnt set",
+    " not set ",
+    " need ",
+    " needs ",
+    " requires",
+    " required",
+    " cant ",
+    " cannot ",
+    " denied",
+    " rejects",
+    " rejected",
+    " no way to",
+    " not available",
+    " isnt available",
+    " unavailable",
+    " only has",
+    " is read only",
+];
+/// Information the user has and the repository does not.
+const MISSING_INFO: &[&str] = &[
+    " missing information",
+    " isnt in the repo",
+    " not in the repo",
+    " isnt in the issue",
+    " doesnt say",
+    " does not say",
+    " isnt specified",
+    " not specified",
+    " dont know the real",
+    " cant reach",
+    " could you paste",
+    " could you provide",
+    " can you provide",
+    " can you share",
+    " could you share",
+    " please provide",
+    " please add",
+    " please share",
+];
+
+/// Nouns and verbs of an error or a broken environment.
+const ERROR: &[&str] = &[
+    " error",
+    " fail",
+    " crash",
+    " segfault",
+    " panic",
+    " ice ",
+    " exception",
+    " broken",
+    " broke ",
+    " times out",
+    " timed out",
+    " timeout",
+    " 500 ",
+    " 502 ",
+    " 503 ",
+    " enospc",
+    " disk is full",
+    " no space left",
+    " out of memory",
+    " exit code",
+    " no outbound network",
+    " not running",
+    " isnt running",
+    " cannot be installed",
+    " cant be installed",
+    " dont compile",
+    " doesnt compile",
+    " does not compile",
+    " conflicts",
+    " no longer exists",
+    " unpublished",
+    " flaky",
+    " cant run",
+    " there s no",
+    " theres no",
+    " no such",
+];
+/// Words that the agent cannot get past the error.
+const BLOCKER: &[&str] = &[
+    " cant ",
+    " cannot ",
+    " can not ",
+    " unable",
+    " couldnt",
+    " could not ",
+    " not able",
+    " no way",
+    " outside ",
+    " out of scope",
+    " beyond ",
+    " no control",
+    " sudo",
+    " root",
+    " stuck",
+    " blocks me",
+    " blocked",
+    " dont know",
+    " tried ",
+    " requires a license",
+    " nothing i can",
+    " nothing we can",
+    " nothing in our code",
+    " is down",
+    " down for",
+];
+
+/// A question that only asks leave to go on with the plan: not a decision for the user.
+const ASKS_LEAVE: &[&str] = &[
+    " shall i ",
+    " should i ",
+    " do you want me to ",
+    " would you like me to ",
+    " want me to ",
+    " let me know if you want",
+    " let me know if youd like",
+    " if youd like me to",
+    " if you want me to",
+];
+const GO_ON: &[&str] = &[
+    " continue",
+    " proceed",
+    " keep going",
+    " carry on",
+    " go on ",
+    " move on",
+    " resume",
+    " next ",
+    " remaining",
+    " the rest",
+    " finish ",
+];
+/// A decision or an answer the user is asked for, without a question mark.
+const ASKS_USER: &[&str] = &[
+    " need you to ",
+    " need a decision",
+    " decision from you",
+    " decision only you",
+    " only you can",
+    " your decision",
+    " your go ahead",
+    " your explicit",
+    " please confirm",
+    " let me know which",
+    " waiting on your",
+    " waiting for your",
+    " need your ",
+    " please decide",
+    " need to know whether",
+    " need to know which",
+    " can you clarify",
+    " could you clarify",
+];
+
+/// The agent announces its own next work.
+const ANNOUNCE: &[&str] =
+    &[" ill ", " i will ", " let me ", " going to ", " moving on", " now i ", " i am going to ", " im going to "];
+const WORK_VERBS: &[&str] = &[
+    " build",
+    " implement",
+    " add ",
+    " write",
+    " move on",
+    " tackle",
+    " start",
+    " begin",
+    " update",
+    " create",
+    " fix ",
+    " wire",
+    " port ",
+    " refactor",
+    " run ",
+    " work on",
+    " do ",
+    " set up",
+    " now",
+];
+/// Words that put the announced work off: not a stated continuation.
+const DEFERRED: &[&str] = &[
+    " later",
+    " follow up",
+    " next time",
+    " another time",
+    " session",
+    " conversation",
+    " tomorrow",
+    " afterwards",
+    " after this",
+    " as soon as you",
+    " once you",
+    " when you",
+    " if you",
+    " let me know",
+    " stop",
+    " pause",
+    " wrap",
+];
+/// A claim that the work is saved.
+const CLAIMS_SAVED: &[&str] = &[" committed", " pushed", " saved"];
+
+/// A sentence of the message and whether it ended with a question mark.
+struct Sentence {
+    text: String,
+    question: bool,
+}
+
+fn sentences(message: &str) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        // A dot inside a word (`work.md`, `3.11`) does not end a sentence.
+        let end = match c {
+            '.' => chars.peek().is_none_or(|n| n.is_whitespace()),
+            '!' | '?' | ';' | '\n' => true,
+            _ => false,
+        };
+        if !end {
+            cur.push(c);
+            continue;
+        }
+        let n = norm(&cur);
+        cur.clear();
+        if !n.trim().is_empty() {
+            out.push(Sentence { text: n, question: c == '?' });
+        } else if c == '?'
+            && let Some(last) = out.last_mut()
+        {
+            last.question = true;
+        }
+    }
+    let n = norm(&cur);
+    if !n.trim().is_empty() {
+        out.push(Sentence { text: n, question: false });
+    }
+    out
+}
+
+fn asks_leave(s: &str) -> bool {
+    has(s, ASKS_LEAVE) && has(s, GO_ON)
+}
+
+fn announces_work(s: &str) -> bool {
+    ANNOUNCE.iter().any(|a| {
+        s.match_indices(a).any(|(i, _)| {
+            let after: String = s[i + a.len() - 1..].split(' ').take(5).collect::<Vec<_>>().join(" ") + " ";
+            let after = format!(" {}", after.trim_start());
+            has(&after, WORK_VERBS) && !after.starts_with(" know")
+        })
+    }) && !has(s, DEFERRED)
+}
+
+/// Read a stop message. `uncommitted`: whether the working tree has uncommitted
+/// changes (`None`: unknown), which makes a claim that everything is committed false.
+pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
+    let all = norm(message);
+    let ss = sentences(message);
+    let mut r = Reading {
+        drift: has(&all, DRIFT) || has(&all, SESSION_CAUSES),
+        stated_continuation: ss.last().is_some_and(|s| announces_work(&s.text))
+            || ss.iter().rev().take(2).any(|s| announces_work(&s.text) && !has(&s.text, SESSION_CAUSES)),
+        ..Reading::default()
+    };
+    if has(&all, &[" stop gate", " stop hook", " premerge gate"]) {
+        r.reason = Some(Reason::SelfReference);
+        return r;
+    }
+    // A sentence whose only cause is the session itself is a false excuse: its
+    // "cannot" or "blocked" is no blocker.
+    let excuse = |s: &Sentence| has(&s.text, SESSION_CAUSES) && !has(&s.text, ACCESS) && !has(&s.text, ERROR);
+    let mut access = false;
+    let mut error_noun = false;
+    let mut blocker = false;
+    let mut question = false;
+    for s in &ss {
+        let t = &s.text;
+        if excuse(s) {
+            if has(t, BLOCKER) || has(t, LACK) {
+                r.false_excuse = true;
+            }
+            if s.question && !asks_leave(t) && !has(t, &[" new session", " fresh", " new conversation", " new chat"]) {
+                question = true;
+            }
+            if has(t, ASKS_USER) {
+                question = true;
+            }
+            continue;
+        }
+        access |= (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO);
+        error_noun |= has(t, ERROR);
+        blocker |= has(t, BLOCKER);
+        question |= (s.question && !asks_leave(t)) || has(t, ASKS_USER);
+    }
+    let completion = completion(&ss, &all);
+    let saved_claim_false = uncommitted == Some(true) && has(&all, CLAIMS_SAVED);
+    r.reason = if access {
+        Some(Reason::MissingAccess)
+    } else if error_noun && blocker {
+        Some(Reason::Error)
+    } else if question {
+        Some(Reason::Question)
+    } else if completion && !r.stated_continuation && !saved_claim_false {
+        Some(Reason::Completion)
+    } else {
+        if completion && saved_claim_false {
+            r.false_excuse = true;
+        }
+        None
+    };
+    r
+}
+
+/// The whole work is claimed done and nothing is said to remain.
+fn completion(ss: &[Sentence], all: &str) -> bool {
+    // A sentence that says nothing remains reports no remaining work.
+    if ss.iter().any(|s| has(&s.text, REMAINING) && !has(&s.text, NOTHING_REMAINS)) {
+        return false;
+    }
+    if has(all, DONE_IDIOMS) {
+        return true;
+    }
+    ss.iter().any(|s| {
+        let t = &s.text;
+        if DONE_ALONE.contains(&t.as_str()) {
+            return true;
+        }
+        let scope = has(t, TOTALITY) || has(t, WHOLE_WORK) || has(t, NOTHING_REMAINS);
+        let partial = has(t, PARTIAL) || t.split(' ').any(|w| w.contains('/') && w.chars().any(|c| c.is_ascii_digit()));
+        (scope && has(t, DONE) && !partial) || has(t, NOTHING_REMAINS)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn norm_keeps_word_boundaries() {
+        assert_eq!(norm("I can't -- stop!"), " i cant stop ");
+        assert_eq!(norm(""), " ");
+    }
+
+    #[test]
+    fn stated_continuation_and_its_deferral() {
+        assert!(read("The model is in place. I'll add the serializer next.", None).stated_continuation);
+        assert!(!read("I'll add the serializer in a follow-up.", None).stated_continuation);
+        assert!(!read("Let me know if anything looks off.", None).stated_continuation);
+    }
+
+    #[test]
+    fn a_session_cause_is_no_blocker() {
+        let r = read("I cannot continue because the context window is nearly exhausted.", None);
+        assert_eq!(r.reason, None);
+        assert!(r.false_excuse);
+        let r = read("I cannot continue: the build fails with a linker error I cannot fix.", None);
+        assert_eq!(r.reason, Some(Reason::Error));
+    }
+
+    #[test]
+    fn a_saved_claim_is_false_with_uncommitted_changes() {
+        let msg = "All done, everything is committed.";
+        assert_eq!(read(msg, Some(false)).reason, Some(Reason::Completion));
+        let r = read(msg, Some(true));
+        assert_eq!(r.reason, None);
+        assert!(r.false_excuse);
+    }
+
+    #[test]
+    fn leave_to_go_on_is_not_a_question_for_the_user() {
+        assert_eq!(read("Shall I continue with the rest?", None).reason, None);
+        assert_eq!(read("Should the cache be per user or global?", None).reason, Some(Reason::Question));
+    }
+}
