@@ -40,6 +40,24 @@ fn route(r: &TestRepo, round: u32, doc: &Value) -> Run {
     r.premerge(&["review", "route", "--round", &round.to_string(), "--findings", &f, "--run-dir", rd.to_str().unwrap()])
 }
 
+fn route_issue(r: &TestRepo, round: u32, doc: &Value, issue: u64) -> Run {
+    let f = write_findings(r, &format!("findings-{round}.json"), doc);
+    let rd = run_dir(r);
+    let (round, issue) = (round.to_string(), issue.to_string());
+    r.premerge(&[
+        "review",
+        "route",
+        "--round",
+        &round,
+        "--issue",
+        &issue,
+        "--findings",
+        &f,
+        "--run-dir",
+        rd.to_str().unwrap(),
+    ])
+}
+
 fn events(r: &TestRepo) -> Vec<Value> {
     match fs::read_to_string(run_dir(r).join("events.jsonl")) {
         Ok(t) => t.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
@@ -459,16 +477,20 @@ fn repeated_seam_class_halts_while_its_proposal_is_open() {
     let open: Vec<_> = std::fs::read_dir(props.join("open")).unwrap().collect();
     assert_eq!(open.len(), 1);
     assert!(!r.root.join("docs/proposals").exists());
+    // Routing the unchanged round again is a read: no new stripe, no halt.
+    let same = route(&r, 1, &seam_findings()).expect_code(0).json();
+    assert_eq!(same["stripe"]["outcome"], "already_recorded");
+    let rd = run_dir(&r);
+    r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(0);
     // The next cycle (a new issue) hits the same seam class on its round 1.
-    let again = route(&r, 1, &seam_findings()).expect_code(1).json();
+    let again = route_issue(&r, 1, &seam_findings(), 8).expect_code(1).json();
     assert_eq!(again["stripe"]["outcome"], "stripe_repeat_halt");
     assert_eq!(again["stripe"]["stripe"], stripe.as_str());
     assert_eq!(again["nextStep"], "step-back");
     assert_eq!(std::fs::read_dir(props.join("open")).unwrap().count(), 1, "no second proposal");
-    let rd = run_dir(&r);
     r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(1);
     r.premerge(&["proposal", "apply", &stripe, "--root", props.to_str().unwrap()]).expect_code(0);
     r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(0);
-    let third = route(&r, 1, &seam_findings()).expect_code(0).json();
+    let third = route_issue(&r, 1, &seam_findings(), 9).expect_code(0).json();
     assert_eq!(third["stripe"]["outcome"], "emitted");
 }
