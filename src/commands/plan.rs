@@ -72,6 +72,9 @@ pub struct CarryInfo {
     pub source: Option<String>,
 }
 
+/// What a `--strict` refusal tells the user to do next.
+const STRICT_HINT: &str = "fix the finding, or plan without --strict to drop and count it";
+
 /// Most dropped findings named one by one on stderr; the artefact lists them all.
 const MAX_DROP_LINES: usize = 20;
 
@@ -267,7 +270,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     }
     let max_findings = config.int("plan.max_findings") as usize;
     let name = args.findings.display().to_string();
-    let mut parsed = super::read_findings_as(ctx, &repo, &config, &args.findings, !args.strict)?;
+    let mut parsed = super::read_findings_as(ctx, &repo, &config, &args.findings, !args.strict)
+        .map_err(|e| if args.strict { anyhow!("{e:#} ({STRICT_HINT})") } else { e })?;
     // Dropped and counted, never fatal (unless --strict): one malformed record from a
     // reviewer must not cost the attempt.
     let mut dropped_findings: Vec<waves::DroppedFinding> = parsed
@@ -278,12 +282,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     // One owner per real file: every path in its one canonical name, inside the repository.
     let (kept, path_drops) = canonicalise_findings(&root_canon, std::mem::take(&mut parsed.findings));
     if let (true, Some(d)) = (args.strict, path_drops.first()) {
-        bail!("{name}: {}", d.detail);
+        bail!("{name}: {} ({STRICT_HINT})", d.detail);
     }
     dropped_findings.extend(path_drops);
     parsed.findings = kept;
     let mut classified = if args.strict {
-        waves::classify(&parsed.findings, max_findings).map_err(|e| anyhow!("{name}: {e}"))?
+        waves::classify(&parsed.findings, max_findings).map_err(|e| anyhow!("{name}: {e} ({STRICT_HINT})"))?
     } else {
         let (c, d) = waves::classify_lenient(&parsed.findings, max_findings).map_err(|e| anyhow!("{name}: {e}"))?;
         dropped_findings.extend(d);

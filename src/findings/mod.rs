@@ -463,6 +463,45 @@ mod tests {
     }
 
     #[test]
+    fn sarif_level_defaults_to_warning_and_uris_are_decoded() {
+        let t = r#"{"version":"2.1.0","runs":[{"originalUriBaseIds":{"SRC":{"uri":"file:///repo/sub%20dir/"}},
+          "results":[
+            {"ruleId":"A","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"src/a%20b.py"}}}]},
+            {"ruleId":"B","kind":"pass","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"x%2Fy.py"}}}]},
+            {"ruleId":"C","level":"error","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"c%25.py","uriBaseId":"SRC"}}}]}]}]}"#;
+        let f = parse(t, "/repo").unwrap();
+        let got: Vec<(&str, Option<&str>)> =
+            f.findings.iter().map(|f| (f.file.as_str(), f.severity.as_deref())).collect();
+        assert_eq!(
+            got,
+            [("src/a b.py", Some("warning")), ("x/y.py", Some("none")), ("sub dir/c%.py", Some("error"))],
+            "decoded once, never twice"
+        );
+    }
+
+    #[test]
+    fn lenient_parse_drops_and_names_each_bad_record() {
+        let t = r#"{"findings":[{"path":"a","title":"t"},{"lens":"L","title":"no path"},3,
+            {"path":"b","title":"t","line":0},{"path":"/elsewhere/x","title":"t"},{"file":"c","summary":"mixed"}]}"#;
+        let f = parse_lenient(t, "/r").unwrap();
+        assert_eq!(f.findings.len(), 1);
+        let d: Vec<(usize, &str)> = f.dropped.iter().map(|d| (d.index, d.reason)).collect();
+        assert_eq!(
+            d,
+            [(1, INVALID_FINDING), (2, INVALID_FINDING), (3, INVALID_FINDING), (4, OUTSIDE_REPO), (5, INVALID_FINDING)]
+        );
+        assert_eq!(f.dropped[0].detail, "$.findings[1].path: is required");
+        // The strict parse refuses on the first, naming its JSON path.
+        assert_eq!(parse(t, "/r").unwrap_err().path, "$.findings[1].path");
+        // A malformed SARIF result is dropped; the rest of the log still counts.
+        let t = r#"{"runs":[{"results":[{"ruleId":"X","message":{}},{"ruleId":"Y","message":{"text":"m"},
+            "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}]}]}]}"#;
+        let f = parse_lenient(t, "/r").unwrap();
+        assert_eq!((f.findings.len(), f.dropped.len()), (1, 1));
+        assert_eq!(f.findings[0].index, 1);
+    }
+
+    #[test]
     fn sarif_errors_name_the_json_path() {
         let e = parse(r#"{"version":"2.0.0","runs":[]}"#, "/r").unwrap_err();
         assert_eq!(e.path, "$.version");
