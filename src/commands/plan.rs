@@ -163,6 +163,8 @@ pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static st
                 if !cur.pop() {
                     return Err("outside_repo");
                 }
+                // Back on a real directory (`missing/..`): resolve links again from here.
+                exists = exists || cur.is_dir();
             }
             c => {
                 cur.push(c);
@@ -202,8 +204,12 @@ pub fn canonicalise_findings(
 ) -> (Vec<crate::findings::Finding>, Vec<waves::DroppedFinding>) {
     let mut kept = Vec::with_capacity(findings.len());
     let mut dropped = Vec::new();
+    // Many findings name one file: resolve each spelling once (a few syscalls each).
+    let mut resolved: std::collections::HashMap<String, Result<String, &'static str>> =
+        std::collections::HashMap::new();
     for mut f in findings {
-        match canonical_rel(root_canon, &f.file) {
+        let canon = resolved.entry(f.file.clone()).or_insert_with(|| canonical_rel(root_canon, &f.file)).clone();
+        match canon {
             Ok(p) => {
                 f.file = p;
                 kept.push(f);
@@ -457,6 +463,34 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_rel_gives_one_name_per_real_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join("inner")).unwrap();
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::write(root.join("inner/z.rs"), "z").unwrap();
+        fs::write(root.join("src/a.rs"), "a").unwrap();
+        std::os::unix::fs::symlink("inner", root.join("innerlink")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etclink")).unwrap();
+        for (raw, want) in [
+            ("inner/z.rs", Ok("inner/z.rs")),
+            ("innerlink/z.rs", Ok("inner/z.rs")),
+            ("src//a.rs", Ok("src/a.rs")),
+            ("./src/./a.rs", Ok("src/a.rs")),
+            ("src/../src/a.rs", Ok("src/a.rs")),
+            ("missing/../innerlink/z.rs", Ok("inner/z.rs")),
+            ("src/new.rs", Ok("src/new.rs")),
+            ("etclink/passwd", Err("outside_repo")),
+            ("../x", Err("outside_repo")),
+            ("src/..", Err("empty_path")),
+            (".git/config", Err("git_internal")),
+            ("a\nb", Err("control_character")),
+        ] {
+            assert_eq!(canonical_rel(&root, raw).as_deref().map_err(|e| *e), want, "{raw}");
+        }
+    }
 
     #[test]
     fn classified_serialises_canonically() {
