@@ -169,9 +169,16 @@ pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static st
             c => {
                 cur.push(c);
                 if exists {
-                    match fs::canonicalize(&cur) {
-                        Ok(real) => cur = real,
-                        // A dangling link or a missing component: the rest is as written.
+                    // One lstat per component; only a link is resolved (the prefix is
+                    // already real, so a plain directory or file needs nothing more).
+                    match fs::symlink_metadata(&cur) {
+                        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(&cur) {
+                            Ok(real) => cur = real,
+                            // A dangling link: the rest is as written.
+                            Err(_) => exists = false,
+                        },
+                        Ok(_) => {}
+                        // A missing component: the rest is as written.
                         Err(_) => exists = false,
                     }
                 }
