@@ -6,6 +6,7 @@
 //! counted by reason. The file is always written, `"blocked_on": []` included, so the
 //! next attempt can tell "nothing was blocked" from "nobody recorded".
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
@@ -41,6 +42,62 @@ pub struct RecordArgs {
     pub run_dir: Option<PathBuf>,
 }
 
+/// The drop reason of rows past [`MAX_RECORDED_ROWS`].
+pub const OVER_RECORD_CAP: &str = "over_record_cap";
+/// The drop reason of a misspelt key: a top-level key that looks like `blocked_on_file`
+/// but is not (its rows are not recorded), or a row key other than `file` and `reason`.
+pub const UNKNOWN_KEY: &str = "unknown_key";
+
+/// The key a fixer return names its blocked-on rows under.
+pub const RETURN_KEY: &str = "blocked_on_file";
+
+/// A fixer return read: the rows to record, and what was left out by reason.
+#[derive(Debug, Default, PartialEq)]
+pub struct Return {
+    pub rows: Vec<Value>,
+    pub dropped: BTreeMap<String, usize>,
+    /// Every unknown key seen, for the warning.
+    pub unknown: Vec<String>,
+}
+
+/// Whether a top-level key is a misspelling of [`RETURN_KEY`] (`blocked_on_files`,
+/// `blockedOnFile`, `blocked-on`): compared without case, separators and a plural.
+fn looks_like_return_key(k: &str) -> bool {
+    let folded: String = k.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    k != RETURN_KEY && folded.starts_with("blockedon")
+}
+
+/// The rows of a fixer's return: `blocked_on_file` as an array of paths or of
+/// `{file, reason}` objects (absent or null: nothing). Unknown keys are counted.
+pub fn read_return(text: &str, from_file: &str) -> Result<Return> {
+    let doc: Value = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(text).map_err(|e| anyhow!("stdin: not valid JSON: {e}"))?
+    };
+    let Value::Object(o) = &doc else { bail!("stdin: a fixer return must be a JSON object") };
+    let mut out = Return::default();
+    for (k, v) in o {
+        if looks_like_return_key(k) {
+            let n = v.as_array().map_or(1, Vec::len).max(1);
+            *out.dropped.entry(UNKNOWN_KEY.to_string()).or_default() += n;
+            out.unknown.push(k.clone());
+        }
+    }
+    if let Some(Value::Array(entries)) = o.get(RETURN_KEY) {
+        for e in entries {
+            if let Value::Object(m) = e {
+                for k in m.keys().filter(|k| !matches!(k.as_str(), "file" | "reason" | "from_file")) {
+                    *out.dropped.entry(UNKNOWN_KEY.to_string()).or_default() += 1;
+                    out.unknown.push(format!("{RETURN_KEY}[].{k}"));
+                }
+            }
+        }
+    }
+    out.rows = rows_of_return(text, from_file)?;
+    Ok(out)
+}
+
 /// The rows of a fixer's return: `blocked_on_file` as an array of paths or of
 /// `{file, reason}` objects (absent or null: nothing).
 pub fn rows_of_return(text: &str, from_file: &str) -> Result<Vec<Value>> {
@@ -69,17 +126,37 @@ pub fn rows_of_return(text: &str, from_file: &str) -> Result<Vec<Value>> {
         .collect())
 }
 
+/// The `dropped` counts a blocked-on file already holds (none when absent or malformed).
+fn recorded_dropped(text: &str) -> BTreeMap<String, usize> {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("dropped").cloned())
+        .and_then(|d| serde_json::from_value(d).ok())
+        .unwrap_or_default()
+}
+
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     let Cmd::Record(args) = cmd;
     let input = ctx.read_stdin()?;
-    let new_rows = rows_of_return(&input, &args.from_file)?;
+    let ret = read_return(&input, &args.from_file)?;
+    let new_rows = ret.rows;
+    let mut dropped = ret.dropped;
+    if !ret.unknown.is_empty() {
+        ctx.warn(format!(
+            "stdin: unknown key(s) {} not recorded (the rows go under `{RETURN_KEY}`, each {{file, reason}})",
+            ret.unknown.join(", ")
+        ));
+    }
     let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
     let path = super::plan::artefact(&run_dir, "blocked-on", args.attempt);
     let _lock = store::RunLock::acquire(&run_dir)?;
-    let mut rows = match fs::read_to_string(&path) {
-        Ok(text) => crate::waves::carry::rows_of(&text, args.attempt)
-            .map_err(|why| anyhow!("{}: {why}; not merging into it", path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+    let (mut rows, mut recorded_drops) = match fs::read_to_string(&path) {
+        Ok(text) => (
+            crate::waves::carry::rows_of(&text, args.attempt)
+                .map_err(|why| anyhow!("{}: {why}; not merging into it", path.display()))?,
+            recorded_dropped(&text),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), BTreeMap::new()),
         Err(e) => bail!("{}: cannot read: {e}", path.display()),
     };
     let before = rows.len();
@@ -96,13 +173,21 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     }
     if over > 0 {
         ctx.warn(format!("{}: {over} row(s) over the {MAX_RECORDED_ROWS}-row bound were not recorded", path.display()));
+        dropped.insert(OVER_RECORD_CAP.to_string(), over);
     }
     let added = rows.len() - before;
-    let doc = json!({"schema_version": SCHEMA_VERSION, "attempt": args.attempt, "blocked_on": rows});
+    for (k, v) in &dropped {
+        *recorded_drops.entry(k.clone()).or_default() += v;
+    }
+    let mut doc = json!({"schema_version": SCHEMA_VERSION, "attempt": args.attempt, "blocked_on": rows});
+    if !recorded_drops.is_empty() {
+        doc["dropped"] = json!(recorded_drops);
+    }
     store::atomic_write(&path, crate::canonical::to_pretty(&doc)?.as_bytes())?;
     store::append_event(
         &run_dir,
-        &json!({"kind": "blocked_recorded", "attempt": args.attempt, "from_file": args.from_file, "added": added}),
+        &json!({"kind": "blocked_recorded", "attempt": args.attempt, "from_file": args.from_file, "added": added,
+                "dropped": dropped}),
     )?;
     writeln!(
         ctx.stdout,

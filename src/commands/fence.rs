@@ -149,21 +149,32 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
     )?;
     unrepresentable_note(ctx.stderr, "premerge: fence", &stray)?;
     writeln!(ctx.stderr, "premerge: fence: undo the stray changes, or have a later attempt's plan name those files")?;
-    // Stripe rows keep a UTF-8 name as it is (so stripe ids are stable) and show any
-    // other name escaped, never lossily.
-    let rows: Vec<String> = stray.iter().map(|p| json_path(p).0).collect();
-    record_violation_stripe(ctx, &run_dir, &rows);
+    // The stripe records paths outside the whole plan (a check with --owner records
+    // the same class as one without: another owner's file is not a new kind of stray).
+    let plan_strays = match &a.owner {
+        Some(_) => allowed_of(&run_dir, a.attempt, None).map(|set| strays(&changed, &set)).unwrap_or_default(),
+        None => stray,
+    };
+    if !plan_strays.is_empty() {
+        // Stripe rows keep a UTF-8 name as it is (so stripe ids are stable) and show any
+        // other name escaped, never lossily.
+        let rows: Vec<String> = plan_strays.iter().map(|p| json_path(p).0).collect();
+        record_violation_stripe(ctx, &run_dir, a.attempt, &rows);
+    }
     Ok(Exit::Policy)
 }
 
 /// A fence violation is a stripe (`premerge`, `fence_violation`, keyed by the stray
 /// paths): the first one opens a proposal, the same strays again while it is open are
 /// a repeat for a human. The fence has refused either way; this only records the class.
-fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, stray: &[String]) {
+/// Rows are named after the observation (attempt and path), so checking unchanged
+/// state again records nothing new.
+fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, attempt: u32, stray: &[String]) {
     let Ok(repo) = ctx.repo() else { return };
     let Ok(cfg) = super::load_config(&repo) else { return };
+    let nn = store::nn(attempt);
     let rows: Vec<serde_json::Value> =
-        stray.iter().map(|p| serde_json::json!({"id": format!("stray:{p}"), "path": p})).collect();
+        stray.iter().map(|p| serde_json::json!({"id": format!("attempt-{nn}:stray:{p}"), "path": p})).collect();
     if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows) {
         let _ = writeln!(
             ctx.stderr,

@@ -78,6 +78,12 @@ impl Ctx<'_> {
 /// Read and parse a findings file (`-`: stdin), refusing one larger than
 /// `review.max_findings_bytes`. Errors name the file and the JSON path.
 pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
+    read_findings_as(ctx, repo, config, path, false)
+}
+
+/// [`read_findings`], or with `lenient` a reader that drops malformed records (listed in
+/// `Findings::dropped`) instead of refusing the document.
+pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path, lenient: bool) -> Result<Findings> {
     let max = config.int("review.max_findings_bytes");
     let name = path.display().to_string();
     let read = if path == Path::new("-") {
@@ -95,7 +101,8 @@ pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -
     })?;
     let text = String::from_utf8(bytes).map_err(|_| input_error(&name, "not UTF-8"))?;
     let root = repo.workdir().unwrap_or_else(|| repo.common_dir());
-    let f = crate::findings::parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
+    let parse = if lenient { crate::findings::parse_lenient } else { crate::findings::parse };
+    let f = parse(&text, &root.to_string_lossy()).map_err(|e| input_error(&name, e))?;
     // Counted, never silent: SARIF results premerge cannot place in the repository.
     if f.skipped_without_location > 0 {
         ctx.warn(format!("{name}: skipped {} SARIF result(s) without a location", f.skipped_without_location));

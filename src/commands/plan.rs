@@ -35,14 +35,25 @@ pub struct Args {
     /// Pipeline run directory (default: PREMERGE_RUN_DIR, else <git common dir>/premerge/run).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+    /// Refuse the whole findings file (exit 2) on its first malformed finding or path
+    /// outside the repository, instead of dropping and counting it.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `classified-NN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Classified {
     pub attempt: u32,
+    /// Suggestions of earlier attempts (1..N-1) that this attempt's findings do not
+    /// repeat: a suggestion is never fixed by the loop, so it must not be lost.
+    #[serde(default)]
+    pub carried_suggestions: Vec<waves::CarriedSuggestion>,
     pub carry: CarryInfo,
     pub counts: Counts,
+    /// Findings of the input left out, each with its reason (`counts.findings_dropped`).
+    #[serde(default)]
+    pub dropped_findings: Vec<waves::DroppedFinding>,
     pub findings: Vec<ClassifiedFinding>,
     pub schema_version: u32,
     /// The findings document's shape: `lens`, `reviewer` or `sarif`.
@@ -60,6 +71,12 @@ pub struct CarryInfo {
     /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
     pub source: Option<String>,
 }
+
+/// What a `--strict` refusal tells the user to do next.
+const STRICT_HINT: &str = "fix the finding, or plan without --strict to drop and count it";
+
+/// Most dropped findings named one by one on stderr; the artefact lists them all.
+const MAX_DROP_LINES: usize = 20;
 
 /// Path of an attempt's artefact: `<run dir>/<stem>-NN.json`.
 pub fn artefact(run_dir: &Path, stem: &str, attempt: u32) -> PathBuf {
@@ -123,6 +140,137 @@ pub fn check_path(root_canon: &Path, rel: &str) -> PathCheck {
     }
 }
 
+/// The one repository-relative name of a finding's path: resolved as the kernel would
+/// (`.` and empty components skipped, `..` taken after the symbolic links before it),
+/// every existing prefix replaced by its real path, and the result required to lie
+/// inside the repository. `src//a.rs`, `src/../src/a.rs` and `innerlink/a.rs` (a link
+/// to `inner/`) all become `src/a.rs` or `inner/a.rs`, so one real file has one owner;
+/// `etclink/passwd` (a link to `/etc`) is `outside_repo`. A path that does not exist
+/// yet keeps its remaining components as written.
+pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static str> {
+    if rel.is_empty() {
+        return Err("empty_path");
+    }
+    if rel.chars().any(char::is_control) {
+        return Err("control_character");
+    }
+    let mut cur = root_canon.to_path_buf();
+    let mut exists = true;
+    for comp in rel.split('/') {
+        match comp {
+            "" | "." => continue,
+            ".." => {
+                if !cur.pop() {
+                    return Err("outside_repo");
+                }
+                // Back on a real directory (`missing/..`): resolve links again from here.
+                exists = exists || cur.is_dir();
+            }
+            c => {
+                cur.push(c);
+                if exists {
+                    // One lstat per component; only a link is resolved (the prefix is
+                    // already real, so a plain directory or file needs nothing more).
+                    match fs::symlink_metadata(&cur) {
+                        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(&cur) {
+                            Ok(real) => cur = real,
+                            // A dangling link: the rest is as written.
+                            Err(_) => exists = false,
+                        },
+                        Ok(_) => {}
+                        // A missing component: the rest is as written.
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    let inside = cur.strip_prefix(root_canon).map_err(|_| "outside_repo")?;
+    let mut parts = Vec::new();
+    for c in inside.components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_str().ok_or("non_utf8_path")?),
+            _ => return Err("outside_repo"),
+        }
+    }
+    if parts.is_empty() {
+        return Err("empty_path");
+    }
+    let out = parts.join("/");
+    match waves::lexical_problem(&out) {
+        Some(why) => Err(why),
+        None => Ok(out),
+    }
+}
+
+/// [`canonical_rel`] over every finding: the kept ones with their canonical paths, and
+/// the dropped ones with their reasons.
+pub fn canonicalise_findings(
+    root_canon: &Path,
+    findings: Vec<crate::findings::Finding>,
+) -> (Vec<crate::findings::Finding>, Vec<waves::DroppedFinding>) {
+    let mut kept = Vec::with_capacity(findings.len());
+    let mut dropped = Vec::new();
+    // Many findings name one file: resolve each spelling once (a few syscalls each).
+    let mut resolved: std::collections::HashMap<String, Result<String, &'static str>> =
+        std::collections::HashMap::new();
+    for mut f in findings {
+        let canon = resolved.entry(f.file.clone()).or_insert_with(|| canonical_rel(root_canon, &f.file)).clone();
+        match canon {
+            Ok(p) => {
+                f.file = p;
+                kept.push(f);
+            }
+            Err(reason) => dropped.push(waves::DroppedFinding {
+                detail: format!("finding {}: file `{}`: {reason}", f.index, f.file.escape_debug()),
+                index: f.index,
+                reason: reason.to_string(),
+            }),
+        }
+    }
+    (kept, dropped)
+}
+
+/// Every suggestion of attempts 1..`attempt` (by fingerprint, first seen wins) that
+/// `current` does not already hold: the carry of suggestions, which walks every earlier
+/// attempt because a suggestion is never fixed by the loop. An earlier attempt whose
+/// classified file is missing or unreadable is named in a warning and skipped.
+fn carry_suggestions(
+    ctx: &mut Ctx,
+    run_dir: &Path,
+    attempt: u32,
+    current: &[ClassifiedFinding],
+) -> Vec<waves::CarriedSuggestion> {
+    let mut seen: std::collections::HashSet<String> = current.iter().map(|f| f.fingerprint.clone()).collect();
+    let mut out = Vec::new();
+    for k in 1..attempt {
+        let c = match read_classified(run_dir, k) {
+            Ok(c) => c,
+            Err(e) if artefact(run_dir, "classified", k).exists() => {
+                ctx.warn(format!("suggestions of attempt {k} not carried: {e:#}"));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let earlier =
+            c.findings.iter().filter(|f| f.severity == waves::Severity::Suggestion).map(|f| waves::CarriedSuggestion {
+                attempt: k,
+                category: f.category.clone(),
+                failure_scenario: f.failure_scenario.clone(),
+                file: f.file.clone(),
+                fingerprint: f.fingerprint.clone(),
+                line: f.line,
+                summary: f.summary.clone(),
+            });
+        for s in earlier.chain(c.carried_suggestions) {
+            if seen.insert(s.fingerprint.clone()) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
@@ -134,14 +282,48 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         bail!("plan.max_per_wave: must be at least 1");
     }
     let max_findings = config.int("plan.max_findings") as usize;
-    let parsed = super::read_findings(ctx, &repo, &config, &args.findings)?;
-    let mut classified =
-        waves::classify(&parsed.findings, max_findings).map_err(|e| anyhow!("{}: {e}", args.findings.display()))?;
+    let name = args.findings.display().to_string();
+    let mut parsed = super::read_findings_as(ctx, &repo, &config, &args.findings, !args.strict)
+        .map_err(|e| if args.strict { anyhow!("{e:#} ({STRICT_HINT})") } else { e })?;
+    // Dropped and counted, never fatal (unless --strict): one malformed record from a
+    // reviewer must not cost the attempt.
+    let mut dropped_findings: Vec<waves::DroppedFinding> = parsed
+        .dropped
+        .iter()
+        .map(|d| waves::DroppedFinding { detail: d.detail.clone(), index: d.index, reason: d.reason.to_string() })
+        .collect();
+    // One owner per real file: every path in its one canonical name, inside the repository.
+    let (kept, path_drops) = canonicalise_findings(&root_canon, std::mem::take(&mut parsed.findings));
+    if let (true, Some(d)) = (args.strict, path_drops.first()) {
+        bail!("{name}: {} ({STRICT_HINT})", d.detail);
+    }
+    dropped_findings.extend(path_drops);
+    parsed.findings = kept;
+    let mut classified = if args.strict {
+        waves::classify(&parsed.findings, max_findings).map_err(|e| anyhow!("{name}: {e} ({STRICT_HINT})"))?
+    } else {
+        let (c, d) = waves::classify_lenient(&parsed.findings, max_findings).map_err(|e| anyhow!("{name}: {e}"))?;
+        dropped_findings.extend(d);
+        c
+    };
+    dropped_findings.sort_by_key(|d| d.index);
+    let mut findings_dropped: BTreeMap<String, usize> = BTreeMap::new();
+    for d in &dropped_findings {
+        *findings_dropped.entry(d.reason.clone()).or_default() += 1;
+    }
+    if !dropped_findings.is_empty() {
+        let parts: Vec<String> = findings_dropped.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        ctx.warn(format!("{name}: dropped {} finding(s): {}", dropped_findings.len(), parts.join(" ")));
+        for d in dropped_findings.iter().take(MAX_DROP_LINES) {
+            ctx.warn(format!("{name}: {}: {}", d.reason, d.detail));
+        }
+    }
 
     let cap = waves::MAX_BLOCKED_ON.min(max_per_wave);
     let _lock = store::RunLock::acquire(&run_dir)?;
     let mut carry_info = CarryInfo { enabled: args.carry_blocked, source: None, present: false, cap };
     let mut admitted = 0;
+    let mut joined = 0;
     let mut dropped = BTreeMap::new();
     if args.carry_blocked {
         let prev = args.attempt - 1;
@@ -170,10 +352,11 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                             ctx.warn(line);
                         }
                         let base = classified.len();
-                        for (i, row) in outcome.admitted.iter().enumerate() {
-                            classified.push(waves::synthesise(row, base + i));
-                        }
+                        let rows: Vec<carry::CarryRow> =
+                            outcome.admitted.iter().chain(&outcome.joined).cloned().collect();
+                        classified.extend(waves::synthesise_all(&rows, base));
                         admitted = outcome.admitted.len();
+                        joined = outcome.joined.len();
                         dropped = outcome.dropped;
                     }
                 }
@@ -181,8 +364,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         }
     }
     let plan = waves::plan_waves(args.attempt, max_per_wave, &classified)?;
+    let carried_suggestions = carry_suggestions(ctx, &run_dir, args.attempt, &classified);
     let mut counts = waves::count(&classified);
     counts.blocked_on_admitted = admitted;
+    counts.blocked_on_joined = joined;
+    counts.findings_dropped = findings_dropped;
+    counts.suggestions_carried = carried_suggestions.len();
     counts.blocked_on_dropped = dropped;
     counts.skipped_without_location = parsed.skipped_without_location;
     counts.skipped_outside_repo = parsed.skipped_outside_repo;
@@ -192,6 +379,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         shape: format!("{:?}", parsed.shape).to_lowercase(),
         carry: carry_info,
         counts,
+        carried_suggestions,
+        dropped_findings,
         findings: classified,
     };
     // The loop opens before the plan is written: a failure between the two leaves an
@@ -207,7 +396,10 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         &run_dir,
         &json!({"kind": "plan", "attempt": args.attempt, "waves": plan.waves.len(),
                 "blocker": doc.counts.blocker, "blocked_on_admitted": admitted,
-                "blocked_on_dropped": doc.counts.dropped()}),
+                "blocked_on_dropped": doc.counts.dropped(), "blocked_on_joined": joined,
+                "blocked_on_dropped_reasons": doc.counts.blocked_on_dropped,
+                "findings_dropped": doc.counts.findings_dropped,
+                "suggestions_carried": doc.counts.suggestions_carried}),
     )?;
     writeln!(ctx.stdout, "{line}")?;
     Ok(Exit::Ok)
@@ -234,6 +426,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
         carry_blocked,
         max_per_wave: None,
         run_dir: Some(run_dir.to_path_buf()),
+        strict: false,
     };
     d.say("$ premerge plan --attempt 1 --findings review/findings-01.json")?;
     let a1 = plan(1, false, &run_dir);
@@ -281,6 +474,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn canonical_rel_gives_one_name_per_real_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join("inner")).unwrap();
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::write(root.join("inner/z.rs"), "z").unwrap();
+        fs::write(root.join("src/a.rs"), "a").unwrap();
+        std::os::unix::fs::symlink("inner", root.join("innerlink")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etclink")).unwrap();
+        for (raw, want) in [
+            ("inner/z.rs", Ok("inner/z.rs")),
+            ("innerlink/z.rs", Ok("inner/z.rs")),
+            ("src//a.rs", Ok("src/a.rs")),
+            ("./src/./a.rs", Ok("src/a.rs")),
+            ("src/../src/a.rs", Ok("src/a.rs")),
+            ("missing/../innerlink/z.rs", Ok("inner/z.rs")),
+            ("src/new.rs", Ok("src/new.rs")),
+            ("etclink/passwd", Err("outside_repo")),
+            ("../x", Err("outside_repo")),
+            ("src/..", Err("empty_path")),
+            (".git/config", Err("git_internal")),
+            ("a\nb", Err("control_character")),
+        ] {
+            assert_eq!(canonical_rel(&root, raw).as_deref().map_err(|e| *e), want, "{raw}");
+        }
+    }
+
+    #[test]
     fn classified_serialises_canonically() {
         let mut counts = Counts::default();
         counts.blocked_on_dropped.insert("over_cap".into(), 2);
@@ -290,6 +511,8 @@ mod tests {
             shape: "reviewer".into(),
             carry: CarryInfo { enabled: true, source: Some("blocked-on-01.json".into()), present: true, cap: 8 },
             counts,
+            carried_suggestions: Vec::new(),
+            dropped_findings: Vec::new(),
             findings: Vec::new(),
         };
         assert_eq!(waves::to_artefact_json(&doc).unwrap(), crate::canonical::to_pretty(&doc).unwrap());

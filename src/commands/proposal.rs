@@ -68,7 +68,7 @@ pub struct EmitArgs {
     /// Scope of the stripe: [a-z0-9_-]+, optionally /another-segment.
     #[arg(long)]
     pub scope: String,
-    /// Signal name: [a-z_]+ (e.g. repeat_seam, blocker_recurring).
+    /// Signal name: a letter or digit, then [A-Za-z0-9_-] (e.g. repeat_seam, TRACE-001).
     #[arg(long)]
     pub signal: String,
     /// JSON array of evidence rows (or {"rows": [...]}); `-` reads stdin.
@@ -145,8 +145,11 @@ pub enum Outcome {
     Emitted,
     /// A proposal of this stripe is still open; the workflow should halt for a human.
     StripeRepeatHalt,
-    /// No evidence row qualified; nothing written, nothing logged.
+    /// No evidence row qualified; nothing written, nothing logged (`reason` says why).
     Suppressed,
+    /// One of premerge's own signals observed again on unchanged state: the same stripe
+    /// with the same evidence rows was already recorded. Nothing written, nothing logged.
+    AlreadyRecorded,
 }
 
 /// The result of [`emit`].
@@ -161,6 +164,8 @@ pub struct EmitOutcome {
     pub warnings: Vec<String>,
     /// The halt authority's mode this decision was made in.
     pub mode: Mode,
+    /// Why nothing was emitted (suppressed): `no_qualifying_rows`, with the counts.
+    pub reason: Option<Value>,
 }
 
 impl EmitOutcome {
@@ -169,13 +174,18 @@ impl EmitOutcome {
         self.outcome == Outcome::StripeRepeatHalt && self.mode == Mode::Enforce
     }
 
-    /// The `{"outcome","stripe","path"}` object printed by `premerge proposal emit`.
+    /// The `{"outcome","stripe","path"}` object printed by `premerge proposal emit`
+    /// (with `reason` when suppressed).
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "outcome": self.outcome,
             "stripe": self.stripe.as_ref().map(|s| s.to_string()),
             "path": self.path.as_ref().map(|p| p.display().to_string()),
-        })
+        });
+        if let Some(r) = &self.reason {
+            v["reason"] = r.clone();
+        }
+        v
     }
 }
 
@@ -216,8 +226,26 @@ pub fn emit_in_mode(
     validate_signal(signal).map_err(|e| input_error("--signal", e))?;
     let evidence = Evidence::from_rows(rows).map_err(|e| input_error("evidence", e))?;
     let projection = project(signal, &evidence);
+    let mut warnings = Vec::new();
+    if projection.ignored > 0 {
+        warnings.push(ignored_warning(signal, &projection));
+    }
     if projection.is_empty() {
-        return Ok(EmitOutcome { outcome: Outcome::Suppressed, stripe: None, path: None, warnings: Vec::new(), mode });
+        let fields = crate::stripe::projection::projection_fields(signal);
+        let reason = json!({
+            "code": "no_qualifying_rows",
+            "rows": evidence.rows.len(),
+            "ignored": projection.ignored,
+            "required_fields": fields,
+        });
+        return Ok(EmitOutcome {
+            outcome: Outcome::Suppressed,
+            stripe: None,
+            path: None,
+            warnings,
+            mode,
+            reason: Some(reason),
+        });
     }
     let stripe = StripeId::compute(scope, &projection).map_err(|e| input_error("stripe", e))?;
     let open_dir = ensure_root(root)?;
@@ -226,7 +254,6 @@ pub fn emit_in_mode(
     if let Some(existing) = check(root)? {
         return halt(events_dir, &stripe, &projection, existing, workflow, mode);
     }
-    let mut warnings = Vec::new();
     let (suggested, by) = match generator.map(|g| generate(g, &stripe, &projection, workflow)) {
         Some(Ok(text)) => (text, "generator"),
         Some(Err(e)) => {
@@ -239,7 +266,7 @@ pub fn emit_in_mode(
     // Checked again under the lock: of two racing emitters exactly one writes.
     if let Some(existing) = check(root)? {
         return halt(events_dir, &stripe, &projection, existing, workflow, mode).map(|mut o| {
-            o.warnings = warnings;
+            o.warnings.extend(warnings);
             o
         });
     }
@@ -267,7 +294,70 @@ pub fn emit_in_mode(
             "workflow_id": workflow,
         }),
     )?;
-    Ok(EmitOutcome { outcome: Outcome::Emitted, stripe: Some(stripe), path: Some(path), warnings, mode })
+    Ok(EmitOutcome { outcome: Outcome::Emitted, stripe: Some(stripe), path: Some(path), warnings, mode, reason: None })
+}
+
+/// The warning of evidence rows that lack the fields the signal projects: counted and
+/// said, never suppressed silently.
+fn ignored_warning(signal: &str, p: &Projection) -> String {
+    let fields = crate::stripe::projection::projection_fields(signal);
+    format!(
+        "{} evidence row(s) without the fields signal `{signal}` projects ({}) were ignored",
+        p.ignored,
+        fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The outcome already recorded in `events` for `stripe` with exactly the evidence row
+/// ids `ids` (an emission, or a halt whose proposal is still open), if any. Premerge's own
+/// signals name their rows after the observation (`attempt-02:<fingerprint>`), so the
+/// same ids mean the same observation: a read on unchanged state, not a recurrence.
+fn recorded_observation(events: &[Value], stripe: &StripeId, ids: &[&str], mode: Mode) -> Option<EmitOutcome> {
+    let mut want: Vec<&str> = ids.to_vec();
+    want.sort_unstable();
+    want.dedup();
+    let stripe_s = stripe.to_string();
+    for ev in events.iter().rev() {
+        if ev.get("stripe").and_then(Value::as_str) != Some(stripe_s.as_str()) {
+            continue;
+        }
+        let (ids_key, path_key, outcome) = match ev.get("kind").and_then(Value::as_str) {
+            Some("refinement_proposal_emitted") => ("evidence_row_ids", "proposal_path", Outcome::AlreadyRecorded),
+            Some("stripe_repeat_halt") => ("new_evidence_row_ids", "existing_proposal_path", Outcome::StripeRepeatHalt),
+            _ => continue,
+        };
+        let mut got: Vec<&str> = ev
+            .get(ids_key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        got.sort_unstable();
+        got.dedup();
+        if got != want {
+            continue;
+        }
+        let path = ev.get(path_key).and_then(Value::as_str).map(PathBuf::from);
+        // A recorded halt stands while its proposal is open; once resolved, the same
+        // observation is simply already recorded.
+        let outcome = match (outcome, &path) {
+            (Outcome::StripeRepeatHalt, Some(p)) if p.is_file() => Outcome::StripeRepeatHalt,
+            (Outcome::StripeRepeatHalt, _) => Outcome::AlreadyRecorded,
+            (o, _) => o,
+        };
+        let recorded_mode = match ev.get("mode").and_then(Value::as_str) {
+            Some("shadow") => Mode::Shadow,
+            _ => mode,
+        };
+        return Some(EmitOutcome {
+            outcome,
+            stripe: Some(stripe.clone()),
+            path,
+            warnings: Vec::new(),
+            mode: recorded_mode,
+            reason: None,
+        });
+    }
+    None
 }
 
 /// [`emit`] with the root, run directory and generator of a repository's configuration.
@@ -282,7 +372,25 @@ pub fn emit_for_repo(
 ) -> Result<EmitOutcome> {
     let root = signal_root(repo, cfg, events_dir)?;
     let generator = GeneratorCfg::from_config(cfg);
-    emit_in_mode(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), cfg.mode("proposal.halt_mode"))
+    let mode = cfg.mode("proposal.halt_mode");
+    // Idempotent reads: the same observation (stripe and row ids) seen again on
+    // unchanged state answers what was recorded, and records nothing new.
+    if mode != Mode::Off
+        && let Ok(evidence) = Evidence::from_rows(rows)
+        && validate_scope(scope).is_ok()
+        && validate_signal(signal).is_ok()
+    {
+        let projection = project(signal, &evidence);
+        if !projection.is_empty()
+            && let Ok(stripe) = StripeId::compute(scope, &projection)
+        {
+            let ids: Vec<&str> = projection.contributing.iter().map(|c| c.row_id.as_str()).collect();
+            if let Some(o) = recorded_observation(&store::read_events(events_dir)?, &stripe, &ids, mode) {
+                return Ok(o);
+            }
+        }
+    }
+    emit_in_mode(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), mode)
 }
 
 /// Where premerge's own signals keep their proposals: `proposal.signal_root` relative to
@@ -362,6 +470,7 @@ fn halt(
         path: Some(existing),
         warnings: Vec::new(),
         mode,
+        reason: None,
     })
 }
 
@@ -379,6 +488,16 @@ pub fn check_root(root: &Path) -> Result<()> {
         return Err(input_error(root.display(), "proposal root is not a directory"));
     }
     Ok(())
+}
+
+/// Whether the file `name` is a proposal of the stripe whose file stem is `stem`: it
+/// starts with `<stem>-` and ends with `.md` (matched by the stripe prefix only, whatever
+/// the suffix: a premerge timestamp or a hand-written `<stripe>-handwritten.md`).
+pub fn names_stripe(name: &str, stem: &str) -> bool {
+    name.ends_with(".md")
+        && !name.starts_with('.')
+        && name.strip_prefix(stem).is_some_and(|rest| rest.starts_with('-'))
+        && doc::parse_file_name(name).is_none_or(|n| n.stem == stem)
 }
 
 /// The open proposal of `stripe` under `root`, if any: a file in `<root>/open/` whose
@@ -399,7 +518,7 @@ pub fn find_open(root: &Path, stripe: &StripeId) -> Result<Option<PathBuf>> {
         let entry = entry.with_context(|| format!("{}: cannot read", dir.display()))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.starts_with(&prefix) || doc::parse_file_name(name).is_none_or(|n| n.stem != stem) {
+        if !name.starts_with(&prefix) || !names_stripe(name, &stem) {
             continue;
         }
         let path = entry.path();
@@ -553,10 +672,7 @@ pub fn scan_root(root: &Path) -> Result<RootScan> {
         for name in names {
             let path = dir.join(&name);
             let shown = path.display().to_string();
-            if doc::parse_file_name(&name).is_none() {
-                bad.push(Unparseable { path: shown, reason: "file name is not <stripe>-<YYYYMMDDTHHMMSSZ>.md".into() });
-                continue;
-            }
+            let named = doc::parse_file_name(&name).is_some();
             let text = match fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) => {
@@ -565,6 +681,15 @@ pub fn scan_root(root: &Path) -> Result<RootScan> {
                 }
             };
             match doc::parse_front_matter(&text) {
+                // A hand-named file counts when its name starts with its own stripe.
+                Ok(fm) if !named && !names_stripe(&name, &fm.stripe.file_stem()) => bad.push(Unparseable {
+                    path: shown,
+                    reason: format!("file name does not start with its stripe `{}-`", fm.stripe.file_stem()),
+                }),
+                Err(_) if !named => bad.push(Unparseable {
+                    path: shown,
+                    reason: "file name is not <stripe>-<YYYYMMDDTHHMMSSZ>.md".into(),
+                }),
                 Ok(fm) => listed.push(Listed {
                     status,
                     stripe: fm.stripe.to_string(),
@@ -590,7 +715,28 @@ struct Where {
 }
 
 fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
-    let repo = ctx.repo()?;
+    // With an explicit root, a repository is not needed: outside one, the configuration
+    // is the defaults and the environment, and events go to `--run-dir`, else
+    // PREMERGE_RUN_DIR, else the proposal root itself.
+    let repo = match (ctx.repo(), &args.root) {
+        (Ok(repo), _) => repo,
+        (Err(_), Some(r)) => {
+            let cfg = super::load_config_without_repo()?;
+            let root = ctx.cwd.join(r);
+            let events_dir = match (&args.run_dir, std::env::var_os("PREMERGE_RUN_DIR")) {
+                (Some(d), _) => ctx.cwd.join(d),
+                (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
+                _ => root.clone(),
+            };
+            return Ok(Where {
+                root,
+                events_dir,
+                generator: GeneratorCfg::from_config(&cfg),
+                mode: cfg.mode("proposal.halt_mode"),
+            });
+        }
+        (Err(e), None) => return Err(e),
+    };
     let cfg = super::load_config(&repo)?;
     let root = match &args.root {
         Some(r) => ctx.cwd.join(r),
@@ -720,7 +866,7 @@ fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<Vec<(&'stat
         let mut names: Vec<String> = rd
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| doc::parse_file_name(n).is_some_and(|p| p.stem == stem))
+            .filter(|n| names_stripe(n, &stem))
             .collect();
         names.sort();
         out.extend(names.into_iter().map(|n| (*s, dir.join(n))));

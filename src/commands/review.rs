@@ -27,6 +27,8 @@ pub enum Cmd {
     Route(RouteArgs),
     /// Print the clusters of a round's findings (same lens, same normalised title), seams first.
     Seams(SeamsArgs),
+    /// Explain why a cap fired, for operators (same as `premerge explain-cap`).
+    ExplainCap(ExplainCapArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,26 +67,46 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     match cmd {
         Cmd::Route(a) => run_route(a, ctx),
         Cmd::Seams(a) => run_seams(a, ctx),
+        Cmd::ExplainCap(a) => run_explain_cap(a, ctx),
     }
 }
 
 pub fn run_explain_cap(args: ExplainCapArgs, ctx: &mut Ctx) -> CmdResult {
-    match caps::explain(&args.cap, args.files) {
-        Some(text) => {
+    match caps::explain_checked(&args.cap, args.files) {
+        Ok(text) => {
             ctx.stdout.write_all(text.as_bytes())?;
             Ok(Exit::Ok)
         }
-        None => Err(input_error(
-            format!("explain-cap: unknown cap `{}`", args.cap),
-            format!("premerge emits {}", caps::CAPS.join(", ")),
-        )),
+        Err(e) => Err(input_error("explain-cap", e)),
     }
+}
+
+/// Read a round's findings with every path in its canonical name inside the repository
+/// (one real file is one file for a seam); findings outside the repository are dropped,
+/// warned about and counted by reason.
+fn read_round(
+    ctx: &mut Ctx,
+    repo: &Repo,
+    config: &Config,
+    path: &Path,
+) -> Result<(crate::findings::Findings, std::collections::BTreeMap<String, usize>)> {
+    let mut f = super::read_findings(ctx, repo, config, path)?;
+    let mut dropped = std::collections::BTreeMap::new();
+    let Some(root) = repo.workdir() else { return Ok((f, dropped)) };
+    let root_canon = std::fs::canonicalize(&root).map_err(|e| input_error(root.display(), e))?;
+    let (kept, drops) = super::plan::canonicalise_findings(&root_canon, std::mem::take(&mut f.findings));
+    for d in &drops {
+        ctx.warn(format!("{}: dropped: {}", path.display(), d.detail));
+        *dropped.entry(d.reason.clone()).or_default() += 1;
+    }
+    f.findings = kept;
+    Ok((f, dropped))
 }
 
 fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
-    let f = super::read_findings(ctx, &repo, &config, &args.findings)?;
+    let (f, _) = read_round(ctx, &repo, &config, &args.findings)?;
     let clusters = seam::clusters(&f.findings);
     let out = json!({
         "schema_version": 1,
@@ -99,10 +121,13 @@ fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
 fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
-    let f = super::read_findings(ctx, &repo, &config, &args.findings)?;
+    let (f, dropped) = read_round(ctx, &repo, &config, &args.findings)?;
     let r = route(args.round, &f.findings, config.bool("review.seam_escalation"), args.issue);
     let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
     let mut out = serde_json::to_value(&r)?;
+    if !dropped.is_empty() {
+        out["dropped"] = json!(dropped);
+    }
     if !r.events.is_empty() {
         let _lock = store::RunLock::acquire(&run_dir)?;
         for ev in &r.events {
@@ -122,7 +147,12 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
             .seams
             .iter()
             .enumerate()
-            .map(|(i, s)| json!({"id": format!("round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files}))
+            .map(|(i, s)| {
+                // Named after the observation (cycle, round, seam): routing the same
+                // round again is a read and records nothing new.
+                let cycle = args.issue.map(|n| format!("issue-{n}:")).unwrap_or_default();
+                json!({"id": format!("{cycle}round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files})
+            })
             .collect();
         if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
         {

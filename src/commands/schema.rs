@@ -1,5 +1,5 @@
 //! `premerge schema <artefact>`: print the JSON Schema of an artefact
-//! (classified, fix-waves, blocked-on, events).
+//! (classified, fix-waves, blocked-on, events) or of the findings input (findings).
 
 use super::Ctx;
 use crate::error::{CmdResult, Exit};
@@ -7,7 +7,7 @@ use crate::waves::schema::{ARTEFACTS, schema};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The artefact: classified, fix-waves, blocked-on or events.
+    /// The artefact: classified, fix-waves, blocked-on, events, or findings (the input).
     #[arg(value_name = "ARTEFACT", value_parser = clap::builder::PossibleValuesParser::new(ARTEFACTS))]
     pub artefact: String,
 }

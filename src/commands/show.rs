@@ -68,12 +68,35 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-/// One row per file: wave, owner, file, findings, carried.
+/// Who needs this file changed and why: `from src/a.rs: reason; from src/b.rs: reason`
+/// over every carried finding of an entry (`-` when nothing was carried).
+fn carried_text(e: &crate::waves::WaveEntry) -> String {
+    let mut parts = Vec::new();
+    for f in e.findings.iter().filter(|f| f.carried) {
+        if f.carried_reasons.is_empty() {
+            let from = f.carried_from.as_deref().map(display_path).unwrap_or_else(|| "?".into());
+            parts.push(format!("from {from}: {}", f.failure_scenario.as_deref().unwrap_or("")));
+        } else {
+            for r in &f.carried_reasons {
+                parts.push(format!("from {}: {}", display_path(&r.from_file), r.reason));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return "-".into();
+    }
+    // One line per table cell: the reasons are the fixers' words.
+    parts.join("; ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One row per file: wave, owner, file, findings, carried, and who it was carried from.
 pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
-    let rows: Vec<[String; 5]> = plan
+    let rows: Vec<[String; 6]> = plan
         .entries()
         .map(|(w, e)| {
             let carried = e.findings.iter().filter(|f| f.carried).count();
+            let why = carried_text(e);
+            let why = if markdown { why.replace('|', "\\|").replace('`', "'") } else { why };
             let file = if markdown {
                 format!("`{}`", display_path(&e.file).replace('|', "\\|").replace('`', "'"))
             } else {
@@ -85,10 +108,11 @@ pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
                 file,
                 e.findings.len().to_string(),
                 if carried > 0 { format!("yes ({carried})") } else { "no".to_string() },
+                why,
             ]
         })
         .collect();
-    let head = ["wave", "owner", "file", "findings", "carried"];
+    let head = ["wave", "owner", "file", "findings", "carried", "carried_from and reason"];
     let mut out = String::new();
     if markdown {
         out.push_str(&format!(
@@ -98,7 +122,7 @@ pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
             plan.waves.len(),
             plan.max_per_wave
         ));
-        out.push_str(&format!("| {} |\n|---:|---|---|---:|---|\n", head.join(" | ")));
+        out.push_str(&format!("| {} |\n|---:|---|---|---:|---|---|\n", head.join(" | ")));
         for r in &rows {
             out.push_str(&format!("| {} |\n", r.join(" | ")));
         }
@@ -138,14 +162,22 @@ fn render_attempt(run_dir: &std::path::Path, attempt: u32) -> Result<String> {
         "findings: {} total, {} blocker, {} suggestion ({} carried)\n",
         k.total, k.blocker, k.suggestion, k.carried
     ));
+    if !k.findings_dropped.is_empty() {
+        let drops: Vec<String> = k.findings_dropped.iter().map(|(r, n)| format!("{r}={n}")).collect();
+        out.push_str(&format!("findings dropped: {} ({})\n", c.dropped_findings.len(), drops.join(", ")));
+    }
+    if k.suggestions_carried > 0 {
+        out.push_str(&format!("suggestions carried from earlier attempts: {}\n", k.suggestions_carried));
+    }
     if c.carry.enabled {
         let drops: Vec<String> = k.blocked_on_dropped.iter().map(|(r, n)| format!("{r}={n}")).collect();
         out.push_str(&format!(
-            "blocked-on: read {} ({}), admitted {} of at most {}, dropped {}{}\n",
+            "blocked-on: read {} ({}), admitted {} of at most {}, joined {}, dropped {}{}\n",
             c.carry.source.as_deref().unwrap_or("-"),
             if c.carry.present { "present" } else { "absent" },
             k.blocked_on_admitted,
             c.carry.cap,
+            k.blocked_on_joined,
             k.dropped(),
             if drops.is_empty() { String::new() } else { format!(" ({})", drops.join(", ")) }
         ));

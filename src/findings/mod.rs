@@ -53,7 +53,27 @@ pub struct Findings {
     pub skipped_without_location: usize,
     /// SARIF locations outside the repository root.
     pub skipped_outside_repo: usize,
+    /// Records that could not become a finding, in input order, each with its reason
+    /// (`invalid_finding`, `outside_repo`). [`parse`] refuses the document on the first;
+    /// [`parse_lenient`] keeps them here so the caller can count them.
+    pub dropped: Vec<DroppedRecord>,
 }
+
+/// A record of the findings document that did not become a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedRecord {
+    /// Position of the record in the input (SARIF: result index).
+    pub index: usize,
+    /// `invalid_finding` (malformed) or `outside_repo` (a path outside the repository).
+    pub reason: &'static str,
+    /// JSON path of the offending value and why: `$.findings[3].path: is required`.
+    pub detail: String,
+}
+
+/// The drop reason of a malformed finding record.
+pub const INVALID_FINDING: &str = "invalid_finding";
+/// The drop reason of a finding whose path is outside the repository.
+pub const OUTSIDE_REPO: &str = "outside_repo";
 
 /// A findings document that does not fit any accepted shape.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -68,9 +88,22 @@ fn err(path: &str, why: impl Into<String>) -> FindingsError {
     FindingsError { path: path.to_string(), why: why.into() }
 }
 
-/// Parse a findings document. `repo_root` is the absolute repository root, used to
-/// relativise absolute paths and `file://` URIs.
+/// Parse a findings document, refusing it on its first malformed record or path outside
+/// the repository. `repo_root` is the absolute repository root, used to relativise
+/// absolute paths and `file://` URIs.
 pub fn parse(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
+    let f = parse_lenient(text, repo_root)?;
+    if let Some(d) = f.dropped.first() {
+        let (path, why) = d.detail.split_once(": ").unwrap_or(("$", d.detail.as_str()));
+        return Err(err(path, why));
+    }
+    Ok(f)
+}
+
+/// Parse a findings document, dropping (and listing in [`Findings::dropped`]) every
+/// record that is malformed or names a path outside the repository. Only a document
+/// that is not JSON or none of the accepted shapes is an error.
+pub fn parse_lenient(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| err("$", format!("not valid JSON: {e}")))?;
     match &doc {
         Value::Object(o) if o.contains_key("runs") || o.get("version").and_then(Value::as_str) == Some("2.1.0") => {
@@ -89,54 +122,72 @@ pub fn parse(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
 fn parse_records(items: &[Value], base: &str, root: &str) -> Result<Findings, FindingsError> {
     let mut shape = None;
     let mut findings = Vec::with_capacity(items.len());
+    let mut dropped = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let p = format!("{base}[{i}]");
-        let Value::Object(o) = item else {
-            return Err(err(&p, "must be an object"));
-        };
-        let this = if o.contains_key("path") || o.contains_key("title") || o.contains_key("lens") {
-            Shape::Lens
-        } else if o.contains_key("file") || o.contains_key("summary") {
-            Shape::Reviewer
-        } else {
-            return Err(err(&p, "neither a lens finding (path, title) nor a reviewer finding (file, summary)"));
-        };
-        match shape {
-            None => shape = Some(this),
-            Some(s) if s != this => {
-                return Err(err(&p, format!("mixes {this:?} and {s:?} findings in one document").to_lowercase()));
-            }
-            _ => {}
+        match parse_record(item, i, base, root, &mut shape) {
+            Ok(f) => findings.push(f),
+            Err((reason, e)) => dropped.push(DroppedRecord { index: i, reason, detail: e.to_string() }),
         }
-        let (file_key, title_key, desc_key) = match this {
-            Shape::Lens => ("path", "title", "description"),
-            _ => ("file", "summary", "failure_scenario"),
-        };
-        let file_raw = req_str(o, file_key, &p)?;
-        let file = relativise(&file_raw, root)
-            .ok_or_else(|| err(&format!("{p}.{file_key}"), "path is outside the repository"))?;
-        if file.is_empty() {
-            return Err(err(&format!("{p}.{file_key}"), "must not be empty"));
-        }
-        findings.push(Finding {
-            index: i,
-            lens: if this == Shape::Lens { opt_str(o, "lens", &p)? } else { None },
-            severity: opt_str(o, "severity", &p)?,
-            file,
-            line: opt_line(o, &p)?,
-            title: req_str(o, title_key, &p)?,
-            description: opt_str(o, desc_key, &p)?,
-            category: opt_str(o, "category", &p)?,
-            verdict: opt_str(o, "verdict", &p)?,
-            suggestion: opt_str(o, "suggestion", &p)?,
-        });
     }
     Ok(Findings {
         shape: shape.unwrap_or(Shape::Reviewer),
         findings,
         skipped_without_location: 0,
         skipped_outside_repo: 0,
+        dropped,
     })
+}
+
+fn parse_record(
+    item: &Value,
+    i: usize,
+    base: &str,
+    root: &str,
+    shape: &mut Option<Shape>,
+) -> Result<Finding, (&'static str, FindingsError)> {
+    let invalid = |e: FindingsError| (INVALID_FINDING, e);
+    let p = format!("{base}[{i}]");
+    let Value::Object(o) = item else {
+        return Err(invalid(err(&p, "must be an object")));
+    };
+    let this = if o.contains_key("path") || o.contains_key("title") || o.contains_key("lens") {
+        Shape::Lens
+    } else if o.contains_key("file") || o.contains_key("summary") {
+        Shape::Reviewer
+    } else {
+        return Err(invalid(err(&p, "neither a lens finding (path, title) nor a reviewer finding (file, summary)")));
+    };
+    match *shape {
+        Some(s) if s != this => {
+            return Err(invalid(err(&p, format!("mixes {this:?} and {s:?} findings in one document").to_lowercase())));
+        }
+        _ => {}
+    }
+    let (file_key, title_key, desc_key) = match this {
+        Shape::Lens => ("path", "title", "description"),
+        _ => ("file", "summary", "failure_scenario"),
+    };
+    let file_raw = req_str(o, file_key, &p).map_err(invalid)?;
+    let file = relativise(&file_raw, root)
+        .ok_or_else(|| (OUTSIDE_REPO, err(&format!("{p}.{file_key}"), "path is outside the repository")))?;
+    if file.is_empty() {
+        return Err(invalid(err(&format!("{p}.{file_key}"), "must not be empty")));
+    }
+    let f = Finding {
+        index: i,
+        lens: if this == Shape::Lens { opt_str(o, "lens", &p).map_err(invalid)? } else { None },
+        severity: opt_str(o, "severity", &p).map_err(invalid)?,
+        file,
+        line: opt_line(o, &p).map_err(invalid)?,
+        title: req_str(o, title_key, &p).map_err(invalid)?,
+        description: opt_str(o, desc_key, &p).map_err(invalid)?,
+        category: opt_str(o, "category", &p).map_err(invalid)?,
+        verdict: opt_str(o, "verdict", &p).map_err(invalid)?,
+        suggestion: opt_str(o, "suggestion", &p).map_err(invalid)?,
+    };
+    // The document's shape is the shape of its first well-formed record.
+    shape.get_or_insert(this);
+    Ok(f)
 }
 
 fn req_str(o: &Map<String, Value>, key: &str, p: &str) -> Result<String, FindingsError> {
@@ -216,6 +267,26 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
+/// The local path a SARIF URI names: `file://[host]/abs` or a relative reference,
+/// percent-decoded either way (SARIF URIs are RFC 3986 references: `a%20b.py` is the
+/// file `a b.py`).
+fn sarif_path(uri: &str) -> String {
+    match uri.strip_prefix("file://") {
+        Some(rest) => percent_decode(rest.strip_prefix("localhost").unwrap_or(rest)),
+        None => percent_decode(uri.strip_prefix("file:").unwrap_or(uri)),
+    }
+}
+
+/// The level of a SARIF result: its `level`, else `none` for a result whose `kind` is
+/// not `fail` (a pass, a review item), else `warning`: SARIF 2.1.0's default (§3.27.10).
+fn sarif_level(res: &Map<String, Value>) -> String {
+    match (res.get("level").and_then(Value::as_str), res.get("kind").and_then(Value::as_str)) {
+        (Some(level), _) => level.to_string(),
+        (None, Some(kind)) if kind != "fail" => "none".to_string(),
+        _ => "warning".to_string(),
+    }
+}
+
 fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsError> {
     match o.get("version") {
         None | Some(Value::Null) => {}
@@ -226,9 +297,13 @@ fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsE
         Some(Value::Array(r)) => r,
         _ => return Err(err("$.runs", "a SARIF log needs a `runs` array")),
     };
-    let mut findings = Vec::new();
-    let mut no_loc = 0;
-    let mut outside = 0;
+    let mut out = Findings {
+        shape: Shape::Sarif,
+        findings: Vec::new(),
+        skipped_without_location: 0,
+        skipped_outside_repo: 0,
+        dropped: Vec::new(),
+    };
     let mut result_index = 0;
     for (ri, run) in runs.iter().enumerate() {
         let rp = format!("$.runs[{ri}]");
@@ -245,77 +320,96 @@ fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsE
         };
         for (i, res) in results.iter().enumerate() {
             let p = format!("{rp}.results[{i}]");
-            let Value::Object(res) = res else { return Err(err(&p, "must be an object")) };
-            let rule = match res.get("ruleId") {
-                Some(Value::String(s)) => Some(s.clone()),
-                None | Some(Value::Null) => {
-                    res.get("rule").and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string)
-                }
-                Some(_) => return Err(err(&format!("{p}.ruleId"), "must be a string")),
-            };
-            let text = res
-                .get("message")
-                .and_then(|m| m.get("text").or_else(|| m.get("markdown")))
-                .and_then(Value::as_str)
-                .ok_or_else(|| err(&format!("{p}.message.text"), "is required"))?
-                .to_string();
-            let level = res.get("level").and_then(Value::as_str).map(str::to_string);
-            let locs = match res.get("locations") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(l)) => l.clone(),
-                Some(_) => return Err(err(&format!("{p}.locations"), "must be an array")),
-            };
-            let mut any = false;
-            for (li, loc) in locs.iter().enumerate() {
-                let lp = format!("{p}.locations[{li}].physicalLocation");
-                let Some(phys) = loc.get("physicalLocation") else { continue };
-                let Some(art) = phys.get("artifactLocation") else { continue };
-                let Some(uri) = art.get("uri").and_then(Value::as_str) else {
-                    return Err(err(&format!("{lp}.artifactLocation.uri"), "is required"));
-                };
-                let full = match art.get("uriBaseId").and_then(Value::as_str) {
-                    Some(id) if !uri.starts_with("file:") && !uri.starts_with('/') => {
-                        match bases.get(id).and_then(|b| b.get("uri")).and_then(Value::as_str) {
-                            Some(base) => format!("{}/{}", base.trim_end_matches('/'), uri),
-                            // An unresolved base id (%SRCROOT% by convention) means the root.
-                            None => uri.to_string(),
-                        }
-                    }
-                    _ => uri.to_string(),
-                };
-                let Some(file) = relativise(&full, root) else {
-                    outside += 1;
-                    continue;
-                };
-                let line = match phys.get("region").and_then(|r| r.get("startLine")) {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(
-                        v.as_u64()
-                            .filter(|n| *n >= 1)
-                            .ok_or_else(|| err(&format!("{lp}.region.startLine"), "must be a positive integer"))?,
-                    ),
-                };
-                any = true;
-                findings.push(Finding {
-                    index: result_index,
-                    lens: rule.clone(),
-                    severity: level.clone(),
-                    file,
-                    line,
-                    title: text.clone(),
-                    description: None,
-                    category: None,
-                    verdict: None,
-                    suggestion: None,
-                });
-            }
-            if !any && locs.is_empty() {
-                no_loc += 1;
+            // A malformed result is dropped (counted); the rest of the log still counts.
+            let before = out.findings.len();
+            if let Err(e) = sarif_result(res, &p, result_index, &bases, root, &mut out) {
+                out.findings.truncate(before);
+                out.dropped.push(DroppedRecord { index: result_index, reason: INVALID_FINDING, detail: e.to_string() });
             }
             result_index += 1;
         }
     }
-    Ok(Findings { shape: Shape::Sarif, findings, skipped_without_location: no_loc, skipped_outside_repo: outside })
+    Ok(out)
+}
+
+fn sarif_result(
+    res: &Value,
+    p: &str,
+    index: usize,
+    bases: &Map<String, Value>,
+    root: &str,
+    out: &mut Findings,
+) -> Result<(), FindingsError> {
+    let Value::Object(res) = res else { return Err(err(p, "must be an object")) };
+    let rule = match res.get("ruleId") {
+        Some(Value::String(s)) => Some(s.clone()),
+        None | Some(Value::Null) => {
+            res.get("rule").and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string)
+        }
+        Some(_) => return Err(err(&format!("{p}.ruleId"), "must be a string")),
+    };
+    let text = res
+        .get("message")
+        .and_then(|m| m.get("text").or_else(|| m.get("markdown")))
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(&format!("{p}.message.text"), "is required"))?
+        .to_string();
+    let level = sarif_level(res);
+    let locs = match res.get("locations") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(l)) => l.clone(),
+        Some(_) => return Err(err(&format!("{p}.locations"), "must be an array")),
+    };
+    let mut outside = 0;
+    let mut placed = Vec::new();
+    for (li, loc) in locs.iter().enumerate() {
+        let lp = format!("{p}.locations[{li}].physicalLocation");
+        let Some(phys) = loc.get("physicalLocation") else { continue };
+        let Some(art) = phys.get("artifactLocation") else { continue };
+        let Some(uri) = art.get("uri").and_then(Value::as_str) else {
+            return Err(err(&format!("{lp}.artifactLocation.uri"), "is required"));
+        };
+        let full = match art.get("uriBaseId").and_then(Value::as_str) {
+            Some(id) if !uri.starts_with("file:") && !uri.starts_with('/') => {
+                match bases.get(id).and_then(|b| b.get("uri")).and_then(Value::as_str) {
+                    Some(base) => format!("{}/{}", sarif_path(base).trim_end_matches('/'), sarif_path(uri)),
+                    // An unresolved base id (%SRCROOT% by convention) means the root.
+                    None => sarif_path(uri),
+                }
+            }
+            _ => sarif_path(uri),
+        };
+        let Some(file) = relativise(&full, root) else {
+            outside += 1;
+            continue;
+        };
+        let line = match phys.get("region").and_then(|r| r.get("startLine")) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| err(&format!("{lp}.region.startLine"), "must be a positive integer"))?,
+            ),
+        };
+        placed.push(Finding {
+            index,
+            lens: rule.clone(),
+            severity: Some(level.clone()),
+            file,
+            line,
+            title: text.clone(),
+            description: None,
+            category: None,
+            verdict: None,
+            suggestion: None,
+        });
+    }
+    if locs.is_empty() {
+        out.skipped_without_location += 1;
+    }
+    out.skipped_outside_repo += outside;
+    out.findings.extend(placed);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -366,6 +460,45 @@ mod tests {
         assert_eq!(f.findings[0].line, Some(4));
         assert_eq!(f.skipped_outside_repo, 1);
         assert_eq!(f.skipped_without_location, 1);
+    }
+
+    #[test]
+    fn sarif_level_defaults_to_warning_and_uris_are_decoded() {
+        let t = r#"{"version":"2.1.0","runs":[{"originalUriBaseIds":{"SRC":{"uri":"file:///repo/sub%20dir/"}},
+          "results":[
+            {"ruleId":"A","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"src/a%20b.py"}}}]},
+            {"ruleId":"B","kind":"pass","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"x%2Fy.py"}}}]},
+            {"ruleId":"C","level":"error","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"c%25.py","uriBaseId":"SRC"}}}]}]}]}"#;
+        let f = parse(t, "/repo").unwrap();
+        let got: Vec<(&str, Option<&str>)> =
+            f.findings.iter().map(|f| (f.file.as_str(), f.severity.as_deref())).collect();
+        assert_eq!(
+            got,
+            [("src/a b.py", Some("warning")), ("x/y.py", Some("none")), ("sub dir/c%.py", Some("error"))],
+            "decoded once, never twice"
+        );
+    }
+
+    #[test]
+    fn lenient_parse_drops_and_names_each_bad_record() {
+        let t = r#"{"findings":[{"path":"a","title":"t"},{"lens":"L","title":"no path"},3,
+            {"path":"b","title":"t","line":0},{"path":"/elsewhere/x","title":"t"},{"file":"c","summary":"mixed"}]}"#;
+        let f = parse_lenient(t, "/r").unwrap();
+        assert_eq!(f.findings.len(), 1);
+        let d: Vec<(usize, &str)> = f.dropped.iter().map(|d| (d.index, d.reason)).collect();
+        assert_eq!(
+            d,
+            [(1, INVALID_FINDING), (2, INVALID_FINDING), (3, INVALID_FINDING), (4, OUTSIDE_REPO), (5, INVALID_FINDING)]
+        );
+        assert_eq!(f.dropped[0].detail, "$.findings[1].path: is required");
+        // The strict parse refuses on the first, naming its JSON path.
+        assert_eq!(parse(t, "/r").unwrap_err().path, "$.findings[1].path");
+        // A malformed SARIF result is dropped; the rest of the log still counts.
+        let t = r#"{"runs":[{"results":[{"ruleId":"X","message":{}},{"ruleId":"Y","message":{"text":"m"},
+            "locations":[{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}]}]}]}"#;
+        let f = parse_lenient(t, "/r").unwrap();
+        assert_eq!((f.findings.len(), f.dropped.len()), (1, 1));
+        assert_eq!(f.findings[0].index, 1);
     }
 
     #[test]

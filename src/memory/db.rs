@@ -23,11 +23,16 @@ pub type Result<T> = std::result::Result<T, MemoryError>;
 pub enum Write {
     /// A new row, with its id.
     Written(i64),
-    /// The cycle already has a memory for this `(file, symbol)`: nothing written.
+    /// The cycle already has a memory for this `(file, symbol)`, or a memory of the same
+    /// change exists (same file, symbol, rule, before and after, whichever hook or cycle
+    /// saw it): nothing written.
     Duplicate(i64),
 }
 
-/// Write a memory unless its `(cycle, file, symbol)` already has one.
+/// Write a memory unless its `(cycle, file, symbol)` already has one or the same change
+/// (file, symbol, rule, before, after) is already remembered. A memory's identity is the
+/// change itself: pre-push and post-merge seeing one widening (under two head commits)
+/// record one memory.
 pub fn insert(conn: &mut Connection, m: &NewMemory, created_at: &str) -> Result<Write> {
     Ok(insert_all(conn, std::slice::from_ref(m), created_at)?[0])
 }
@@ -45,10 +50,13 @@ pub fn insert_all(conn: &mut Connection, memories: &[NewMemory], created_at: &st
 }
 
 fn insert_one(tx: &rusqlite::Transaction, m: &NewMemory, created_at: &str) -> Result<Write> {
+    // `memories_by_file (file, symbol)` serves both conditions.
     let existing: Option<i64> = tx
         .query_row(
-            "SELECT id FROM memories WHERE cycle = ?1 AND file = ?2 AND symbol = ?3",
-            params![m.cycle, m.file, m.symbol],
+            "SELECT id FROM memories WHERE file = ?2 AND symbol = ?3
+               AND (cycle = ?1 OR (rule = ?4 AND before_text = ?5 AND after_text = ?6))
+             ORDER BY id LIMIT 1",
+            params![m.cycle, m.file, m.symbol, m.rule, m.before, m.after],
             |r| r.get(0),
         )
         .optional()?;
@@ -205,9 +213,26 @@ mod tests {
         let a = insert(&mut c, &mem("issue-4", "a.rs", "Q.limit"), "t").unwrap();
         assert!(matches!(a, Write::Written(_)));
         assert!(matches!(insert(&mut c, &mem("issue-4", "a.rs", "Q.limit"), "t").unwrap(), Write::Duplicate(_)));
-        assert!(matches!(insert(&mut c, &mem("issue-5", "a.rs", "Q.limit"), "t").unwrap(), Write::Written(_)));
+        let mut later = mem("issue-5", "a.rs", "Q.limit");
+        later.after = "limit: u128".into();
+        assert!(matches!(insert(&mut c, &later, "t").unwrap(), Write::Written(_)));
         assert!(matches!(insert(&mut c, &mem("issue-4", "a.rs", "Q.other"), "t").unwrap(), Write::Written(_)));
         assert_eq!(list(&c).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_same_change_in_another_cycle_is_one_memory() {
+        let mut c = db();
+        let first = insert(&mut c, &mem("commit-aaa", "a.rs", "Q.limit"), "t").unwrap();
+        // The post-merge hook sees the same widening under another head commit.
+        let again = insert(&mut c, &mem("commit-bbb", "a.rs", "Q.limit"), "t").unwrap();
+        let Write::Written(id) = first else { panic!("{first:?}") };
+        assert_eq!(again, Write::Duplicate(id));
+        // A different change to the same symbol in a later cycle is a new memory.
+        let mut wider = mem("commit-ccc", "a.rs", "Q.limit");
+        wider.after = "u128".into();
+        assert!(matches!(insert(&mut c, &wider, "t").unwrap(), Write::Written(_)));
+        assert_eq!(list(&c).unwrap().len(), 2);
     }
 
     #[test]

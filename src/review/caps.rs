@@ -14,6 +14,30 @@ pub const CAPS: &[&str] = &[REPEAT_FINDING_SEAM, ROUND_CAP_NAME];
 
 /// The explanation of `cap`, `None` when premerge never emits it. `files` is the
 /// number of files a seam spans (the `files` field of its `cap-hit` event).
+/// Why `explain-cap` refuses its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExplainError {
+    /// A cap premerge never emits.
+    #[error("unknown cap `{0}`: premerge emits {caps}", caps = CAPS.join(", "))]
+    Unknown(String),
+    /// `--files N` below the seam threshold: no seam of that size exists to explain.
+    #[error(
+        "--files {0}: a seam spans at least {SEAM_MIN_FILES} files; {0} file(s) never trigger {REPEAT_FINDING_SEAM}"
+    )]
+    TooFewFiles(u64),
+}
+
+/// [`explain`] that refuses a seam smaller than [`SEAM_MIN_FILES`] and an unknown cap.
+pub fn explain_checked(cap: &str, files: Option<u64>) -> Result<String, ExplainError> {
+    if cap == REPEAT_FINDING_SEAM
+        && let Some(n) = files
+        && n < SEAM_MIN_FILES as u64
+    {
+        return Err(ExplainError::TooFewFiles(n));
+    }
+    explain(cap, files).ok_or_else(|| ExplainError::Unknown(cap.to_string()))
+}
+
 pub fn explain(cap: &str, files: Option<u64>) -> Option<String> {
     match cap {
         REPEAT_FINDING_SEAM => {
@@ -55,5 +79,9 @@ mod tests {
         assert!(CAPS.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
         assert!(explain(REPEAT_FINDING_SEAM, Some(4)).unwrap().contains("across 4 files"));
         assert!(explain("nope", None).is_none());
+        assert_eq!(explain_checked(REPEAT_FINDING_SEAM, Some(1)), Err(ExplainError::TooFewFiles(1)));
+        assert_eq!(explain_checked(REPEAT_FINDING_SEAM, Some(2)), Err(ExplainError::TooFewFiles(2)));
+        assert!(explain_checked(REPEAT_FINDING_SEAM, Some(3)).is_ok());
+        assert!(matches!(explain_checked("nope", None), Err(ExplainError::Unknown(_))));
     }
 }

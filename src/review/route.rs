@@ -5,6 +5,11 @@
 //! |----------|------------------|------|------------|-------------|-----------------------|
 //! | none     | any              |  -   |     -      | `done`      | -                     |
 //! | some     | 1                | yes  |     on     | `step-back` | `repeat-finding-seam` |
+//!
+//! (A seam here is one of findings that are not suggestions: see [`route`].)
+//!
+//! | findings | round            | seam | escalation | nextStep    | cap                   |
+//! |----------|------------------|------|------------|-------------|-----------------------|
 //! | some     | 1, 2             |  -   |     -      | `lens-fix`  | -                     |
 //! | some     | >= [`ROUND_CAP`] |  -   |     -      | `handoff`   | `round-cap`           |
 
@@ -74,7 +79,15 @@ pub struct Route {
 /// off, seams are neither detected nor reported, so the output is exactly what it was
 /// before seam escalation existed.
 pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Option<u64>) -> Route {
-    let clusters = if seam_escalation && !findings.is_empty() { seams(findings) } else { Vec::new() };
+    // Severity counts: a nit repeated in three files is a style sweep, not a missing
+    // seam. Only findings that are not suggestions (by the fixer-wave classification:
+    // `low`, `nit`, `note`, `warning`, cleanup categories...) can make a seam.
+    let weighty: Vec<Finding> = findings
+        .iter()
+        .filter(|f| crate::waves::severity_of(f) != Some(crate::waves::Severity::Suggestion))
+        .cloned()
+        .collect();
+    let clusters = if seam_escalation && !weighty.is_empty() { seams(&weighty) } else { Vec::new() };
     let mut r = Route {
         schema_version: 1,
         round,

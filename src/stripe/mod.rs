@@ -40,8 +40,10 @@ pub enum StripeIdError {
     /// The scope is not `[a-z0-9_-]+` with at most one `/segment`.
     #[error("`{0}` is not a valid scope: expected [a-z0-9_-]+, optionally `/` and another such segment")]
     Scope(String),
-    /// The signal is not `[a-z_]+`.
-    #[error("`{0}` is not a valid signal: expected [a-z_]+")]
+    /// The signal is not a letter or digit followed by `[A-Za-z0-9_-]*`.
+    #[error(
+        "`{0}` is not a valid signal: expected a letter or digit, then letters, digits, `_` or `-` (e.g. repeat_seam, TRACE-001)"
+    )]
     Signal(String),
     /// The hash is not exactly 8 lowercase hex digits.
     #[error("`{0}` is not a valid stripe hash: expected exactly 8 lowercase hex digits")]
@@ -69,9 +71,19 @@ pub fn validate_scope(scope: &str) -> Result<(), StripeIdError> {
     if ok { Ok(()) } else { Err(StripeIdError::Scope(scope.to_string())) }
 }
 
-/// Check a signal name: `[a-z_]+`.
+/// Longest signal name: a name, not a payload.
+pub const MAX_SIGNAL_LEN: usize = 64;
+
+/// Check a signal name: an ASCII letter or digit, then letters, digits, `_` or `-`, at
+/// most [`MAX_SIGNAL_LEN`] bytes. Signal ids of audit rule sets (`TRACE-001`) are
+/// signals as much as premerge's own (`repeat_seam`); case is kept, never folded.
 pub fn validate_signal(signal: &str) -> Result<(), StripeIdError> {
-    if !signal.is_empty() && signal.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+    let b = signal.as_bytes();
+    if !b.is_empty()
+        && b.len() <= MAX_SIGNAL_LEN
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+    {
         Ok(())
     } else {
         Err(StripeIdError::Signal(signal.to_string()))
@@ -157,7 +169,12 @@ mod tests {
 
     #[test]
     fn parse_format_round_trip() {
-        for s in ["review:repeat_seam:0123abcd", "scan/rust:widening_repeat:ffffffff", "a-b_c:x:00000000"] {
+        for s in [
+            "review:repeat_seam:0123abcd",
+            "scan/rust:widening_repeat:ffffffff",
+            "a-b_c:x:00000000",
+            "task-audit:TRACE-001:0123abcd",
+        ] {
             let id = StripeId::parse(s).unwrap();
             assert_eq!(id.to_string(), s);
             assert_eq!(s.parse::<StripeId>().unwrap(), id);
@@ -176,7 +193,8 @@ mod tests {
             ("a/b/c:x:0123abcd", "scope"),
             ("a/:x:0123abcd", "scope"),
             (":x:0123abcd", "scope"),
-            ("a:x1:0123abcd", "signal"),
+            ("a:-x:0123abcd", "signal"),
+            ("a:x.1:0123abcd", "signal"),
             ("a::0123abcd", "signal"),
             ("a:x:0123ABCD", "hash"),
             ("a:x:0123abc", "hash"),
@@ -193,7 +211,7 @@ mod tests {
         #[test]
         fn any_valid_id_round_trips(
             a in "[a-z0-9_-]{1,12}", b in proptest::option::of("[a-z0-9_-]{1,12}"),
-            sig in "[a-z_]{1,20}", h in "[0-9a-f]{8}",
+            sig in "[A-Za-z0-9][A-Za-z0-9_-]{0,19}", h in "[0-9a-f]{8}",
         ) {
             let scope = match b { Some(b) => format!("{a}/{b}"), None => a };
             let s = format!("{scope}:{sig}:{h}");

@@ -10,8 +10,6 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ENVELOPE_TOKEN;
-
 /// What the file system says about a lexically safe candidate path (the command layer
 /// answers it with `canonicalize` of the root and the candidate and a component-wise
 /// containment check).
@@ -78,7 +76,11 @@ pub struct CarryRow {
 /// The decision over every row of one blocked-on artefact.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CarryOutcome {
+    /// Rows that add a file to the plan (at most the cap).
     pub admitted: Vec<CarryRow>,
+    /// Rows for a file the plan already has (a reviewer blocker, or an admitted row):
+    /// they join that file's carried finding with their reason, adding no file.
+    pub joined: Vec<CarryRow>,
     /// Reason -> number of rows dropped for it.
     pub dropped: BTreeMap<String, usize>,
 }
@@ -103,45 +105,20 @@ impl CarryOutcome {
     }
 }
 
-/// Fold the usual look-alikes of the envelope token so a disguised token is caught:
-/// zero-width and soft-hyphen characters are removed, Unicode dashes and fullwidth ASCII
-/// become ASCII, the Cyrillic and Greek letters that look like Latin ones become those,
-/// and ASCII is lowercased.
-pub fn fold_confusables(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let mapped = match c {
-            '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{034F}' => continue,
-            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}' | '\u{02D7}' | '\u{2043}' => '-',
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFF01 + 0x21).unwrap_or(c),
-            'а' | 'А' | 'α' | 'Α' => 'a',
-            'е' | 'Е' | 'ε' | 'Ε' => 'e',
-            'о' | 'О' | 'ο' | 'Ο' => 'o',
-            'р' | 'Р' | 'ρ' | 'Ρ' => 'p',
-            'с' | 'С' => 'c',
-            'х' | 'Х' | 'χ' | 'Χ' => 'x',
-            'і' | 'І' | 'ι' | 'Ι' => 'i',
-            'ѕ' | 'Ѕ' => 's',
-            'т' | 'Т' | 'τ' | 'Τ' => 't',
-            'н' | 'Н' | 'η' | 'Η' => 'n',
-            'у' | 'У' | 'υ' | 'Υ' => 'u',
-            'ԁ' => 'd',
-            'ⅼ' | 'ӏ' | 'Ӏ' => 'l',
-            c => c,
-        };
-        out.push(mapped.to_ascii_lowercase());
-    }
-    out
-}
-
-/// Whether a string carries the envelope token, literally or disguised.
+/// Whether a string carries the envelope token, literally or disguised (compared on a
+/// skeleton: [`super::envelope`]).
 pub fn has_envelope_token(s: &str) -> bool {
-    fold_confusables(s).contains(ENVELOPE_TOKEN)
+    super::envelope::has_envelope_token(s)
 }
 
 /// Decide every row. `owned` is the set of files this attempt's reviewer findings already
-/// give an owner; `cap` the most rows admitted; `check` answers the file-system question
-/// for a lexically safe path (asked only for rows that passed every lexical check).
+/// give an owner; `cap` the most rows that add a file; `check` answers the file-system
+/// question for a lexically safe path (asked only for rows that passed every lexical check).
+///
+/// A valid row for an owned file, or for a file an earlier row admitted, *joins* that
+/// file (its fixer sees the reason) instead of being dropped; only an exact repeat of a
+/// row already taken is dropped (`duplicate`: nothing is lost). The cap counts files,
+/// so joined rows never widen the allowed set.
 pub fn decide(
     rows: &[Value],
     owned: &HashSet<String>,
@@ -150,6 +127,7 @@ pub fn decide(
 ) -> CarryOutcome {
     let mut out = CarryOutcome::default();
     let mut admitted_files: HashSet<String> = HashSet::new();
+    let mut taken: HashSet<(String, String, String)> = HashSet::new();
     for row in rows {
         let Value::Object(o) = row else {
             out.drop_row("not_object");
@@ -177,24 +155,24 @@ pub fn decide(
             out.drop_row(why);
             continue;
         }
-        if owned.contains(file) {
-            out.drop_row("already_owned");
+        let key = (file.to_string(), from_file.to_string(), reason.to_string());
+        if taken.contains(&key) {
+            out.drop_row("duplicate");
             continue;
         }
-        if admitted_files.contains(file) {
-            out.drop_row("duplicate");
+        let row = CarryRow { file: file.to_string(), from_file: from_file.to_string(), reason: reason.to_string() };
+        if owned.contains(file) || admitted_files.contains(file) {
+            taken.insert(key);
+            out.joined.push(row);
             continue;
         }
         if out.admitted.len() >= cap {
             out.drop_row("over_cap");
             continue;
         }
+        taken.insert(key);
         admitted_files.insert(file.to_string());
-        out.admitted.push(CarryRow {
-            file: file.to_string(),
-            from_file: from_file.to_string(),
-            reason: reason.to_string(),
-        });
+        out.admitted.push(row);
     }
     out
 }
@@ -241,6 +219,7 @@ mod tests {
             row("src/owned.rs"),
             row("src/b.rs"),
             row("src/b.rs"),
+            json!({"file": "src/b.rs", "from_file": "src/z.rs", "reason": "another caller"}),
         ];
         for i in 0..8 {
             rows.push(row(&format!("src/c{i}.rs")));
@@ -267,7 +246,6 @@ mod tests {
             ("not_regular_file", 1),
             ("outside_repo", 1),
             ("symlinked_path", 1),
-            ("already_owned", 1),
             ("duplicate", 1),
             ("over_cap", 1),
         ]
@@ -275,6 +253,9 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         assert_eq!(o.dropped, want);
+        // The owned file's row and the second reason for src/b.rs join, nothing is lost.
+        let joined: Vec<_> = o.joined.iter().map(|r| (r.file.as_str(), r.from_file.as_str())).collect();
+        assert_eq!(joined, [("src/owned.rs", "src/a.rs"), ("src/b.rs", "src/z.rs")]);
         for k in o.dropped.keys() {
             assert!(DROP_REASONS.contains(&k.as_str()), "{k} is listed");
         }
@@ -291,7 +272,8 @@ mod tests {
         ] {
             assert!(has_envelope_token(s), "{s:?}");
         }
-        assert!(!has_envelope_token("external untrusted input"));
+        // Separators do not hide the token (compared on a skeleton).
+        assert!(has_envelope_token("external untrusted input"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod carry;
 pub mod converge;
+pub mod envelope;
 pub mod fence;
 pub mod schema;
 
@@ -128,9 +129,14 @@ pub enum SeveritySource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassifiedFinding {
     pub carried: bool,
-    /// For carried findings: the file whose fixer reported the block.
+    /// For carried findings: the file whose fixer reported the block (the first, when
+    /// several did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_from: Option<String>,
+    /// For carried findings: every blocked-on row merged into this one, in row order,
+    /// each with the file that reported it and its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried_reasons: Vec<CarriedReason>,
     pub category: Option<String>,
     pub failure_scenario: Option<String>,
     pub file: String,
@@ -146,12 +152,21 @@ pub struct ClassifiedFinding {
     pub verdict: Option<String>,
 }
 
+/// One blocked-on row behind a carried finding: who needs this file changed, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedReason {
+    pub from_file: String,
+    pub reason: String,
+}
+
 /// One finding as a fixer receives it in the wave plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaveFinding {
     pub carried: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_from: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried_reasons: Vec<CarriedReason>,
     pub category: Option<String>,
     pub failure_scenario: Option<String>,
     pub fingerprint: String,
@@ -300,33 +315,88 @@ fn classify_one(f: &Finding) -> Result<(Severity, SeveritySource), WavesError> {
 }
 
 /// Classify parsed findings: severity, fingerprint, duplicates and the size bound.
-/// The output keeps the input order; `rank` is the position in the input.
+/// The output keeps the input order; `rank` is the position in the input. Strict: the
+/// first malformed finding refuses the whole document (`premerge plan --strict`).
 pub fn classify(findings: &[Finding], max_findings: usize) -> Result<Vec<ClassifiedFinding>, WavesError> {
+    classify_inner(findings, max_findings, None)
+}
+
+/// A finding [`classify_lenient`] left out, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedFinding {
+    /// What was wrong, for the reader (never hashed, never routed).
+    pub detail: String,
+    /// Position of the record in the findings document.
+    pub index: usize,
+    /// `invalid_finding` (unknown severity, a contradiction, malformed), `duplicate_finding`,
+    /// `outside_repo`, or a path reason of [`lexical_problem`].
+    pub reason: String,
+}
+
+/// The reason of a finding that repeats an earlier one (same file, line and summary).
+pub const DUPLICATE_FINDING: &str = "duplicate_finding";
+
+/// [`classify`] that drops each malformed finding (and lists it) instead of refusing the
+/// document: one bad record from a reviewer must not cost the attempt. Only the size
+/// bound still refuses.
+pub fn classify_lenient(
+    findings: &[Finding],
+    max_findings: usize,
+) -> Result<(Vec<ClassifiedFinding>, Vec<DroppedFinding>), WavesError> {
+    let mut dropped = Vec::new();
+    let out = classify_inner(findings, max_findings, Some(&mut dropped))?;
+    Ok((out, dropped))
+}
+
+fn classify_inner(
+    findings: &[Finding],
+    max_findings: usize,
+    mut lenient: Option<&mut Vec<DroppedFinding>>,
+) -> Result<Vec<ClassifiedFinding>, WavesError> {
     if findings.len() > max_findings {
         return Err(WavesError::TooManyFindings { count: findings.len(), max: max_findings });
     }
     let mut seen: HashMap<(&str, Option<u64>, String), usize> = HashMap::with_capacity(findings.len());
     let mut out = Vec::with_capacity(findings.len());
-    for (rank, f) in findings.iter().enumerate() {
+    for f in findings.iter() {
+        let mut refuse = |e: WavesError, reason: &str| -> Result<(), WavesError> {
+            match lenient.as_deref_mut() {
+                Some(d) => {
+                    d.push(DroppedFinding { index: f.index, reason: reason.to_string(), detail: e.to_string() });
+                    Ok(())
+                }
+                None => Err(e),
+            }
+        };
         if let Some(reason) = lexical_problem(&f.file) {
-            return Err(WavesError::UnsafePath { index: f.index, file: f.file.escape_debug().to_string(), reason });
+            refuse(WavesError::UnsafePath { index: f.index, file: f.file.escape_debug().to_string(), reason }, reason)?;
+            continue;
         }
-        let (severity, severity_source) = classify_one(f)?;
+        let (severity, severity_source) = match classify_one(f) {
+            Ok(s) => s,
+            Err(e) => {
+                refuse(e, crate::findings::INVALID_FINDING)?;
+                continue;
+            }
+        };
         let folded = fold_summary(&f.title);
         let fingerprint = fingerprint_folded(&f.file, &folded);
         match seen.entry((f.file.as_str(), f.line, folded)) {
             std::collections::hash_map::Entry::Occupied(first) => {
-                return Err(WavesError::Duplicate {
+                let e = WavesError::Duplicate {
                     index: f.index,
                     first: *first.get(),
                     file: f.file.clone(),
                     line: f.line.map_or_else(|| "none".to_string(), |l| l.to_string()),
-                });
+                };
+                refuse(e, DUPLICATE_FINDING)?;
+                continue;
             }
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(f.index);
             }
         }
+        let rank = out.len();
         out.push(ClassifiedFinding {
             fingerprint,
             file: f.file.clone(),
@@ -339,6 +409,7 @@ pub fn classify(findings: &[Finding], max_findings: usize) -> Result<Vec<Classif
             rank,
             carried: false,
             carried_from: None,
+            carried_reasons: Vec::new(),
             lens: f.lens.clone(),
             verdict: f.verdict.clone(),
         });
@@ -346,24 +417,57 @@ pub fn classify(findings: &[Finding], max_findings: usize) -> Result<Vec<Classif
     Ok(out)
 }
 
-/// The synthesised blocker finding of one admitted blocked-on row. The summary is the
-/// controller's template; the fixer's words go only into `failure_scenario`.
-pub fn synthesise(row: &carry::CarryRow, rank: usize) -> ClassifiedFinding {
+/// The severity a finding classifies as, `None` when its severity is unknown or
+/// contradicts its category (such a finding is dropped by [`classify_lenient`]).
+pub fn severity_of(f: &Finding) -> Option<Severity> {
+    classify_one(f).ok().map(|(s, _)| s)
+}
+
+/// The synthesised blocker finding of the blocked-on rows of one file (admitted or
+/// joining an owned file). The summary is the controller's template; the fixers' words
+/// go only into `failure_scenario` and `carried_reasons`. One finding per file, so its
+/// fingerprint depends on the validated path alone.
+pub fn synthesise(rows: &[&carry::CarryRow], rank: usize) -> ClassifiedFinding {
+    let first = rows[0];
+    let failure = if rows.len() == 1 {
+        first.reason.clone()
+    } else {
+        rows.iter().map(|r| format!("{}: {}", r.from_file, r.reason)).collect::<Vec<_>>().join("\n")
+    };
     ClassifiedFinding {
-        fingerprint: fingerprint(&row.file, CARRIED_SUMMARY),
-        file: row.file.clone(),
+        fingerprint: fingerprint(&first.file, CARRIED_SUMMARY),
+        file: first.file.clone(),
         line: None,
         summary: CARRIED_SUMMARY.to_string(),
-        failure_scenario: Some(row.reason.clone()),
+        failure_scenario: Some(failure),
         category: Some(CARRIED_CATEGORY.to_string()),
         severity: Severity::Blocker,
         severity_source: SeveritySource::Carried,
         rank,
         carried: true,
-        carried_from: Some(row.from_file.clone()),
+        carried_from: Some(first.from_file.clone()),
+        carried_reasons: rows
+            .iter()
+            .map(|r| CarriedReason { from_file: r.from_file.clone(), reason: r.reason.clone() })
+            .collect(),
         lens: None,
         verdict: None,
     }
+}
+
+/// The synthesised findings of every carried row, one per file in the order the files
+/// first appear, ranks from `base`.
+pub fn synthesise_all(rows: &[carry::CarryRow], base: usize) -> Vec<ClassifiedFinding> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_file: HashMap<&str, Vec<&carry::CarryRow>> = HashMap::new();
+    for r in rows {
+        let e = by_file.entry(r.file.as_str()).or_default();
+        if e.is_empty() {
+            order.push(r.file.as_str());
+        }
+        e.push(r);
+    }
+    order.iter().enumerate().map(|(i, f)| synthesise(&by_file[f], base + i)).collect()
 }
 
 /// The files that have at least one blocker: the set a plan owns.
@@ -415,6 +519,7 @@ pub fn plan_waves(attempt: u32, max_per_wave: usize, findings: &[ClassifiedFindi
                     category: f.category.clone(),
                     carried: f.carried,
                     carried_from: f.carried_from.clone(),
+                    carried_reasons: f.carried_reasons.clone(),
                 })
                 .collect(),
         });
@@ -427,12 +532,34 @@ pub fn plan_waves(attempt: u32, max_per_wave: usize, findings: &[ClassifiedFindi
 pub struct Counts {
     pub blocked_on_admitted: usize,
     pub blocked_on_dropped: std::collections::BTreeMap<String, usize>,
+    /// Blocked-on rows that joined a file the plan already had (no file added).
+    #[serde(default)]
+    pub blocked_on_joined: usize,
     pub blocker: usize,
     pub carried: usize,
+    /// Findings of the input dropped, by reason (`dropped_findings` lists each).
+    #[serde(default)]
+    pub findings_dropped: std::collections::BTreeMap<String, usize>,
     pub skipped_outside_repo: usize,
     pub skipped_without_location: usize,
     pub suggestion: usize,
+    /// Suggestions of earlier attempts carried into this one.
+    #[serde(default)]
+    pub suggestions_carried: usize,
     pub total: usize,
+}
+
+/// A suggestion of an earlier attempt, kept in `classified-NN.json` of every later one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedSuggestion {
+    /// The attempt that first reported it.
+    pub attempt: u32,
+    pub category: Option<String>,
+    pub failure_scenario: Option<String>,
+    pub file: String,
+    pub fingerprint: String,
+    pub line: Option<u64>,
+    pub summary: String,
 }
 
 impl Counts {
@@ -454,9 +581,11 @@ pub fn count(findings: &[ClassifiedFinding]) -> Counts {
     }
 }
 
-/// The `PREMERGE_TRIAGE` summary line (without a newline).
+/// The `PREMERGE_TRIAGE` summary line (without a newline). `JOINED=` and `INVALID=`
+/// (findings dropped, every reason) are appended only when non-zero, so a clean
+/// attempt's line is what it always was.
 pub fn triage_line(attempt: u32, counts: &Counts, waves: usize) -> String {
-    format!(
+    let mut line = format!(
         "PREMERGE_TRIAGE TOTAL={} BLOCKER={} SUGGESTION={} WAVES={} ATTEMPT={} BLOCKED={} DROPPED={}",
         counts.total,
         counts.blocker,
@@ -465,7 +594,15 @@ pub fn triage_line(attempt: u32, counts: &Counts, waves: usize) -> String {
         attempt,
         counts.blocked_on_admitted,
         counts.dropped()
-    )
+    );
+    if counts.blocked_on_joined > 0 {
+        line.push_str(&format!(" JOINED={}", counts.blocked_on_joined));
+    }
+    let invalid: usize = counts.findings_dropped.values().sum();
+    if invalid > 0 {
+        line.push_str(&format!(" INVALID={invalid}"));
+    }
+    line
 }
 
 #[cfg(test)]
@@ -609,7 +746,7 @@ mod tests {
             classify(&[f(0, "b", Some(1), "x", None, Some("bug")), f(1, "a", None, "y", Some("note"), None)], 10)
                 .unwrap();
         let row = carry::CarryRow { file: "c".into(), from_file: "b".into(), reason: "r".into() };
-        c.push(synthesise(&row, 2));
+        c.push(synthesise(&[&row], 2));
         let plan = plan_waves(1, 8, &c).unwrap();
         let mut counts = count(&c);
         counts.blocked_on_dropped.insert("duplicate".into(), 1);

@@ -1,6 +1,6 @@
 //! The published JSON Schemas (draft 2020-12) of the artefacts this area writes:
-//! `classified-NN.json`, `fix-waves-NN.json`, `blocked-on-NN.json` and the lines of
-//! `events.jsonl`. `premerge schema <artefact>` prints them; `docs/artefacts.md`
+//! `classified-NN.json`, `fix-waves-NN.json`, `blocked-on-NN.json`, the lines of
+//! `events.jsonl`, and the findings input `premerge plan` and `review route` read. `premerge schema <artefact>` prints them; `docs/artefacts.md`
 //! explains each field.
 
 use serde_json::{Value, json};
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::carry::{ARTIFACT_INVALID, DROP_REASONS};
 
 /// Artefact names `premerge schema` accepts.
-pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "fix-waves"];
+pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings", "fix-waves"];
 
 fn nullable(t: &str) -> Value {
     json!({"type": [t, "null"]})
@@ -25,8 +25,73 @@ fn wave_finding() -> Value {
             "failure_scenario": nullable("string"),
             "category": nullable("string"),
             "carried": {"type": "boolean"},
-            "carried_from": {"type": "string"}
+            "carried_from": {"type": "string"},
+            "carried_reasons": {
+                "description": "Every blocked-on row merged into this carried finding: who needs the file changed, and why.",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["from_file", "reason"],
+                    "properties": {"from_file": {"type": "string"}, "reason": {"type": "string"}}
+                }
+            }
         }
+    })
+}
+
+/// The findings input: lens findings, reviewer findings, or a SARIF 2.1.0 log.
+fn findings_input() -> Value {
+    let str_or_null = nullable("string");
+    let line = json!({"type": ["integer", "null"], "minimum": 1});
+    let lens = json!({
+        "description": "A lens finding. `path` is repository-relative, absolute inside the repository, or a file:// URI.",
+        "type": "object",
+        "required": ["path", "title"],
+        "properties": {
+            "lens": str_or_null, "severity": str_or_null, "path": {"type": "string", "minLength": 1},
+            "line": line, "title": {"type": "string"}, "description": str_or_null,
+            "suggestion": str_or_null, "category": str_or_null
+        }
+    });
+    let reviewer = json!({
+        "description": "A reviewer finding.",
+        "type": "object",
+        "required": ["file", "summary"],
+        "properties": {
+            "file": {"type": "string", "minLength": 1}, "line": line, "summary": {"type": "string"},
+            "failure_scenario": str_or_null, "category": str_or_null, "verdict": str_or_null,
+            "severity": str_or_null
+        }
+    });
+    let sarif = json!({
+        "description": "A SARIF 2.1.0 log: one finding per result location; `level` defaults to `warning`; URIs are percent-decoded.",
+        "type": "object",
+        "required": ["runs"],
+        "properties": {
+            "version": {"const": "2.1.0"},
+            "runs": {"type": "array", "items": {"type": "object", "properties": {
+                "results": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["message"],
+                    "properties": {
+                        "ruleId": {"type": "string"},
+                        "level": {"enum": ["none", "note", "warning", "error"]},
+                        "message": {"type": "object", "properties": {"text": {"type": "string"}}},
+                        "locations": {"type": "array"}
+                    }
+                }}
+            }}}
+        }
+    });
+    json!({
+        "description": "What `premerge plan --findings` and `premerge review route --findings` read. A record that does not fit is dropped and counted as `invalid_finding` by `plan` (refused with `plan --strict`).",
+        "oneOf": [
+            {"type": "array", "items": {"oneOf": [lens.clone(), reviewer.clone()]}},
+            {"type": "object", "required": ["findings"], "properties": {
+                "findings": {"type": "array", "items": {"oneOf": [lens, reviewer]}}
+            }},
+            sarif
+        ]
     })
 }
 
@@ -118,9 +183,37 @@ pub fn schema(artefact: &str) -> Option<Value> {
                                 "propertyNames": {"enum": reasons},
                                 "additionalProperties": {"type": "integer", "minimum": 1}
                             },
-                            "skipped_without_location": count, "skipped_outside_repo": count
+                            "skipped_without_location": count, "skipped_outside_repo": count,
+                            "blocked_on_joined": count,
+                            "findings_dropped": {
+                                "type": "object",
+                                "additionalProperties": {"type": "integer", "minimum": 1}
+                            },
+                            "suggestions_carried": count
                         }
                     },
+                    "dropped_findings": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["index", "reason", "detail"],
+                        "properties": {
+                            "index": {"type": "integer", "minimum": 0},
+                            "reason": {"type": "string"},
+                            "detail": {"type": "string"}
+                        }
+                    }},
+                    "carried_suggestions": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["attempt", "file", "fingerprint", "line", "summary"],
+                        "properties": {
+                            "attempt": {"type": "integer", "minimum": 1},
+                            "file": {"type": "string"},
+                            "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                            "line": {"type": ["integer", "null"]},
+                            "summary": {"type": "string"},
+                            "failure_scenario": nullable("string"),
+                            "category": nullable("string")
+                        }
+                    }},
                     "findings": {"type": "array", "items": finding}
                 }
             })
@@ -143,9 +236,15 @@ pub fn schema(artefact: &str) -> Option<Value> {
                             "reason": {"type": "string"}
                         }
                     }
+                },
+                "dropped": {
+                    "description": "Rows `blocked record` did not record, by reason (`over_record_cap`, `unknown_key`).",
+                    "type": "object",
+                    "additionalProperties": {"type": "integer", "minimum": 1}
                 }
             }
         }),
+        "findings" => findings_input(),
         "events" => json!({
             "description": "One line of events.jsonl (a run directory's append-only log).",
             "type": "object",
@@ -166,6 +265,7 @@ pub fn schema(artefact: &str) -> Option<Value> {
         "fix-waves" => "premerge fix-waves-NN.json: the wave plan of one attempt",
         "classified" => "premerge classified-NN.json: every finding of one attempt, classified",
         "blocked-on" => "premerge blocked-on-NN.json: what attempt NN's fixers were blocked on",
+        "findings" => "premerge findings input: lens findings, reviewer findings or SARIF 2.1.0",
         _ => "premerge events.jsonl line",
     };
     Some(merge(envelope(artefact, title), body))
@@ -179,7 +279,7 @@ mod tests {
     fn every_artefact_has_a_schema() {
         for a in ARTEFACTS {
             let s = schema(a).unwrap();
-            assert!(s.get("$schema").is_some() && s.get("properties").is_some(), "{a}");
+            assert!(s.get("$schema").is_some() && (s.get("properties").is_some() || s.get("oneOf").is_some()), "{a}");
         }
         assert!(schema("nope").is_none());
     }

@@ -40,6 +40,24 @@ fn route(r: &TestRepo, round: u32, doc: &Value) -> Run {
     r.premerge(&["review", "route", "--round", &round.to_string(), "--findings", &f, "--run-dir", rd.to_str().unwrap()])
 }
 
+fn route_issue(r: &TestRepo, round: u32, doc: &Value, issue: u64) -> Run {
+    let f = write_findings(r, &format!("findings-{round}.json"), doc);
+    let rd = run_dir(r);
+    let (round, issue) = (round.to_string(), issue.to_string());
+    r.premerge(&[
+        "review",
+        "route",
+        "--round",
+        &round,
+        "--issue",
+        &issue,
+        "--findings",
+        &f,
+        "--run-dir",
+        rd.to_str().unwrap(),
+    ])
+}
+
 fn events(r: &TestRepo) -> Vec<Value> {
     match fs::read_to_string(run_dir(r).join("events.jsonl")) {
         Ok(t) => t.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
@@ -459,16 +477,96 @@ fn repeated_seam_class_halts_while_its_proposal_is_open() {
     let open: Vec<_> = std::fs::read_dir(props.join("open")).unwrap().collect();
     assert_eq!(open.len(), 1);
     assert!(!r.root.join("docs/proposals").exists());
+    // Routing the unchanged round again is a read: no new stripe, no halt.
+    let same = route(&r, 1, &seam_findings()).expect_code(0).json();
+    assert_eq!(same["stripe"]["outcome"], "already_recorded");
+    let rd = run_dir(&r);
+    r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(0);
     // The next cycle (a new issue) hits the same seam class on its round 1.
-    let again = route(&r, 1, &seam_findings()).expect_code(1).json();
+    let again = route_issue(&r, 1, &seam_findings(), 8).expect_code(1).json();
     assert_eq!(again["stripe"]["outcome"], "stripe_repeat_halt");
     assert_eq!(again["stripe"]["stripe"], stripe.as_str());
     assert_eq!(again["nextStep"], "step-back");
     assert_eq!(std::fs::read_dir(props.join("open")).unwrap().count(), 1, "no second proposal");
-    let rd = run_dir(&r);
     r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(1);
     r.premerge(&["proposal", "apply", &stripe, "--root", props.to_str().unwrap()]).expect_code(0);
     r.premerge(&["drain", "--run-dir", rd.to_str().unwrap()]).expect_code(0);
-    let third = route(&r, 1, &seam_findings()).expect_code(0).json();
+    let third = route_issue(&r, 1, &seam_findings(), 9).expect_code(0).json();
     assert_eq!(third["stripe"]["outcome"], "emitted");
+}
+
+/// Severity counts: a linter nit in three files stays in the fix loop on round 1,
+/// while the same shape as blockers escalates.
+#[test]
+fn a_nit_in_three_files_does_not_escalate_round_one() {
+    let r = TestRepo::new();
+    let doc = |sev: &str| {
+        let items: Vec<Value> = ["a", "b", "c"]
+            .iter()
+            .map(|f| {
+                json!({"lens": "STYLE", "severity": sev, "path": format!("src/{f}.rs"), "line": 1,
+                       "title": "Trailing whitespace"})
+            })
+            .collect();
+        json!({ "findings": items })
+    };
+    let out = route(&r, 1, &doc("low")).expect_code(0).json();
+    assert_eq!(out["nextStep"], "lens-fix", "{out}");
+    assert_eq!(out["seams"], json!([]));
+    let out = route(&r, 1, &doc("high")).expect_code(0).json();
+    assert_eq!(out["nextStep"], "step-back", "{out}");
+    // A SARIF result without a level is a warning: no escalation either.
+    let results: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|f| {
+            let uri = format!("src/{f}%20x.rs");
+            json!({"ruleId": "W1", "message": {"text": "line too long"},
+                   "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}}}]})
+        })
+        .collect();
+    let sarif = json!({"version": "2.1.0", "runs": [{ "results": results }]});
+    let out = route(&r, 1, &sarif).expect_code(0).json();
+    assert_eq!(out["nextStep"], "lens-fix", "{out}");
+    let seams = r.premerge_stdin(&["review", "seams", "--findings", "-"], sarif.to_string().as_bytes());
+    let v = seams.expect_code(0).json();
+    assert_eq!(v["clusters"][0]["files"], json!(["src/a x.rs", "src/b x.rs", "src/c x.rs"]), "URIs percent-decoded");
+}
+
+/// A seam counts real files: `src//a.rs`, `src/../src/a.rs` and a path through a link
+/// to the same directory are one file, so two real files are no seam.
+#[test]
+fn a_seam_counts_real_files_not_spellings() {
+    let r = TestRepo::new();
+    r.write("src/a.rs", "a\n");
+    r.write("src/b.rs", "b\n");
+    std::os::unix::fs::symlink("src", r.root.join("srclink")).unwrap();
+    std::os::unix::fs::symlink("/etc", r.root.join("etclink")).unwrap();
+    r.commit_all("tree");
+    let finding = |p: &str| json!({"lens": "ARCH", "severity": "high", "path": p, "line": 1, "title": "Limit check re-implemented"});
+    let doc = json!({"findings": [finding("src/a.rs"), finding("src//a.rs"), finding("src/../src/a.rs"),
+                                   finding("srclink/a.rs"), finding("src/b.rs"), finding("etclink/passwd")]});
+    let out = route(&r, 1, &doc);
+    out.expect_code(0);
+    assert!(out.stderr.contains("etclink/passwd") && out.stderr.contains("outside_repo"), "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["nextStep"], "lens-fix", "{v}");
+    assert_eq!(v["dropped"], json!({"outside_repo": 1}));
+    let seams = r.premerge(&["review", "seams", "--findings", &write_findings(&r, "s.json", &doc)]);
+    assert_eq!(seams.expect_code(0).json()["clusters"][0]["files"], json!(["src/a.rs", "src/b.rs"]));
+}
+
+#[test]
+fn explain_cap_refuses_a_seam_of_fewer_than_three_files_and_lives_under_review() {
+    let r = TestRepo::new();
+    for n in ["1", "2"] {
+        let out = r.premerge(&["explain-cap", "repeat-finding-seam", "--files", n]);
+        out.expect_code(2);
+        assert!(out.stderr.starts_with("premerge: explain-cap: --files"), "{}", out.stderr);
+        assert!(out.stderr.contains("at least 3 files"), "{}", out.stderr);
+    }
+    let top = r.premerge(&["explain-cap", "repeat-finding-seam", "--files", "3"]);
+    let sub = r.premerge(&["review", "explain-cap", "repeat-finding-seam", "--files", "3"]);
+    assert_eq!(sub.expect_code(0).stdout, top.expect_code(0).stdout);
+    assert!(sub.stdout.contains("across 3 files"));
+    r.premerge(&["review", "explain-cap", "no-such-cap"]).expect_code(2);
 }

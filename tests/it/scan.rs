@@ -260,22 +260,22 @@ fn memories_are_never_duplicated_within_a_cycle() {
     assert_eq!(again["memories_written"], 0);
     assert_eq!(again["memories_skipped_duplicate"], 2);
     assert_eq!(again["findings"].as_array().unwrap().len(), 2, "findings are reported on every run");
-    // Another cycle (issue) records its own memories.
-    assert_eq!(scan_json(&r, &["--issue", "5"])["memories_written"], 2);
-    // Without --issue the cycle is the head commit: once per commit.
-    assert_eq!(scan_json(&r, &[])["memories_written"], 2);
+    // A memory's identity is the change itself: another cycle (an issue, or the head
+    // commit without one) seeing the same change records nothing new.
+    assert_eq!(scan_json(&r, &["--issue", "5"])["memories_written"], 0);
     assert_eq!(scan_json(&r, &[])["memories_written"], 0);
     let kinds = event_kinds(&r);
     let count = |k: &str| kinds.iter().filter(|x| *x == k).count();
-    assert_eq!(count("guard-memory-written"), 6);
-    assert_eq!(count("guard-memory-duplicate-skipped"), 4);
+    assert_eq!(count("guard-memory-written"), 2);
+    assert_eq!(count("guard-memory-duplicate-skipped"), 6);
     let ev = events(&r).into_iter().find(|e| e["kind"] == "guard-memory-written").unwrap();
     assert_eq!(ev["file"], "src/query.rs");
     assert!(ev["ts"].is_string());
     let list = r.premerge(&["memory", "list", "--format", "json"]).expect_code(0).json();
     let cycles: BTreeSet<String> =
         list["memories"].as_array().unwrap().iter().map(|m| m["cycle"].as_str().unwrap().to_string()).collect();
-    assert_eq!(cycles, BTreeSet::from(["issue-4".into(), "issue-5".into(), format!("commit-{head}")]));
+    assert_eq!(cycles, BTreeSet::from(["issue-4".into()]));
+    let _ = head;
     // --no-memory writes nothing and logs nothing.
     let before = events(&r).len();
     assert_eq!(scan_json(&r, &["--issue", "9", "--no-memory"])["memories_written"], 0);

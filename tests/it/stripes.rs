@@ -102,10 +102,22 @@ fn repeat_while_open_halts_without_a_new_file() {
 }
 
 #[test]
-fn zero_qualifying_rows_are_suppressed_silently() {
+fn zero_qualifying_rows_are_suppressed_with_a_reason() {
     let r = repo_with(r#"[{"id":"a","summary":"no title"},{"id":"b","title":""}]"#);
-    let v = emit(&r, &[]).expect_code(0).json();
-    assert_eq!(v, json!({"outcome": "suppressed", "stripe": null, "path": null}));
+    let out = emit(&r, &[]);
+    out.expect_code(0);
+    let v = out.json();
+    assert_eq!(
+        v,
+        json!({"outcome": "suppressed", "stripe": null, "path": null,
+               "reason": {"code": "no_qualifying_rows", "rows": 2, "ignored": 2, "required_fields": ["title"]}})
+    );
+    assert!(
+        out.stderr
+            .contains("2 evidence row(s) without the fields signal `repeat_seam` projects (`title`) were ignored"),
+        "{}",
+        out.stderr
+    );
     assert!(proposals(&r, "open").is_empty());
     assert!(events(&r).is_empty());
     let r = repo_with("[]");
@@ -370,7 +382,7 @@ fn bad_input_exits_2_with_a_clear_message() {
     expect(&["proposal", "show", "review:repeat_seam:XYZ"], "neither a stripe id nor a proposal file name");
     expect(&["proposal", "apply", "review:repeat_seam:0123abcd"], "no open proposal");
     expect(&["proposal", "emit", "--scope", "Review", "--signal", "x", "--evidence", "ev.json"], "scope");
-    expect(&["proposal", "emit", "--scope", "review", "--signal", "x1", "--evidence", "ev.json"], "signal");
+    expect(&["proposal", "emit", "--scope", "review", "--signal", "x.1", "--evidence", "ev.json"], "signal");
     expect(
         &["proposal", "emit", "--scope", "review", "--signal", "x", "--evidence", "missing.json"],
         "cannot read evidence",
@@ -424,4 +436,129 @@ fn halt_mode_shadow_logs_without_halting_and_off_writes_every_time() {
     // Back to the default (enforce): the repeat halts.
     r.env.clear();
     emit(&r, &[]).expect_code(1);
+}
+
+/// Signal ids of audit rule sets (`TRACE-001`) are signals; evidence rows without the
+/// default projection's `op`/`path` are counted and said.
+#[test]
+fn audit_signal_ids_are_accepted_and_ignored_rows_are_said() {
+    let r = repo_with(
+        r#"[{"id":"t1","op":"missing-ac","path":"tasks/a.md"},{"id":"t2","op":"missing-ac"},{"id":"t3","note":"x"}]"#,
+    );
+    let out =
+        r.premerge(&["proposal", "emit", "--scope", "task-audit", "--signal", "TRACE-001", "--evidence", "ev.json"]);
+    out.expect_code(0);
+    let v = out.json();
+    assert_eq!(v["outcome"], "emitted");
+    let stripe = v["stripe"].as_str().unwrap();
+    assert!(stripe.starts_with("task-audit:TRACE-001:"), "{stripe}");
+    assert!(
+        out.stderr.contains("2 evidence row(s) without the fields signal `TRACE-001` projects (`op`, `path`)"),
+        "{}",
+        out.stderr
+    );
+    let text = fs::read_to_string(r.root.join("docs/proposals/open").join(&proposals(&r, "open")[0])).unwrap();
+    assert!(text.contains("2 evidence row(s) without the projected fields were ignored"), "{text}");
+    // The id round-trips through list and show.
+    let list = r.premerge(&["proposal", "list", "--format", "json"]).expect_code(0).json();
+    assert_eq!(list["proposals"][0]["stripe"], stripe);
+    r.premerge(&["proposal", "show", stripe]).expect_code(0);
+}
+
+/// A proposal file named `<stripe>-handwritten.md` (a person wrote it) is an open
+/// proposal of that stripe: the next emit halts on it, list shows it, apply moves it.
+#[test]
+fn a_hand_named_proposal_is_seen_as_open() {
+    let r = repo_with(SEAM_ROWS);
+    let open = r.root.join("docs/proposals/open");
+    fs::create_dir_all(&open).unwrap();
+    let body = format!(
+        "---\nkind: refinement_proposal@1\nstripe: {SEAM_STRIPE}\ncreated: 2026-01-02T03:04:05Z\n---\n\nby hand\n"
+    );
+    fs::write(open.join(format!("{SEAM_STRIPE}-handwritten.md")), body).unwrap();
+    let v = emit(&r, &[]).expect_code(1).json();
+    assert_eq!(v["outcome"], "stripe_repeat_halt");
+    assert!(v["path"].as_str().unwrap().ends_with("-handwritten.md"), "{v}");
+    let list = r.premerge(&["proposal", "list", "--format", "json"]).expect_code(0).json();
+    assert_eq!(list["proposals"][0]["stripe"], SEAM_STRIPE);
+    assert_eq!(list["unparseable"], json!([]));
+    r.premerge(&["proposal", "apply", SEAM_STRIPE]).expect_code(0);
+    assert_eq!(proposals(&r, "applied"), [format!("{SEAM_STRIPE}-handwritten.md")]);
+    assert_eq!(emit(&r, &[]).expect_code(0).json()["outcome"], "emitted");
+}
+
+/// `emit --root DIR` works outside any git repository: events go beside the proposals.
+#[test]
+fn emit_with_a_root_works_outside_a_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("plain");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&work).unwrap();
+    fs::write(work.join("ev.json"), SEAM_ROWS).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(crate::common::bin());
+        crate::common::hermetic(&mut c, &home);
+        c.env("GIT_CEILING_DIRECTORIES", dir.path()).current_dir(&work).args(args).stdin(Stdio::null());
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let emit_args = [
+        "proposal",
+        "emit",
+        "--scope",
+        "review",
+        "--signal",
+        "repeat_seam",
+        "--evidence",
+        "ev.json",
+        "--root",
+        "props",
+    ];
+    let (code, out, err) = run(&emit_args);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["outcome"].as_str(), v["stripe"].as_str()), (Some("emitted"), Some(SEAM_STRIPE)));
+    assert_eq!(files(&work.join("props/open")).len(), 1);
+    assert!(fs::read_to_string(work.join("props/events.jsonl")).unwrap().contains("refinement_proposal_emitted"));
+    let (code, _, _) = run(&emit_args);
+    assert_eq!(code, Some(1), "the repeat halts outside a repository too");
+    // Without --root there is no default root to use: a clear error.
+    let (code, _, err) = run(&emit_args[..8]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("premerge: "), "{err}");
+}
+
+/// A guard memory's identity is the change: the same widening seen by the pre-push
+/// scan (head: the pushed commit) and again by post-merge (head: the merge) is one
+/// memory, and no "widened again" proposal.
+#[test]
+fn one_widening_seen_by_two_hooks_is_one_memory_and_no_repeat() {
+    let r = TestRepo::new();
+    r.write("src/q.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    let base = r.commit_all("query");
+    r.git(&["checkout", "-q", "-b", "topic"]);
+    r.write("src/q.rs", "pub struct Query {\n    pub limit: u64,\n}\n");
+    let pushed = r.commit_all("widen limit");
+    // What pre-push scans: base..pushed.
+    let first = r.premerge(&["scan", "--base", &base, "--head", &pushed, "--format", "json"]);
+    assert_eq!(first.expect_code(0).json()["memories_written"], 1);
+    // The branch lands through a merge commit; post-merge scans ORIG_HEAD..HEAD.
+    r.git(&["checkout", "-q", "main"]);
+    r.write("README.md", "x\n");
+    let orig = r.commit_all("unrelated");
+    r.git(&["merge", "-q", "--no-ff", "--no-edit", "topic"]);
+    let merged = r.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let second = r.premerge(&["scan", "--base", &orig, "--head", &merged, "--format", "json"]);
+    second.expect_code(0);
+    assert_eq!(second.json()["memories_written"], 0, "{}", second.stdout);
+    assert_eq!(second.json()["memories_skipped_duplicate"], 1);
+    assert!(!second.stderr.contains("widening_repeat"), "{}", second.stderr);
+    let list = r.premerge(&["memory", "list", "--format", "json"]).expect_code(0).json();
+    assert_eq!(list["memories"].as_array().unwrap().len(), 1);
+    r.premerge(&["drain"]).expect_code(0);
 }
