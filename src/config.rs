@@ -149,6 +149,13 @@ pub const KEYS: &[KeyDef] = &[
         None,
         "Globs of plan files the stop gate treats as durable artefacts."
     ),
+    key!(
+        "hooks.budget_ms",
+        Int,
+        "100",
+        Some("PREMERGE_HOOKS_BUDGET_MS"),
+        "Time a hook may spend on signal work (scan, copy detector) before the rest continues in the background; 0: all of it in the background. The fence always runs in the hook."
+    ),
     key!("hooks.enabled", Bool, "true", Some("PREMERGE"), "Master switch: false makes every hook exit 0 at once."),
     key!(
         "memory.backend_command",

@@ -5,6 +5,8 @@
 //! Every artefact is written with [`atomic_write`]: temporary file in the same
 //! directory, fsync, rename, fsync of the directory. A reader never sees a torn file.
 
+pub mod background;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod budget;
 mod foundation;
 mod gate;
 mod install;
