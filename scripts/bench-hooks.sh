@@ -83,6 +83,25 @@ def measure(title, repo, reset, timed):
         print(f"  {mode:<28} {med:>10.1f} {min(times[mode]):>8.1f} {med / base:>6.2f}x")
     print(f"  background job after the default-budget run (status --wait), median {statistics.median(job):.0f} ms")
 
+def components(title, repo, base, target, pre_push):
+    # Where the time of the all-in-the-hook mode goes: each part as its own command
+    # on the same range (median of RUNS), memories never written.
+    rng = ["--base", base, "--head", target]
+    parts = [("process start (premerge --version)", [binary, "--version"]),
+             ("full diff with patches (premerge diff)", [binary, "diff", *rng, "--format", "json"]),
+             ("diff without patches + widening scan (scan --no-memory)", [binary, "scan", *rng, "--no-memory", "--format", "json"])]
+    if pre_push:
+        parts.append(("diff with patches + copy detector (premerge seams)", [binary, "seams", *rng]))
+    print(f"  where the time goes, {title}:")
+    for label, cmd in parts:
+        t = []
+        for i in range(runs + 1):
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            if i > 0:
+                t.append((time.perf_counter() - start) * 1000)
+        print(f"    {label:<58} {statistics.median(t):>8.1f} ms")
+
 def merge_bench(name, commits):
     repo = clone(name)
     hook(repo, "post-merge")
@@ -94,6 +113,7 @@ def merge_bench(name, commits):
         git(r, "reset", "-q", "--hard", base)
     title = f"post-merge: git merge --ff-only, {name} HEAD~{commits}..HEAD ({count} commits, {files} files)"
     measure(title, repo, reset, ["git", "merge", "-q", "--ff-only", target])
+    components(name, repo, base, target, False)
 
 def push_bench(name, commits):
     repo = clone(name)
@@ -110,6 +130,7 @@ def push_bench(name, commits):
         git(r, "push", "-q", "--no-verify", "-f", "bench", f"{base}:refs/heads/main")
     title = f"pre-push: git push, {name} HEAD~{commits}..HEAD ({count} commits, {files} files)"
     measure(title, repo, reset, ["git", "push", "-q", "bench", f"{target}:refs/heads/main"])
+    components(name, repo, base, target, True)
 
 merge_bench("BurntSushi+ripgrep", 300)
 merge_bench("trpc+trpc", 300)

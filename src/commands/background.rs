@@ -411,3 +411,69 @@ pub fn print_results(out: &mut dyn Write, err: &mut dyn Write, results: &[JobRes
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch repository whose second commit changes `n` Rust files of `size` bytes.
+    fn repo_changing(n: usize, size: usize) -> (tempfile::TempDir, Repo, Diff) {
+        let d = tempfile::tempdir().unwrap();
+        let repo = Repo::init(d.path()).unwrap();
+        let body = |tag: &str| format!("// {tag}\n{}", "x".repeat(size));
+        for i in 0..n {
+            std::fs::write(d.path().join(format!("f{i}.rs")), body("a")).unwrap();
+        }
+        std::fs::write(d.path().join("README.md"), "r\n").unwrap();
+        let base = repo.commit_all("base").unwrap();
+        for i in 0..n {
+            std::fs::write(d.path().join(format!("f{i}.rs")), body("b")).unwrap();
+        }
+        let head = repo.commit_all("change").unwrap();
+        let paths = repo.diff_paths(Some(&base), &head).unwrap();
+        (d, repo, paths)
+    }
+
+    fn post_merge() -> HookKind {
+        HookKind::PostMerge { squash: false }
+    }
+
+    #[test]
+    fn a_few_small_files_fit_and_budget_zero_never_does() {
+        let (_d, repo, paths) = repo_changing(3, 200);
+        assert_eq!(paths.files.len(), 3);
+        let config = Config::defaults();
+        assert!(fits(&repo, &config, &post_merge(), &paths, Duration::from_millis(100)));
+        assert!(!fits(&repo, &config, &post_merge(), &paths, Duration::ZERO));
+    }
+
+    #[test]
+    fn hundreds_of_files_or_megabytes_do_not_fit() {
+        let (_d, repo, paths) = repo_changing(300, 10);
+        assert!(!fits(&repo, &Config::defaults(), &post_merge(), &paths, Duration::from_millis(100)));
+        // Two files, but 2 MB of source each: the sizes, read from blob headers, decide.
+        let (_d, repo, paths) = repo_changing(2, 2 << 20);
+        assert!(!fits(&repo, &Config::defaults(), &post_merge(), &paths, Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn the_paths_diff_keeps_both_sides_of_a_rename() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = Repo::init(d.path()).unwrap();
+        std::fs::write(d.path().join("old.rs"), "fn a() {}\n".repeat(20)).unwrap();
+        let base = repo.commit_all("base").unwrap();
+        std::fs::rename(d.path().join("old.rs"), d.path().join("new.rs")).unwrap();
+        let head = repo.commit_all("rename").unwrap();
+        let paths = repo.diff_paths(Some(&base), &head).unwrap();
+        assert_eq!(paths.touched_paths(), ["new.rs", "old.rs"], "the fence sees both paths");
+    }
+
+    #[test]
+    fn ranges_are_described_shortly() {
+        let r = |b: Option<&str>, h: &str| Range { base: b.map(str::to_string), head: h.to_string() };
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        assert_eq!(describe_ranges(&[r(Some(&a), &b)]), "aaaaaaaaaaaa..bbbbbbbbbbbb");
+        assert_eq!(describe_ranges(&[r(None, &b), r(Some(&a), &b)]), "(root)..bbbbbbbbbbbb and 1 more range(s)");
+    }
+}
