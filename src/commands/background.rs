@@ -230,16 +230,32 @@ pub fn ensure_job(bg: &Background, cwd: &Path) -> Result<()> {
 
 /// Start `premerge hook background` detached: its own process group (a Ctrl-C at
 /// the terminal does not reach it), no standard stream of the hook's (git returns as
-/// soon as the hook exits, not when the job does).
+/// soon as the hook exits, not when the job does), at a low CPU priority (`nice`,
+/// where there is one). It first waits for the hook to exit and, when git ran the
+/// hook, for git itself: a pre-push hook runs before git packs and sends the push,
+/// which the job must not slow down.
 fn spawn_job(cwd: &Path) -> Result<()> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("background job: cannot find premerge: {e}"))?;
-    Command::new(exe)
-        .arg("-C")
-        .arg(cwd)
-        .args(["hook", "background", "--after-pid", &std::process::id().to_string()])
-        .stdin(Stdio::null())
+    let mut after = vec![std::process::id()];
+    let parent = std::os::unix::process::parent_id();
+    if std::fs::read_to_string(format!("/proc/{parent}/comm")).is_ok_and(|c| c.trim() == "git") {
+        after.push(parent);
+    }
+    let nice = Path::new("/usr/bin/nice");
+    let mut cmd = if nice.is_file() {
+        let mut c = Command::new(nice);
+        c.args(["-n", "10"]).arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    cmd.arg("-C").arg(cwd).args(["hook", "background"]);
+    for pid in after {
+        cmd.args(["--after-pid", &pid.to_string()]);
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
@@ -248,16 +264,17 @@ fn spawn_job(cwd: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Longest the job waits for the hook that started it to exit: the hook's abandoned
-/// worker thread may still be writing memories, and two writers of one scan would
-/// only contend for the database. A hook exits within milliseconds of starting it.
-const AFTER_PID_WAIT: Duration = Duration::from_secs(5);
+/// Longest the job waits for the processes it was told to wait for: the hook that
+/// started it (whose abandoned worker thread may still be writing memories) and the
+/// git command that ran the hook (a push still sending). Two minutes covers a large
+/// push over a slow link; after that the job starts anyway, at its low priority.
+const AFTER_PID_WAIT: Duration = Duration::from_secs(120);
 
-/// `premerge hook background`: wait for the starting hook to exit, then drain.
-pub fn run_job(ctx: &mut Ctx, after_pid: Option<u32>) -> Result<()> {
-    if let Some(pid) = after_pid {
+/// `premerge hook background`: wait for the starting hook (and git) to exit, then drain.
+pub fn run_job(ctx: &mut Ctx, after_pid: &[u32]) -> Result<()> {
+    let start = Instant::now();
+    for pid in after_pid {
         let proc = PathBuf::from(format!("/proc/{pid}"));
-        let start = Instant::now();
         while proc.exists() && start.elapsed() < AFTER_PID_WAIT {
             std::thread::sleep(Duration::from_millis(5));
         }

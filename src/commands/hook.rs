@@ -45,9 +45,9 @@ pub enum Cmd {
     /// The background job the hooks start (runs queued signal work, then exits).
     #[command(hide = true)]
     Background {
-        /// Wait for this process (the hook that started the job) to exit first.
+        /// Wait for this process (the hook that started the job, git) to exit first.
         #[arg(long, value_name = "PID")]
-        after_pid: Option<u32>,
+        after_pid: Vec<u32>,
     },
 }
 
@@ -90,7 +90,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     }
     let started = Instant::now();
     if let Cmd::Background { after_pid } = cmd {
-        background::run_job(ctx, after_pid)?;
+        background::run_job(ctx, &after_pid)?;
         return Ok(Exit::Ok);
     }
     let repo = ctx.repo()?;
