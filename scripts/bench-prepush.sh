@@ -10,7 +10,8 @@
 # run (.git/hooks/pre-push) with git's pre-push stdin. premerge is timed twice: with
 # its state directory removed before every run (the first push ever: the database is
 # created) and with the database kept and only the memories deleted (untimed) before
-# every run (steady state); every timed run writes its ten memories.
+# every run (steady state); every timed run writes its ten memories. The hooks run
+# alternately, round by round.
 set -euo pipefail
 
 RUNS=${1:-30}
@@ -81,11 +82,12 @@ TOOLS=(premerge "${INSTALLED[@]}")
 for t in "${TOOLS[@]}"; do setup "$t"; done
 echo "premerge's own output on this push:"
 (cd "$WORK/premerge" && .git/hooks/pre-push origin file:///dev/null <"$WORK/stdin")
+(cd "$WORK/premerge" && "$BIN" status --wait >/dev/null)
 rm -rf "$WORK/premerge/.git/premerge"
 
-python3 - "$WORK" "$RUNS" "${TOOLS[@]}" <<'PY'
+python3 - "$WORK" "$RUNS" "$BIN" "${TOOLS[@]}" <<'PY'
 import os, shutil, sqlite3, statistics, subprocess, sys, time
-work, runs, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+work, runs, binary, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 stdin = open(os.path.join(work, "stdin"), "rb").read()
 
 def forget_memories(repo):
@@ -97,23 +99,36 @@ def forget_memories(repo):
 rows = []
 for t in tools:
     rows += [("premerge (first push: store created)", t, "fresh"), ("premerge (store exists)", t, "existing")] if t == "premerge" else [(f"{t} (no-op hook)", t, None)]
-print(f"{'hook':<38} {'median ms':>10} {'min ms':>8}  ({runs} runs, 2 warm-ups)")
-for name, t, mode in rows:
-    repo = os.path.join(work, t)
-    times = []
-    for i in range(runs + 2):
+# Side by side: every round runs each hook once, so a noisy neighbour slows all alike.
+times = {name: [] for name, _, _ in rows}
+failed = set()
+deferred = {}
+for i in range(runs + 2):
+    for name, t, mode in rows:
+        if name in failed:
+            continue
+        repo = os.path.join(work, t)
         if mode == "fresh":
             shutil.rmtree(os.path.join(repo, ".git", "premerge"), ignore_errors=True)
         elif mode == "existing" and os.path.exists(os.path.join(repo, ".git", "premerge", "premerge.db")):
             forget_memories(repo)
         start = time.perf_counter()
         p = subprocess.run([".git/hooks/pre-push", "origin", "file:///dev/null"], cwd=repo, input=stdin,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         elapsed = (time.perf_counter() - start) * 1000
         if p.returncode != 0:
-            print(f"{name}: hook exited {p.returncode}"); break
+            print(f"{name}: hook exited {p.returncode}"); failed.add(name); continue
+        if t == "premerge":
+            # Untimed: a run whose signals overran hooks.budget_ms left a background
+            # job; let it finish before the next run, and count the run.
+            if b"signals continue in the background" in p.stdout and i >= 2:
+                deferred[name] = deferred.get(name, 0) + 1
+            subprocess.run([binary, "status", "--wait"], cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if i >= 2:
-            times.append(elapsed)
-    if times:
-        print(f"{name:<38} {statistics.median(times):>10.1f} {min(times):>8.1f}")
+            times[name].append(elapsed)
+print(f"{'hook':<38} {'median ms':>10} {'min ms':>8}  ({runs} runs, 2 warm-ups, alternating)")
+for name, _, _ in rows:
+    if times[name]:
+        note = f"  ({deferred[name]} run(s) over the budget: signals deferred)" if name in deferred else ""
+        print(f"{name:<38} {statistics.median(times[name]):>10.1f} {min(times[name]):>8.1f}{note}")
 PY

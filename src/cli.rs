@@ -87,4 +87,6 @@ pub enum Command {
     /// The stop gate for coding agents.
     #[command(subcommand)]
     Gate(commands::gate::Cmd),
+    /// The background job of the hooks: its state and what it found.
+    Status(commands::status::Args),
 }

@@ -158,6 +158,13 @@ pub const KEYS: &[KeyDef] = &[
         None,
         "Globs of plan files the stop gate treats as durable artefacts."
     ),
+    key!(
+        "hooks.budget_ms",
+        Int,
+        "100",
+        Some("PREMERGE_HOOKS_BUDGET_MS"),
+        "Time a hook may spend on signal work (scan, copy detector) before the rest continues in the background; 0: all of it in the background. The fence always runs in the hook."
+    ),
     key!("hooks.enabled", Bool, "true", Some("PREMERGE"), "Master switch: false makes every hook exit 0 at once."),
     key!(
         "memory.backend_command",
@@ -236,6 +243,9 @@ pub const INT_RANGES: &[(&str, u64, u64)] = &[
     ("clones.min_tokens", 1, 1_000_000),
     // Timeouts: at least a millisecond, at most an hour.
     ("gate.authority_timeout_ms", 1, 3_600_000),
+    // 0 defers every signal; up to an hour, for scripts and tests that want every
+    // signal in the hook whatever the machine's load.
+    ("hooks.budget_ms", 0, 3_600_000),
     ("memory.backend_timeout_ms", 1, 3_600_000),
     ("plan.max_findings", 1, 10_000_000),
     // A wave is planned in memory, one owner per file; 4,096 files is far above a useful wave.

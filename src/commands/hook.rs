@@ -1,19 +1,30 @@
 //! `premerge hook pre-push|post-merge`: the entry points the installed shims call.
 //!
-//! Each hook computes its diff once and hands it to the stages registered here, in
-//! order: signals first (the widening scan, the copy detector), whose errors are
-//! warnings and never block; then, for pre-push, the commit fence, an authority that
-//! decides whether the push goes on.
+//! A hook runs, in this order:
+//!
+//! 1. the results of earlier background work nobody has printed yet (each once);
+//! 2. the ranges it covers and their paths-only diff (no rename pairing, no patches);
+//! 3. the signals (the widening scan, and for pre-push the copy detector) on a worker
+//!    thread, when their estimated cost fits in `hooks.budget_ms`; otherwise, or when
+//!    the budget runs out first, they are queued for the background job
+//!    ([`super::background`]), which records what they find for the next hook or
+//!    `premerge status`. Their errors are warnings and never block;
+//! 4. for pre-push, the commit fence on the pushed paths: an authority, always here,
+//!    never deferred, which decides whether the push goes on.
+
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Subcommand;
 
 use super::Ctx;
+use super::background::{self, InHook, Work, Worker};
 use crate::config::Config;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
 use crate::git::{Repo, parse_push_lines};
 use crate::stage;
+use crate::store::background::{Background, Range};
 
 /// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
 pub const MASTER_SWITCH_ENV: &str = "PREMERGE";
@@ -31,6 +42,13 @@ pub enum Cmd {
     PostMerge {
         /// 1 when the merge was a squash merge.
         squash: Option<String>,
+    },
+    /// The background job the hooks start (runs queued signal work, then exits).
+    #[command(hide = true)]
+    Background {
+        /// Wait for this process (the hook that started the job, git) to exit first.
+        #[arg(long, value_name = "PID")]
+        after_pid: Vec<u32>,
     },
 }
 
@@ -51,7 +69,7 @@ impl HookKind {
 }
 
 /// Everything a hook stage gets: the open repository, the configuration and the
-/// diff the hook covers.
+/// diff the hook covers (for the fence: paths only, no hunks).
 pub struct HookRun<'a, 'io> {
     pub ctx: &'a mut Ctx<'io>,
     pub repo: &'a Repo,
@@ -71,6 +89,13 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     if master_switch_off() {
         return Ok(Exit::Ok);
     }
+    let started = Instant::now();
+    if let Cmd::Background { after_pid } = cmd {
+        if let Err(why) = stage::catch("background job", || background::run_job(ctx, &after_pid)) {
+            stage::warn(ctx.stderr, "background job", &why);
+        }
+        return Ok(Exit::Ok);
+    }
     let pre_push = matches!(cmd, Cmd::PrePush { .. });
     // Every failure of premerge's own below is one warning line and the git command
     // goes on; only an open fix loop's fence refuses (crate::stage).
@@ -82,7 +107,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     // are read as of the base it is compared against, never from the pushed commits or
     // the working tree.
     enum Covered {
-        Push { remote: String, url: Option<String>, ranges: Vec<crate::git::Range>, pushed: usize },
+        Push { remote: String, url: Option<String>, ranges: Vec<Range>, pushed: usize },
         Merge { squash: bool },
     }
     let covered = stage::catch("diff", || -> Result<Covered> {
@@ -91,10 +116,12 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
                 let input = ctx.read_stdin()?;
                 let lines = parse_push_lines(&input)?;
                 let pushed = lines.iter().filter(|l| !l.is_deletion()).count();
-                let ranges = repo.push_ranges(&remote, &lines)?;
+                let ranges =
+                    repo.push_ranges(&remote, &lines)?.into_iter().map(|(base, head)| Range { base, head }).collect();
                 Covered::Push { remote, url, ranges, pushed }
             }
             Cmd::PostMerge { squash } => Covered::Merge { squash: squash.as_deref() == Some("1") },
+            Cmd::Background { .. } => unreachable!("handled above"),
         })
     });
     let covered = match covered {
@@ -102,7 +129,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Err(why) => return Ok(before_fence(ctx, Some(&repo), None, pre_push, "diff", &why)),
     };
     let base = match &covered {
-        Covered::Push { ranges, .. } => ranges.iter().find_map(|r| r.0.clone()),
+        Covered::Push { ranges, .. } => ranges.iter().find_map(|r| r.base.clone()),
         Covered::Merge { .. } => None,
     };
     let config = match stage::catch("configuration", || match &covered {
@@ -115,51 +142,138 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     if !config.bool("hooks.enabled") {
         return Ok(Exit::Ok);
     }
-    let computed = stage::catch("diff", || -> Result<(HookKind, Diff, String)> {
+    let bg = Background::new(&repo.state_dir());
+    show_background_results(ctx, &bg);
+    if let Covered::Merge { squash: true } = covered {
+        // `git merge --squash` commits nothing: its changes are staged, and a queued
+        // entry holds commit ranges only, so the squash is scanned here.
+        return Ok(squash_merge(ctx, &repo, &config));
+    }
+
+    // Paths only: all the fence reads, and the input of the budget's estimate.
+    let computed = stage::catch("diff", || -> Result<(Work, Diff)> {
         Ok(match covered {
             Covered::Push { remote, url, ranges, pushed } => {
-                let diff = repo.diff_ranges(&ranges)?;
-                super::fence::note_config_change(ctx, &diff, base.as_deref())?;
-                (HookKind::PrePush { remote, url }, diff, format!("{pushed} ref(s)"))
+                let paths = background::paths_of(&repo, &ranges)?;
+                super::fence::note_config_change(ctx, &paths, base.as_deref())?;
+                (Work { kind: HookKind::PrePush { remote, url }, scope: format!("{pushed} ref(s)"), ranges }, paths)
             }
             Covered::Merge { squash } => {
-                if squash {
-                    // `git merge --squash` commits nothing: its changes are staged.
-                    (HookKind::PostMerge { squash }, repo.diff_staged()?, "the squash's staged changes".to_string())
-                } else {
-                    (HookKind::PostMerge { squash }, repo.diff_post_merge()?, "ORIG_HEAD..HEAD".to_string())
-                }
+                let ranges: Vec<Range> =
+                    repo.post_merge_range()?.map(|(base, head)| Range { base, head }).into_iter().collect();
+                let paths = background::paths_of(&repo, &ranges)?;
+                (Work { kind: HookKind::PostMerge { squash }, scope: "ORIG_HEAD..HEAD".into(), ranges }, paths)
             }
         })
     });
-    let (kind, diff, scope) = match computed {
+    let (work, paths) = match computed {
         Ok(v) => v,
         Err(why) => return Ok(before_fence(ctx, Some(&repo), Some(&config), pre_push, "diff", &why)),
     };
+    let budget = Duration::from_millis(config.int("hooks.budget_ms"));
+
+    // Stage list: the signals (on a worker, within the budget), then the fence.
+    let worker = (paths.files.is_empty() || background::fits(&repo, &config, &work.kind, &paths, budget))
+        .then(|| Worker::start(ctx.cwd.clone(), config.clone(), work.clone()));
+    let fence = match work.kind {
+        HookKind::PrePush { .. } => {
+            let cwd = ctx.cwd.clone();
+            Some(background::capture(&cwd, |c| {
+                let mut run = HookRun { ctx: c, repo: &repo, config: &config, kind: work.kind.clone(), diff: &paths };
+                // The authority: its own failure refuses while a fix loop is open.
+                Ok(stage::catch("fence", || super::fence::pre_push_stage(&mut run)))
+            }))
+        }
+        HookKind::PostMerge { .. } => None,
+    };
+    // An empty range has nothing to defer: the worker answers at once.
+    let deadline = if paths.files.is_empty() { started + Duration::from_secs(10) } else { started + budget };
+    match worker.map(|w| w.wait_until(deadline)) {
+        Some(InHook::Done(out)) => {
+            ctx.stdout.write_all(&out.stdout)?;
+            ctx.stderr.write_all(&out.stderr)?;
+        }
+        Some(InHook::Lost) => stage::warn(ctx.stderr, "signals", "stopped without an answer"),
+        Some(InHook::OverBudget) | None => defer(ctx, &repo, &bg, &work, &paths, budget)?,
+    }
+    if let Err(e) = resume_interrupted(ctx, &bg) {
+        stage::warn(ctx.stderr, "background job", &format!("{e:#}"));
+    }
+    match fence {
+        None => Ok(Exit::Ok),
+        Some((out, result)) => {
+            ctx.stdout.write_all(&out.stdout)?;
+            ctx.stderr.write_all(&out.stderr)?;
+            match result {
+                Ok(Ok(exit)) => Ok(exit),
+                Ok(Err(why)) => Ok(before_fence(ctx, Some(&repo), Some(&config), true, "fence", &why)),
+                Err(e) => Ok(before_fence(ctx, Some(&repo), Some(&config), true, "fence", &format!("{e:#}"))),
+            }
+        }
+    }
+}
+
+/// A squash merge's staged changes, diffed and scanned in the hook. Never blocks.
+fn squash_merge(ctx: &mut Ctx, repo: &Repo, config: &Config) -> Exit {
+    let diff = match stage::catch("diff", || Ok(repo.diff_staged()?)) {
+        Ok(d) => d,
+        Err(why) => {
+            stage::warn(ctx.stderr, "diff", &why);
+            return Exit::Ok;
+        }
+    };
     let (adds, dels) =
         diff.files.iter().fold((0u64, 0u64), |(a, d), f| (a + u64::from(f.additions), d + u64::from(f.deletions)));
-    writeln!(
+    let _ = writeln!(
         ctx.stdout,
-        "premerge {}: {} file(s) changed in {scope} (+{adds} -{dels})",
-        kind.name(),
+        "premerge post-merge: {} file(s) changed in the squash's staged changes (+{adds} -{dels})",
         diff.files.len()
-    )?;
-    let mut run = HookRun { ctx, repo: &repo, config: &config, kind, diff: &diff };
+    );
+    let mut run = HookRun { ctx, repo, config, kind: HookKind::PostMerge { squash: true }, diff: &diff };
     signal(&mut run, "widening scan", super::scan::hook_stage);
-    if matches!(run.kind, HookKind::PrePush { .. }) {
-        signal(&mut run, "copy detector", super::seams::hook_stage);
-        // The authority: its own failure refuses while a fix loop is open.
-        return match stage::catch("fence", || super::fence::pre_push_stage(&mut run)) {
-            Ok(exit) => Ok(exit),
-            Err(why) => Ok(before_fence(run.ctx, Some(run.repo), Some(run.config), true, "fence", &why)),
-        };
+    Exit::Ok
+}
+
+/// Queue the signal work for the background job and say so in one line.
+fn defer(ctx: &mut Ctx, repo: &Repo, bg: &Background, work: &Work, paths: &Diff, budget: Duration) -> Result<()> {
+    let n = paths.touched_paths().len();
+    match background::defer(repo, bg, &ctx.cwd, work) {
+        Ok(()) => writeln!(
+            ctx.stdout,
+            "premerge {}: {n} path(s) changed in {}; signals continue in the background (over hooks.budget_ms = {} ms): \
+             the next hook or `premerge status` prints what they find",
+            work.kind.name(),
+            work.scope,
+            budget.as_millis()
+        )?,
+        Err(e) => ctx.warn(format!("background job: {e:#} (signal only: continuing; PREMERGE=0 skips the hooks)")),
     }
-    Ok(Exit::Ok)
+    Ok(())
+}
+
+/// Entries left by a job that was killed: start a job for them.
+fn resume_interrupted(ctx: &Ctx, bg: &Background) -> Result<()> {
+    if bg.pending_count()? > 0 {
+        background::ensure_job(bg, &ctx.cwd)?;
+    }
+    Ok(())
+}
+
+/// Print what earlier background work found and nobody has printed yet.
+fn show_background_results(ctx: &mut Ctx, bg: &Background) {
+    match bg.claim_results() {
+        Ok(results) => {
+            if let Err(e) = background::print_results(ctx.stdout, ctx.stderr, &results) {
+                ctx.warn(format!("background job: cannot print its results: {e}"));
+            }
+        }
+        Err(e) => ctx.warn(format!("background job: cannot read its results: {e:#} (signal only: continuing)")),
+    }
 }
 
 /// Run a signal stage: its failure (an error or a panic) is one warning line, never
 /// a blocked hook.
-fn signal(run: &mut HookRun, name: &str, f: fn(&mut HookRun) -> Result<()>) {
+pub(crate) fn signal(run: &mut HookRun, name: &str, f: fn(&mut HookRun) -> Result<()>) {
     if let Err(why) = stage::catch(name, || f(run)) {
         stage::warn(run.ctx.stderr, name, &why);
     }

@@ -4,6 +4,7 @@
 //! writes to the injected writers of [`Ctx`], never straight to stdout, so tests can
 //! run it in-process and `premerge demo` can chain stages.
 
+pub mod background;
 pub mod blocked;
 pub mod collisions;
 pub mod completions;
@@ -26,6 +27,7 @@ pub mod scan;
 pub mod schema;
 pub mod seams;
 pub mod show;
+pub mod status;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -203,5 +205,6 @@ pub fn dispatch(cli: Cli, ctx: &mut Ctx) -> CmdResult {
         Command::Proposal(c) => proposal::run(c, ctx),
         Command::Drain(a) => drain::run(a, ctx),
         Command::Gate(c) => gate::run(c, ctx),
+        Command::Status(a) => status::run(a, ctx),
     }
 }

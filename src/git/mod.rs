@@ -12,6 +12,7 @@ pub use diffs::Detail;
 mod gate;
 mod install;
 mod push;
+mod quick;
 mod scratch;
 
 use std::path::{Path, PathBuf};

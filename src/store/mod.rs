@@ -5,6 +5,7 @@
 //! Every artefact is written with [`atomic_write`]: temporary file in the same
 //! directory, fsync, rename, fsync of the directory. A reader never sees a torn file.
 
+pub mod background;
 pub mod fix_loop;
 
 use std::fs::{self, File, OpenOptions};

@@ -33,6 +33,9 @@ pub fn hermetic(cmd: &mut Command, home: &Path) {
         .env("GIT_AUTHOR_EMAIL", "author@example.invalid")
         .env("GIT_COMMITTER_NAME", "Test Committer")
         .env("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+        // Hooks run their signals in the hook, whatever the load of the test machine:
+        // the budget's tests set their own (tests/it/budget.rs).
+        .env("PREMERGE_HOOKS_BUDGET_MS", "600000")
         .env("LC_ALL", "C")
         .env("TZ", "UTC");
 }

@@ -325,10 +325,11 @@ fn a_missing_object_is_one_error_naming_libgit2_once() {
     assert!(run.stderr.contains("git fallback"), "{}", run.stderr);
     let first = run.stderr.split("; git fallback").next().unwrap();
     assert_eq!(first.matches("object not found").count(), 1, "libgit2's error once: {}", run.stderr);
-    // In the hook the same failure is a warning and the push goes on.
+    // In the hook the push goes on: a blob that is not here is never read in the hook
+    // (hooks.budget_ms), so the signals are left to the background job.
     let run = pre_push(&r, &format!("refs/heads/main {head} refs/heads/main {base}\n"));
     run.expect_code(0);
-    assert_eq!(premerge_lines(&run.stderr).len(), 1, "{}", run.stderr);
+    assert!(run.stdout.contains("signals continue in the background"), "{}", run.stdout);
 }
 
 // ---------------------------------------------------------------- diff engine
@@ -509,7 +510,12 @@ fn a_partial_clone_reads_missing_blobs_through_git() {
     let run = pre_push(&c2, &format!("refs/heads/x {head} refs/heads/x {base}\n"));
     run.expect_code(0);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
-    assert!(run.stdout.contains("rust-integer-widened Query.limit"), "{}", run.stdout);
+    // Blobs the clone lacks are never fetched in the hook: the scan goes to the
+    // background job, which fetches them through git and records what it finds.
+    assert!(run.stdout.contains("signals continue in the background"), "{}", run.stdout);
+    let status = c2.premerge(&["status", "--wait"]);
+    status.expect_code(0);
+    assert!(status.stdout.contains("rust-integer-widened Query.limit"), "{}", status.stdout);
 }
 
 #[test]

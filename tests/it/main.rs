@@ -3,6 +3,7 @@
 
 mod common;
 
+mod budget;
 mod fence_loop;
 mod foundation;
 mod gate;
