@@ -11,6 +11,8 @@ mod gate;
 mod install;
 mod push;
 mod scratch;
+mod tree_files;
+pub use tree_files::TreeFile;
 
 use std::path::{Path, PathBuf};
 

@@ -12,6 +12,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::migrations::History;
 use super::syntax::compact;
 use super::{Language, RawFinding, Severity, catalogue, detector};
 
@@ -143,7 +144,13 @@ pub struct Report {
 
 /// Scan many files in parallel.
 pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
-    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> = inputs.par_iter().map(|f| scan_one(f, policy)).collect();
+    scan_with_history(inputs, policy, &History::default())
+}
+
+/// [`scan`], judging each changed migration after the earlier ones of its sequence.
+pub fn scan_with_history(inputs: &[FileInput], policy: &Policy, history: &History) -> Report {
+    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
+        inputs.par_iter().map(|f| scan_one(f, policy, history)).collect();
     let mut r = Report::default();
     for (findings, note, scanned) in parts {
         r.findings.extend(findings);
@@ -248,7 +255,7 @@ pub fn is_test_path(path: &str) -> bool {
 }
 
 /// Returns (findings, note, whether a detector ran).
-fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, bool) {
+fn scan_one(input: &FileInput, policy: &Policy, history: &History) -> (Vec<Finding>, Option<Note>, bool) {
     let path = input.path.as_str();
     let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
     // A deleted file takes its constraints with it: not a widening.
@@ -284,7 +291,11 @@ fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, 
         // No old constraint to loosen: nothing to parse.
         return (Vec::new(), None, false);
     }
-    let raw = match detector(lang)(path, before, after) {
+    let detected = match lang {
+        Language::Sql => super::sql::detect_after(path, before, after, &history.earlier(path)),
+        _ => detector(lang)(path, before, after),
+    };
+    let raw = match detected {
         Ok(r) => r,
         Err(e) => return note(NoteKind::ParseFailed, e.0),
     };

@@ -14,10 +14,13 @@
 pub mod catalogue;
 pub mod engine;
 pub mod go;
+pub mod migrations;
 pub mod python;
 pub mod rust;
 pub mod schema;
 pub mod sql;
+mod sql_model;
+mod sql_types;
 pub mod syntax;
 pub mod ts;
 pub mod window;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use premerge::widen::catalogue;
 use premerge::widen::engine::{self, FileInput, Policy};
+use premerge::widen::migrations::{self, History};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------- fixture harness
@@ -82,8 +83,17 @@ fn run_case(case: &Case) -> Value {
         Ok(p) => p.trim().to_string(),
         Err(_) => format!("src/fixture.{ext}"),
     };
+    // `earlier/`: migrations that run before this one, placed in its sequence's directory.
+    let mut earlier = Vec::new();
+    if let (Ok(entries), Some(slot)) = (fs::read_dir(case.dir.join("earlier")), migrations::slot(&path)) {
+        for e in entries {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            earlier.push((format!("{}/{name}", slot.set), fs::read_to_string(e.path()).unwrap()));
+        }
+    }
     let input = FileInput { path, before: before.map(|v| v.1), after: after.map(|v| v.1) };
-    let report = engine::scan_file(&input, &Policy::default());
+    let report = engine::scan_with_history(std::slice::from_ref(&input), &Policy::default(), &History::new(earlier));
     assert!(report.notes.is_empty(), "{}: the engine noted {:?}", case.id(), report.notes);
     let findings: Vec<Value> = report
         .findings
@@ -657,4 +667,56 @@ fn the_change_window_scans_what_the_edit_touches_and_can_be_switched_off() {
     assert_eq!(of(&whole, "src/legacy.rs"), Vec::<Value>::new());
     assert_eq!(whole["notes"][0]["file"], "src/legacy.rs", "{whole}");
     assert_eq!(whole["notes"][0]["kind"], "parse-failed", "{whole}");
+}
+
+/// A new migration is judged against the tables the earlier migrations of its sequence
+/// built, read at the base revision: `DROP CONSTRAINT` names a check declared two
+/// migrations back, and `TYPE TEXT` retypes a column declared as `UUID` there.
+#[test]
+fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
+    let r = TestRepo::new();
+    r.write(
+        "db/migrations/1_create_orders.up.sql",
+        "CREATE TABLE orders (\n  id UUID PRIMARY KEY,\n  qty INT NOT NULL,\n  CONSTRAINT qty_positive CHECK (qty > 0)\n);\n",
+    );
+    r.write("db/migrations/1_create_orders.down.sql", "DROP TABLE orders;\n");
+    r.write("db/migrations/2_index.up.sql", "CREATE UNIQUE INDEX orders_one_qty ON orders (qty);\n");
+    r.write("README.md", "# x\n");
+    let base = r.commit_all("earlier migrations");
+    // Lookalike first: an unrelated, unknown constraint name says nothing.
+    r.write("db/migrations/3_cleanup.up.sql", "ALTER TABLE orders DROP CONSTRAINT some_name;\n");
+    let head = r.commit_all("lookalike");
+    let out = scan_json(&r, &["--base", &base, "--head", &head, "--no-memory"]);
+    assert_eq!(out["findings"], json!([]), "{out}");
+    r.write(
+        "db/migrations/4_relax.up.sql",
+        "ALTER TABLE orders DROP CONSTRAINT qty_positive;\nALTER TABLE orders ALTER COLUMN id TYPE TEXT;\nDROP INDEX orders_one_qty;\n",
+    );
+    let head2 = r.commit_all("relax");
+    let out = scan_json(&r, &["--base", &head, "--head", &head2, "--no-memory"]);
+    let got: Vec<(String, String)> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap().to_string(), f["symbol"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("sql-check-removed".to_string(), "orders.qty_positive".to_string()),
+            ("sql-type-to-text".to_string(), "orders.id".to_string()),
+            ("sql-unique-index-dropped".to_string(), "orders.orders_one_qty".to_string()),
+        ],
+        "{out}"
+    );
+    // Without the history (the file alone) none of the three can be judged.
+    let alone = engine::scan_file(
+        &FileInput {
+            path: "db/migrations/4_relax.up.sql".into(),
+            before: None,
+            after: Some(fs::read(r.root.join("db/migrations/4_relax.up.sql")).unwrap()),
+        },
+        &Policy::default(),
+    );
+    assert!(alone.findings.is_empty(), "{alone:?}");
 }
