@@ -485,6 +485,10 @@ impl Walk<'_> {
         if admits_null(bo) || !admits_null(ao) {
             return;
         }
+        // An old `type` that is no valid type (`type: ''`) said nothing to loosen.
+        if bo.get("type").is_some_and(|t| type_set(t).is_none()) {
+            return;
+        }
         // Show the keyword that let null in.
         let key = ["nullable", "x-nullable", "type", "anyOf", "oneOf"]
             .into_iter()
@@ -621,8 +625,17 @@ impl Walk<'_> {
                     |set: &BTreeSet<String>, t: &String| set.contains(t) || (t == "integer" && set.contains("number"));
                 old.iter().all(|t| admits(&new, t)) && new.iter().any(|t| t != "null" && !admits(&old, t))
             }
-            // `type` dropped for a reference or a composition moves it, not removes it.
-            None => !["$ref", "allOf", "anyOf", "oneOf", "enum", "const"].iter().any(|k| ao.contains_key(*k)),
+            // `type` dropped for a reference or a composition moves it, not removes it;
+            // and a schema that keeps only-object (only-array) keywords is still read as
+            // one by every generator and validator config we met (docs/scan.md).
+            None => {
+                let implied = |t: &str, keys: &[&str]| {
+                    old.len() == 1 && old.contains(t) && keys.iter().any(|k| ao.contains_key(*k))
+                };
+                !["$ref", "allOf", "anyOf", "oneOf", "enum", "const"].iter().any(|k| ao.contains_key(*k))
+                    && !implied("object", &["properties", "additionalProperties", "required", "patternProperties"])
+                    && !implied("array", &["items", "prefixItems"])
+            }
         };
         if widened {
             self.push(TYPE_WIDENED, path, keyword(bo, "type"), keyword(ao, "type"));

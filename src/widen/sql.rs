@@ -19,7 +19,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::sql_model::*;
 use super::sql_types::{TypeLoosening, type_loosening};
@@ -221,11 +221,72 @@ fn parse_each(dialect: &dyn Dialect, text: &str) -> Option<Vec<Statement>> {
         let mut parser = Parser::new(dialect).with_tokens_with_locations(chunk.to_vec());
         match parser.parse_statement() {
             Ok(stmt) => out.push(stmt),
+            // PL/pgSQL `DO` blocks wrap DDL in exception handlers: read the DDL.
+            Err(_) if words.first().is_some_and(|w| w == "DO") => out.extend(do_block_body(dialect, chunk)),
             Err(_) if must_parse(&words) => return None,
             Err(_) => {}
         }
     }
     Some(out)
+}
+
+/// The statements of a `DO $$ BEGIN ... [EXCEPTION ...] END $$` block's body, the
+/// handler part left out, with their lines as they are in the file. A body the
+/// parser cannot read (procedural code) yields what it can, or nothing.
+fn do_block_body(dialect: &dyn Dialect, chunk: &[TokenWithSpan]) -> Vec<Statement> {
+    let Some((body, line)) = chunk.iter().find_map(|t| match &t.token {
+        Token::DollarQuotedString(s) => Some((s.value.as_str(), t.span.start.line)),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    // Words with their offsets, to find the outer block's `BEGIN` and the `EXCEPTION`
+    // or `END` that closes it (nested blocks, `END IF` and `END LOOP` stay inside).
+    let lower = body.to_ascii_lowercase();
+    let mut words = Vec::new();
+    let mut word_start = None;
+    for (i, c) in lower.char_indices().chain([(lower.len(), ' ')]) {
+        match (c.is_alphanumeric() || c == '_', word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, &lower[s..i]));
+                word_start = None;
+            }
+            _ => {}
+        }
+    }
+    let mut depth = 0usize;
+    let (mut start, mut end) = (None, body.len());
+    for (n, (at, w)) in words.iter().enumerate() {
+        match *w {
+            "begin" => {
+                depth += 1;
+                if depth == 1 && start.is_none() {
+                    start = Some(at + w.len());
+                }
+            }
+            "end" if !matches!(words.get(n + 1).map(|x| x.1), Some("if" | "loop" | "case")) => {
+                if depth == 1 {
+                    end = *at;
+                    break;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            "exception" if depth == 1 => {
+                end = *at;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(start) = start.filter(|s| *s <= end) else {
+        return Vec::new();
+    };
+    // Pad with the lines above the body (and of the body before `begin`), so spans
+    // point into the file.
+    let above = usize::try_from(line.saturating_sub(1)).unwrap_or(0) + body[..start].matches('\n').count();
+    let text = format!("{}{}", "\n".repeat(above), &body[start..end]);
+    parse_each(dialect, &text).unwrap_or_default()
 }
 
 /// Whether an unparsed statement with these words may matter: a table or type
@@ -264,8 +325,9 @@ pub(super) fn is_down_migration(path: &str) -> bool {
 }
 
 /// Migration tools that template their SQL (`{{ index .Options "Namespace" }}users`,
-/// Jinja, Go templates) prefix names with an expression; dropping each `{{ ... }}`
-/// leaves the SQL around it (`users`) and keeps every line where it was.
+/// `{{ .Namespace }}.users`, Jinja, Go templates) prefix names with an expression;
+/// dropping each `{{ ... }}` (and the dot after a schema template) leaves the SQL
+/// around it (`users`) and keeps every line where it was.
 fn untemplated(text: &str) -> Cow<'_, str> {
     if !text.contains("{{") {
         return Cow::Borrowed(text);
@@ -281,6 +343,12 @@ fn untemplated(text: &str) -> Cow<'_, str> {
         let expr = &rest[start..start + len + 2];
         out.extend(expr.chars().filter(|c| *c == '\n'));
         rest = &rest[start + len + 2..];
+        // A template that names the schema (`{{ .Namespace }}.users`) leaves `users`.
+        if let Some(r) = rest.strip_prefix('.')
+            && r.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '"')
+        {
+            rest = r;
+        }
     }
     out.push_str(rest);
     Cow::Owned(out)
@@ -446,6 +514,16 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
             _ => {}
         }
     }
+    let mut dropped = BTreeSet::new();
+    for stmt in new {
+        if let Statement::AlterTable { name, operations, .. } = stmt {
+            for op in operations {
+                if let AlterTableOperation::DropColumn { column_names, .. } = op {
+                    dropped.extend(column_names.iter().map(|c| (object_key(name), ident_key(c))));
+                }
+            }
+        }
+    }
     // What the schema is after each statement of the new version, from the old one on.
     let mut so_far = old_schema.clone();
     let mut out = Vec::new();
@@ -457,7 +535,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
             Statement::AlterTable { name, operations, .. } => {
                 let table = object_key(name);
                 // What the file says so far, else what the old version said.
-                let view = Lookup { first: &so_far, second: old_schema };
+                let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
                 for op in operations {
                     let count = seen.entry(op_key(name, op)).or_default();
                     if *count > 0 {
@@ -490,7 +568,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                 if *count > 0 {
                     *count -= 1;
                 } else {
-                    let view = Lookup { first: &so_far, second: old_schema };
+                    let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
                     for name in names {
                         out.extend(dropped_unique_index(name, &view));
                     }
@@ -543,6 +621,8 @@ fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
 struct Lookup<'a> {
     first: &'a Schema,
     second: &'a Schema,
+    /// `(table, column)` pairs the new version drops anywhere in the file.
+    dropped: &'a BTreeSet<(String, String)>,
 }
 
 impl Lookup<'_> {
@@ -620,9 +700,20 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                     AlterTableOperation::DropForeignKey { .. } => Some(ConstraintKind::ForeignKey),
                     _ => kind_by_name(&key),
                 };
-                kind.map(|kind| NamedConstraint { kind, text: format!("CONSTRAINT {name}"), column: None })
+                kind.map(|kind| NamedConstraint {
+                    kind,
+                    text: format!("CONSTRAINT {name}"),
+                    column: None,
+                    columns: BTreeSet::new(),
+                })
             };
             let known = view.constraint(table, &key).or_else(guessed)?;
+            // A constraint whose columns the file drops goes with them.
+            if !known.columns.is_empty()
+                && known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
+            {
+                return None;
+            }
             let rule = match known.kind {
                 ConstraintKind::Check => CHECK_REMOVED,
                 ConstraintKind::Unique => UNIQUE_DROPPED,
@@ -807,5 +898,34 @@ mod tests {
     #[test]
     fn fixtures_match_expected() {
         crate::widen::schema::fixture_harness::run_with_earlier(RULES, detect_after);
+    }
+}
+
+#[cfg(test)]
+mod do_block_tests {
+    use super::*;
+
+    #[test]
+    fn ddl_inside_a_do_block_is_read() {
+        let earlier = "CREATE TABLE users (\n  id INT PRIMARY KEY,\n  email VARCHAR(255) NULL UNIQUE\n);\n";
+        let after = "-- relax\ndo $$\nbegin\n  alter table only {{ index .Options \"Namespace\" }}.users\n    drop constraint if exists users_email_key;\nexception\nwhen SQLSTATE '2BP01' then\n  raise notice 'cannot drop';\nend $$;\n";
+        let out = detect_after("migrations/2_relax.up.sql", "", after, &[earlier]).expect("parses");
+        assert_eq!(out.iter().map(|f| (f.rule, f.line)).collect::<Vec<_>>(), [(UNIQUE_DROPPED, 5)], "{out:?}");
+    }
+
+    /// A nested block's handler is not the outer block's end: DDL after it counts.
+    #[test]
+    fn a_nested_handler_does_not_hide_the_rest_of_the_block() {
+        let block = |index: &str| {
+            format!(
+                "do $$ begin\n  create table tickets (id int primary key, seat int not null);\n  begin\n    create index tickets_seat on tickets using hash (seat);\n  exception when others then\n    create index tickets_seat on tickets (seat);\n  end;\n  if true then\n    perform 1;\n  end if;\n  {index}\nend $$;\n"
+            )
+        };
+        let before = block("create unique index tickets_one_seat on tickets (seat);");
+        let same = detect("migrations/1_tickets.up.sql", &before, &format!("-- note\n{before}")).expect("parses");
+        assert!(same.is_empty(), "{same:?}");
+        let after = block("create index tickets_one_seat on tickets (seat);");
+        let out = detect("migrations/1_tickets.up.sql", &before, &after).expect("parses");
+        assert_eq!(out.iter().map(|f| f.rule).collect::<Vec<_>>(), [UNIQUE_INDEX_DROPPED], "{out:?}");
     }
 }

@@ -126,7 +126,9 @@ impl Schema {
                     table.apply(op);
                 }
             }
-            Statement::CreateIndex(ci) if ci.unique => {
+            // A partial unique index (`WHERE ...`) keeps values unique only where its
+            // predicate holds: it neither is nor replaces a unique key.
+            Statement::CreateIndex(ci) if ci.unique && ci.predicate.is_none() => {
                 if let Some(name) = &ci.name {
                     self.unique_indexes.insert(
                         index_key(name),
@@ -174,25 +176,32 @@ impl Schema {
     /// The constraint a name denotes in this model.
     pub(super) fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         let t = self.tables.get(table)?;
-        let found = |kind, owner: &Owner, text: &String| {
+        let found = |kind, owner: &Owner, text: &String, cols: &BTreeSet<String>| {
             (owner.name.as_deref() == Some(name)).then(|| NamedConstraint {
                 kind,
                 text: text.clone(),
                 column: owner.column.as_ref().map(|c| t.columns.get(c).map_or(c.clone(), |c| c.shown.clone())),
+                columns: cols.iter().chain(&owner.column).cloned().collect(),
             })
         };
         t.checks
             .iter()
-            .find_map(|c| found(ConstraintKind::Check, &c.owner, &c.text))
-            .or_else(|| t.uniques.iter().find_map(|k| found(ConstraintKind::Unique, &k.owner, &k.text)))
-            .or_else(|| t.primary_keys.iter().find_map(|k| found(ConstraintKind::PrimaryKey, &k.owner, &k.text)))
-            .or_else(|| t.foreign_keys.iter().find_map(|k| found(ConstraintKind::ForeignKey, &k.owner, &k.text)))
+            .find_map(|c| found(ConstraintKind::Check, &c.owner, &c.text, &c.reads))
+            .or_else(|| t.uniques.iter().find_map(|k| found(ConstraintKind::Unique, &k.owner, &k.text, &k.columns)))
+            .or_else(|| {
+                t.primary_keys.iter().find_map(|k| found(ConstraintKind::PrimaryKey, &k.owner, &k.text, &k.columns))
+            })
+            .or_else(|| {
+                t.foreign_keys.iter().find_map(|k| found(ConstraintKind::ForeignKey, &k.owner, &k.text, &k.columns))
+            })
     }
 }
 
 /// A constraint found by name: its kind, its text, and its column when declared on one.
 #[derive(Debug)]
 pub(super) struct NamedConstraint {
+    /// The columns it constrains (for a CHECK, the columns it reads).
+    pub(super) columns: BTreeSet<String>,
     pub(super) kind: ConstraintKind,
     pub(super) text: String,
     pub(super) column: Option<String>,
@@ -430,9 +439,13 @@ pub(super) fn ident_key(ident: &Ident) -> String {
     if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_ascii_lowercase() }
 }
 
+/// An object's key: its name without the schema it is qualified by (migrations write
+/// `auth.users`, `{{ .Namespace }}.users` and `users` for one table), case-folded
+/// unless quoted.
 pub(super) fn object_key(name: &ObjectName) -> String {
     name.0
-        .iter()
+        .last()
+        .into_iter()
         .map(|part| match part {
             ObjectNamePart::Identifier(i) => ident_key(i),
             other => other.to_string(),
