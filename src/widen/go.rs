@@ -146,8 +146,42 @@ impl super::detector::Grammar for GoDetector {
             }
         }
         out.extend(removed_checks(&b.body, &a.body));
+        out.extend(errors_discarded(b, a));
         out
     }
+}
+
+/// An error that was passed up (`if err != nil { return ... }`) and is now dropped
+/// into `_`: the function goes on as if the call had succeeded. Counted per function:
+/// fewer propagations and more `_` assignments than before, one finding per error
+/// dropped, at the new `_` assignment.
+fn errors_discarded(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    let mut out = Vec::new();
+    let none = Vec::new();
+    for (owner, old_props) in &b.propagated {
+        if !a.body.owners.contains_key(owner) {
+            continue;
+        }
+        let new_props = a.propagated.get(owner).unwrap_or(&none);
+        let old_drops = b.discarded.get(owner).unwrap_or(&none);
+        let new_drops = a.discarded.get(owner).unwrap_or(&none);
+        let lost = old_props.len().saturating_sub(new_props.len());
+        let dropped = new_drops.len().saturating_sub(old_drops.len());
+        let kept: BTreeSet<&str> = new_props.iter().map(|p| p.1.as_str()).collect();
+        let gone = old_props.iter().filter(|p| !kept.contains(p.1.as_str()));
+        let fresh = new_drops.iter().filter(|d| !old_drops.iter().any(|o| o.1 == d.1));
+        for ((_, before), (line, after)) in gone.zip(fresh).take(lost.min(dropped)) {
+            out.push(RawFinding {
+                line: *line,
+                rule: RuleId::GoErrorGuardRemoved,
+                symbol: owner.clone(),
+                before: before.clone(),
+                after: after.clone(),
+                in_test: false,
+            });
+        }
+    }
+    out
 }
 
 fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Option<RuleId> {
@@ -217,6 +251,11 @@ pub(crate) struct Inventory {
     vars: BTreeMap<String, (u32, String)>,
     /// Named types over a basic type that have typed constants: name to underlying type.
     enum_types: BTreeMap<String, String>,
+    /// Function symbol -> its `if err != nil { return ... }` (line, shown text).
+    propagated: BTreeMap<String, Vec<(u32, String)>>,
+    /// Function symbol -> assignments that drop a value into `_` last (`_ = f()`,
+    /// `n, _ := f()`), where an error usually goes: (line, shown text).
+    discarded: BTreeMap<String, Vec<(u32, String)>>,
 }
 
 struct Walker<'s> {
@@ -294,6 +333,16 @@ impl Walker<'_> {
             }
             "expression_statement" => {
                 self.bare_panic(node);
+                self.visit_children(node);
+            }
+            "assignment_statement" | "short_var_declaration" => {
+                let last_blank = field(node, "left")
+                    .and_then(|l| named_children(l).into_iter().last())
+                    .is_some_and(|last| text(last, self.src) == "_");
+                if let Some(owner) = self.owner().filter(|_| last_blank) {
+                    let shown = one_line(text(node, self.src));
+                    self.inv.discarded.entry(owner).or_default().push((line(node), shown));
+                }
                 self.visit_children(node);
             }
             _ => self.visit_children(node),
@@ -439,6 +488,12 @@ impl Walker<'_> {
         };
         self.inv.body.note_condition(&owner, cond, self.src);
         let cond_text = one_line(text(cond, self.src));
+        if propagates_error(&cond_text)
+            && let Some(ret) = Self::statements(cons).into_iter().find(|s| kind_of(s) == "return_statement")
+        {
+            let shown = format!("if {cond_text} {{ {} }}", one_line(text(ret, self.src)));
+            self.inv.propagated.entry(owner.clone()).or_default().push((line(node), shown));
+        }
         for stmt in Self::statements(cons) {
             let rule = if is_panic(stmt, self.src) {
                 self.guarded_panics.insert(stmt.id());

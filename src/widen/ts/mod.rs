@@ -741,6 +741,13 @@ impl Walker<'_> {
             in_test: self.test_depth > 0,
             info,
         });
+        // An inline object type (`opts: { message?: string | null }`): its properties
+        // are slots of the parameter, `f(opts).message`, as an interface's would be.
+        if let Some(object) = field(p, "type").and_then(|t| t.named_child(0)).filter(|t| kind_of(t) == "object_type") {
+            let scope = std::mem::replace(&mut self.scope, vec![format!("{symbol}({})", compact(name))]);
+            self.visit_children(object);
+            self.scope = scope;
+        }
     }
 
     fn owner(&self) -> Option<String> {
