@@ -6,19 +6,19 @@
 
 use serde_json::{Map, Value};
 
-use super::{RuleDef, SCHEMA, Severity, Walk, admits_null, keyword, render};
+use super::{Family, RuleDef, RuleId, SCHEMA, Severity, Walk, admits_null, keyword, render};
 
-pub(super) const ALTERNATIVE_ADDED: &str = "schema-alternative-added";
-pub(super) const ALL_OF_MEMBER_REMOVED: &str = "schema-all-of-member-removed";
-pub(super) const CONTAINS_LOOSENED: &str = "schema-contains-loosened";
-pub(super) const DEPENDENCY_REMOVED: &str = "schema-dependency-removed";
-pub(super) const CONDITIONAL_REMOVED: &str = "schema-conditional-removed";
-pub(super) const STRUCTURE_REMOVED: &str = "schema-structure-removed";
+pub(super) const ALTERNATIVE_ADDED: RuleId = RuleId::SchemaAlternativeAdded;
+pub(super) const ALL_OF_MEMBER_REMOVED: RuleId = RuleId::SchemaAllOfMemberRemoved;
+pub(super) const CONTAINS_LOOSENED: RuleId = RuleId::SchemaContainsLoosened;
+pub(super) const DEPENDENCY_REMOVED: RuleId = RuleId::SchemaDependencyRemoved;
+pub(super) const CONDITIONAL_REMOVED: RuleId = RuleId::SchemaConditionalRemoved;
+pub(super) const STRUCTURE_REMOVED: RuleId = RuleId::SchemaStructureRemoved;
 
 pub(super) const ALTERNATIVE_ADDED_RULE: RuleDef = RuleDef {
     id: ALTERNATIVE_ADDED,
     languages: SCHEMA,
-    family: "type-erasure",
+    family: Family::TypeErasure,
     description: "An `anyOf` or `oneOf` gains an alternative that none of the old ones equals (a null alternative is `schema-nullable-added`).",
     severity: Severity::High,
     message: "{symbol} accepts another shape: {before} became {after}",
@@ -28,7 +28,7 @@ pub(super) const ALTERNATIVE_ADDED_RULE: RuleDef = RuleDef {
 pub(super) const ALL_OF_MEMBER_REMOVED_RULE: RuleDef = RuleDef {
     id: ALL_OF_MEMBER_REMOVED,
     languages: SCHEMA,
-    family: "check-removed",
+    family: Family::CheckRemoved,
     description: "A member of an `allOf` is removed while the `allOf` stays (an `allOf` removed whole is judged by its members' keywords, merged into their owner).",
     severity: Severity::High,
     message: "{symbol} no longer has to match every old member: {before} became {after}",
@@ -38,7 +38,7 @@ pub(super) const ALL_OF_MEMBER_REMOVED_RULE: RuleDef = RuleDef {
 pub(super) const CONTAINS_LOOSENED_RULE: RuleDef = RuleDef {
     id: CONTAINS_LOOSENED,
     languages: SCHEMA,
-    family: "numeric-range",
+    family: Family::NumericRange,
     description: "An array's `contains` is removed, `minContains` lowered or removed, or `maxContains` raised or removed.",
     severity: Severity::Medium,
     message: "{symbol} accepts arrays with other matching items: {before} became {after}",
@@ -48,7 +48,7 @@ pub(super) const CONTAINS_LOOSENED_RULE: RuleDef = RuleDef {
 pub(super) const DEPENDENCY_REMOVED_RULE: RuleDef = RuleDef {
     id: DEPENDENCY_REMOVED,
     languages: SCHEMA,
-    family: "check-removed",
+    family: Family::CheckRemoved,
     description: "A `dependentRequired` entry (or a name in it), a `dependentSchemas` entry, or a draft-7 `dependencies` entry is removed.",
     severity: Severity::High,
     message: "{symbol} no longer ties properties together: {before} became {after}",
@@ -58,7 +58,7 @@ pub(super) const DEPENDENCY_REMOVED_RULE: RuleDef = RuleDef {
 pub(super) const CONDITIONAL_REMOVED_RULE: RuleDef = RuleDef {
     id: CONDITIONAL_REMOVED,
     languages: SCHEMA,
-    family: "check-removed",
+    family: Family::CheckRemoved,
     description: "An `if` (with its `then`/`else`) is removed, or the `then` or `else` of an `if` that stays.",
     severity: Severity::High,
     message: "{symbol} lost a conditional constraint: {before} became {after}",
@@ -68,7 +68,7 @@ pub(super) const CONDITIONAL_REMOVED_RULE: RuleDef = RuleDef {
 pub(super) const STRUCTURE_REMOVED_RULE: RuleDef = RuleDef {
     id: STRUCTURE_REMOVED,
     languages: SCHEMA,
-    family: "mutability-exposure",
+    family: Family::MutabilityExposure,
     description: "`propertyNames` is removed, a `patternProperties` pattern is removed, or `prefixItems` is removed or shortened.",
     severity: Severity::Medium,
     message: "{symbol} accepts objects or tuples of another shape: {before} became {after}",

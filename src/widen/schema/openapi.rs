@@ -26,14 +26,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::{MAX_REF_HOPS, REQUIRED_REMOVED, RuleDef, SCHEMA, Severity, Walk, render};
+use super::{Family, MAX_REF_HOPS, REQUIRED_REMOVED, RuleDef, RuleId, SCHEMA, Severity, Walk, render};
 
-pub(super) const SECURITY_REMOVED: &str = "schema-security-removed";
+pub(super) const SECURITY_REMOVED: RuleId = RuleId::SchemaSecurityRemoved;
 
 pub(super) const SECURITY_REMOVED_RULE: RuleDef = RuleDef {
     id: SECURITY_REMOVED,
     languages: SCHEMA,
-    family: "check-removed",
+    family: Family::CheckRemoved,
     description: "An OpenAPI security requirement is loosened, for the document or an operation: a scheme or a scope removed from a requirement, an alternative added that asks for less than every old one, or the requirements removed.",
     severity: Severity::High,
     message: "{symbol} asks less of callers: {before} became {after}",
