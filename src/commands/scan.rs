@@ -3,7 +3,7 @@
 //! A signal: it never blocks. The command exits 0 whatever it finds; in the hooks a
 //! scan error is a warning ([`hook_stage`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::memory::{self, db};
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
+use crate::widen::migrations::{self, History};
 use crate::widen::{Language, catalogue};
 
 /// Most findings the hooks print; the rest are counted on one line. A hook's output
@@ -149,7 +150,14 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
 pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
     let files = inputs(repo, diff, &policy)?;
-    let report = engine::scan(&files, &policy);
+    let (history, history_notes) = migration_history(repo, diff, &files);
+    let mut report = engine::scan_with_history(&files, &policy, &history);
+    if !history_notes.is_empty() {
+        report.notes.extend(history_notes);
+        report.notes.sort_by(|a, b| {
+            a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
+        });
+    }
     let mut mem = MemoryOutcome::default();
     if opts.memory && config.bool("memory.enabled") && !report.findings.is_empty() {
         // The index and the working tree have no commit of their own: their cycle is
@@ -161,6 +169,66 @@ pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -
         mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
     }
     Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem })
+}
+
+/// The earlier migrations of every migration sequence the change adds to or edits,
+/// read at the base revision (the change's own new versions laid over them), within
+/// the caps of `widen::migrations`. What is left out is counted in one note; an
+/// unreadable history is a note too, and the scan goes on without it.
+fn migration_history(repo: &Repo, diff: &Diff, files: &[FileInput]) -> (History, Vec<Note>) {
+    let sets: BTreeSet<String> =
+        files.iter().filter(|f| f.after.is_some()).filter_map(|f| migrations::slot(&f.path)).map(|s| s.set).collect();
+    let (Some(base), Some(first)) = (diff.base.as_deref(), sets.first()) else {
+        return (History::default(), Vec::new());
+    };
+    let note = |reason: String| Note { file: first.clone(), kind: NoteKind::Skipped, reason };
+    let touched: BTreeSet<String> = diff.touched_paths().into_iter().collect();
+    let mut candidates = Vec::new();
+    let mut oids = BTreeMap::new();
+    let mut dropped: BTreeMap<&str, usize> = BTreeMap::new();
+    for set in &sets {
+        // Two levels: diesel and Prisma keep each migration in its own directory.
+        let listed = match repo.tree_files(base, set, 2) {
+            Ok(l) => l,
+            Err(e) => return (History::default(), vec![note(format!("migration history not read: {e}"))]),
+        };
+        for f in listed.into_iter().filter(|f| !touched.contains(&f.path) && migrations::slot(&f.path).is_some()) {
+            match f.bytes {
+                Some(bytes) => {
+                    candidates.push(migrations::Candidate { path: f.path.clone(), bytes });
+                    oids.insert(f.path, f.oid);
+                }
+                None => *dropped.entry("not-in-local-objects").or_default() += 1,
+            }
+        }
+    }
+    let selection = migrations::select(candidates);
+    dropped.extend(selection.dropped);
+    let wanted: Vec<&str> = selection.read.iter().filter_map(|p| oids.get(p).map(String::as_str)).collect();
+    let blobs = match repo.blobs(&wanted) {
+        Ok(b) => b,
+        Err(e) => return (History::default(), vec![note(format!("migration history not read: {e}"))]),
+    };
+    let mut texts = Vec::with_capacity(blobs.len() + files.len());
+    for (path, blob) in selection.read.into_iter().zip(blobs) {
+        match String::from_utf8(blob) {
+            Ok(text) => texts.push((path, text)),
+            Err(_) => *dropped.entry("not-utf-8").or_default() += 1,
+        }
+    }
+    let in_sets = |p: &str| migrations::slot(p).is_some_and(|s| sets.contains(&s.set));
+    for f in files.iter().filter(|f| in_sets(&f.path)) {
+        if let Some(text) = f.after.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
+            texts.push((f.path.clone(), text.to_string()));
+        }
+    }
+    let mut notes = Vec::new();
+    if !dropped.is_empty() {
+        let total: usize = dropped.values().sum();
+        let why: Vec<String> = dropped.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        notes.push(note(format!("migration history: {total} earlier files not replayed ({})", why.join(", "))));
+    }
+    (History::new(texts), notes)
 }
 
 fn write_memories(

@@ -14,6 +14,8 @@ mod install;
 mod push;
 mod quick;
 mod scratch;
+mod tree_files;
+pub use tree_files::TreeFile;
 
 use std::path::{Path, PathBuf};
 

@@ -12,8 +12,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::migrations::History;
 use super::syntax::compact;
-use super::{Language, RawFinding, Severity, catalogue, detector};
+use super::{Family, Language, RawFinding, RuleId, Severity, catalogue, detector};
 
 /// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
 /// a larger "source" file is almost always generated or vendored, and parsing it
@@ -143,7 +144,13 @@ pub struct Report {
 
 /// Scan many files in parallel.
 pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
-    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> = inputs.par_iter().map(|f| scan_one(f, policy)).collect();
+    scan_with_history(inputs, policy, &History::default())
+}
+
+/// [`scan`], judging each changed migration after the earlier ones of its sequence.
+pub fn scan_with_history(inputs: &[FileInput], policy: &Policy, history: &History) -> Report {
+    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
+        inputs.par_iter().map(|f| scan_one(f, policy, history)).collect();
     let mut r = Report::default();
     for (findings, note, scanned) in parts {
         r.findings.extend(findings);
@@ -167,7 +174,7 @@ const MIN_MOVED_CHECK_CHARS: usize = 8;
 /// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
 /// the size of the change, however many checks were removed.
 fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
-    let is_check = |f: &Finding| catalogue::get(&f.rule).is_some_and(|r| r.family == "check-removed");
+    let is_check = |f: &Finding| RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved);
     let needle_of = |f: &Finding| {
         Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
     };
@@ -248,7 +255,7 @@ pub fn is_test_path(path: &str) -> bool {
 }
 
 /// Returns (findings, note, whether a detector ran).
-fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, bool) {
+fn scan_one(input: &FileInput, policy: &Policy, history: &History) -> (Vec<Finding>, Option<Note>, bool) {
     let path = input.path.as_str();
     let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
     // A deleted file takes its constraints with it: not a widening.
@@ -284,7 +291,11 @@ fn scan_one(input: &FileInput, policy: &Policy) -> (Vec<Finding>, Option<Note>, 
         // No old constraint to loosen: nothing to parse.
         return (Vec::new(), None, false);
     }
-    let raw = match detector(lang)(path, before, after) {
+    let raw = match lang {
+        Language::Sql => detector::run_sql_after(path, before, after, &history.earlier(path)),
+        _ => detector::run(lang, path, before, after, true),
+    };
+    let raw = match raw {
         Ok(r) => r,
         Err(e) => return note(NoteKind::ParseFailed, e.0),
     };
@@ -311,8 +322,8 @@ fn allowed(line: Option<&&str>, rule: &str) -> bool {
 }
 
 fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&str], p: &Policy) -> Option<Finding> {
-    let rule = catalogue::get(f.rule)?;
-    let mut severity = match p.severity.get(f.rule) {
+    let rule = f.rule.def();
+    let mut severity = match p.severity.get(f.rule.as_str()) {
         Some(None) => return None,
         Some(Some(s)) => *s,
         None => rule.severity,
@@ -323,11 +334,11 @@ fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&s
         }
         severity = Severity::Low;
     }
-    if f.line >= 1 && allowed(lines.get(f.line as usize - 1), f.rule) {
+    if f.line >= 1 && allowed(lines.get(f.line as usize - 1), f.rule.as_str()) {
         return None;
     }
     Some(Finding {
-        rule: f.rule.to_string(),
+        rule: f.rule.as_str().to_string(),
         language: lang,
         file: path.to_string(),
         message: catalogue::render_message(rule, &f.symbol, &f.before, &f.after),

@@ -7,72 +7,72 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    self as common, Body, Check, Slot, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
-    removed_checks, slot_finding, text,
+    Body, Check, Slot, compact, field, kind_of, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
 };
-use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const GO: &[Language] = &[Language::Go];
 
 pub const RULES: &[RuleDef] = &[
     RuleDef {
-        id: "go-pointer-widened",
+        id: RuleId::GoPointerWidened,
         languages: GO,
-        family: "optionality",
+        family: Family::Optionality,
         description: "A struct field changes from a value type `T` to a pointer `*T`, so it can be nil.",
         severity: Severity::High,
         message: "`{symbol}` may be nil now: `{before}` became `{after}`",
         invariant: "The field always held a value; code could read it without a nil check.",
     },
     RuleDef {
-        id: "go-int-widened",
+        id: RuleId::GoIntWidened,
         languages: GO,
-        family: "numeric-range",
+        family: Family::NumericRange,
         description: "A field or parameter's integer type changes to one that admits values the old one could not hold (`uint8` to `int`, `uint32` to `int32`).",
         severity: Severity::Medium,
         message: "`{symbol}` admits a wider range now: `{before}` became `{after}`",
         invariant: "The type itself bounded the value (non-negative, at most the old type's maximum).",
     },
     RuleDef {
-        id: "go-enum-erased",
+        id: RuleId::GoEnumErased,
         languages: GO,
-        family: "enum-erasure",
+        family: Family::EnumErasure,
         description: "A field or parameter typed by a named type with declared constants (Go's enum idiom) becomes the underlying basic type.",
         severity: Severity::Medium,
         message: "`{symbol}` is no longer restricted to the named constants: `{before}` became `{after}`",
         invariant: "Values came from the named type's constants, so switches over them could be exhaustive.",
     },
     RuleDef {
-        id: "go-type-erased",
+        id: RuleId::GoTypeErased,
         languages: GO,
-        family: "type-erasure",
+        family: Family::TypeErasure,
         description: "A field or parameter's concrete type is replaced by `any` or `interface{}`.",
         severity: Severity::Medium,
         message: "`{symbol}` lost its type: `{before}` became `{after}`",
         invariant: "The compiler checked every use of the value against its concrete type.",
     },
     RuleDef {
-        id: "go-const-made-var",
+        id: RuleId::GoConstMadeVar,
         languages: GO,
-        family: "mutability-exposure",
+        family: Family::MutabilityExposure,
         description: "A package-level `const` becomes a `var`.",
         severity: Severity::Low,
         message: "`{symbol}` can be reassigned at run time now: `{before}` became `{after}`",
         invariant: "The value was fixed at compile time, so every reader saw the same value.",
     },
     RuleDef {
-        id: "go-error-guard-removed",
+        id: RuleId::GoErrorGuardRemoved,
         languages: GO,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A guard `if cond { return ..., <new error> }` is removed from a function body (propagating `if err != nil` blocks are not guards).",
         severity: Severity::High,
         message: "the guard `{before}` was removed from `{symbol}`",
         invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
     },
     RuleDef {
-        id: "go-panic-removed",
+        id: RuleId::GoPanicRemoved,
         languages: GO,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A `panic(...)` (alone or as `if cond { panic(...) }`) is removed from a function body.",
         severity: Severity::High,
         message: "the panic `{before}` was removed from `{symbol}`",
@@ -106,59 +106,107 @@ const BASIC: &[&str] = &[
     "string", "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "byte", "rune",
 ];
 
-pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    let lang: tree_sitter::Language = tree_sitter_go::LANGUAGE.into();
-    let (b_tree, a_tree) = common::parse_pair(lang, before, after, path)?;
-    let b = Inventory::build(b_tree.root_node(), before);
-    let a = Inventory::build(a_tree.root_node(), after);
+/// The Go detector.
+pub struct GoDetector;
 
-    let mut out = Vec::new();
-    for (bs, as_) in pair_slots(&b.slots, &a.slots) {
-        if let Some(rule) = classify(bs, as_, &b) {
-            out.push(slot_finding(rule, bs, as_));
-        }
+impl super::detector::Grammar for GoDetector {
+    type Inventory = Inventory;
+
+    fn rules(&self) -> &'static [RuleDef] {
+        RULES
     }
-    for (name, (_, shown)) in &b.consts {
-        if !a.consts.contains_key(name)
-            && let Some((line, var_shown)) = a.vars.get(name)
-        {
+
+    fn grammar(&self, _path: &str) -> tree_sitter::Language {
+        tree_sitter_go::LANGUAGE.into()
+    }
+
+    fn build(&self, tree: &tree_sitter::Tree, src: &str) -> Inventory {
+        Inventory::build(tree.root_node(), src)
+    }
+
+    fn compare(&self, b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+        let mut out = Vec::new();
+        for (bs, as_) in pair_slots(&b.slots, &a.slots) {
+            if let Some(rule) = classify(bs, as_, b) {
+                out.push(slot_finding(rule, bs, as_));
+            }
+        }
+        for (name, (_, shown)) in &b.consts {
+            if !a.consts.contains_key(name)
+                && let Some((line, var_shown)) = a.vars.get(name)
+            {
+                out.push(RawFinding {
+                    line: *line,
+                    rule: RuleId::GoConstMadeVar,
+                    symbol: name.clone(),
+                    before: shown.clone(),
+                    after: var_shown.clone(),
+                    in_test: false,
+                });
+            }
+        }
+        out.extend(removed_checks(&b.body, &a.body));
+        out.extend(errors_discarded(b, a));
+        out
+    }
+}
+
+/// An error that was passed up (`if err != nil { return ... }`) and is now dropped
+/// into `_`: the function goes on as if the call had succeeded. Counted per function:
+/// fewer propagations and more `_` assignments than before, one finding per error
+/// dropped, at the new `_` assignment.
+fn errors_discarded(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    let mut out = Vec::new();
+    let none = Vec::new();
+    for (owner, old_props) in &b.propagated {
+        if !a.body.owners.contains_key(owner) {
+            continue;
+        }
+        let new_props = a.propagated.get(owner).unwrap_or(&none);
+        let old_drops = b.discarded.get(owner).unwrap_or(&none);
+        let new_drops = a.discarded.get(owner).unwrap_or(&none);
+        let lost = old_props.len().saturating_sub(new_props.len());
+        let dropped = new_drops.len().saturating_sub(old_drops.len());
+        let kept: BTreeSet<&str> = new_props.iter().map(|p| p.1.as_str()).collect();
+        let gone = old_props.iter().filter(|p| !kept.contains(p.1.as_str()));
+        let fresh = new_drops.iter().filter(|d| !old_drops.iter().any(|o| o.1 == d.1));
+        for ((_, before), (line, after)) in gone.zip(fresh).take(lost.min(dropped)) {
             out.push(RawFinding {
                 line: *line,
-                rule: "go-const-made-var",
-                symbol: name.clone(),
-                before: shown.clone(),
-                after: var_shown.clone(),
+                rule: RuleId::GoErrorGuardRemoved,
+                symbol: owner.clone(),
+                before: before.clone(),
+                after: after.clone(),
                 in_test: false,
             });
         }
     }
-    out.extend(removed_checks(&b.body, &a.body));
-    Ok(finish(out))
+    out
 }
 
-fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Option<&'static str> {
+fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Option<RuleId> {
     let (b, a) = (bs.info.ty.as_str(), as_.info.ty.as_str());
     if b == a {
         return None;
     }
     if bs.info.field && a.strip_prefix('*') == Some(b) {
-        return Some("go-pointer-widened");
+        return Some(RuleId::GoPointerWidened);
     }
     // The one type that differs inside an unchanged shell: `[]uint8` to `[]int`,
     // `map[string]Event` to `map[string]any`.
     let (b, a) = differing_part(b, a);
     let erased = |t: &str| t == "any" || t == "interface{}";
     if erased(a) && !erased(b) {
-        return Some("go-type-erased");
+        return Some(RuleId::GoTypeErased);
     }
     let range = |t: &str| INT_RANGES.iter().find(|(n, _, _)| *n == t).map(|(_, lo, hi)| (*lo, *hi));
     if let (Some((blo, bhi)), Some((alo, ahi))) = (range(b), range(a))
         && (alo < blo || ahi > bhi)
     {
-        return Some("go-int-widened");
+        return Some(RuleId::GoIntWidened);
     }
     if before.enum_types.get(b).is_some_and(|underlying| underlying == a) {
-        return Some("go-enum-erased");
+        return Some(RuleId::GoEnumErased);
     }
     None
 }
@@ -195,7 +243,7 @@ struct SlotInfo {
 }
 
 #[derive(Default)]
-struct Inventory {
+pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
     /// Package-level constants and variables: name to (line, shown text).
@@ -203,6 +251,11 @@ struct Inventory {
     vars: BTreeMap<String, (u32, String)>,
     /// Named types over a basic type that have typed constants: name to underlying type.
     enum_types: BTreeMap<String, String>,
+    /// Function symbol -> its `if err != nil { return ... }` (line, shown text).
+    propagated: BTreeMap<String, Vec<(u32, String)>>,
+    /// Function symbol -> assignments that drop a value into `_` last (`_ = f()`,
+    /// `n, _ := f()`), where an error usually goes: (line, shown text).
+    discarded: BTreeMap<String, Vec<(u32, String)>>,
 }
 
 struct Walker<'s> {
@@ -254,7 +307,7 @@ impl Walker<'_> {
     }
 
     /// Records a check of the current owner.
-    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+    fn push_check(&mut self, rule: RuleId, owner: &str, cond: Node, display: String) {
         let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
         self.inv.body.checks.push(check);
     }
@@ -280,6 +333,16 @@ impl Walker<'_> {
             }
             "expression_statement" => {
                 self.bare_panic(node);
+                self.visit_children(node);
+            }
+            "assignment_statement" | "short_var_declaration" => {
+                let last_blank = field(node, "left")
+                    .and_then(|l| named_children(l).into_iter().last())
+                    .is_some_and(|last| text(last, self.src) == "_");
+                if let Some(owner) = self.owner().filter(|_| last_blank) {
+                    let shown = one_line(text(node, self.src));
+                    self.inv.discarded.entry(owner).or_default().push((line(node), shown));
+                }
                 self.visit_children(node);
             }
             _ => self.visit_children(node),
@@ -425,15 +488,21 @@ impl Walker<'_> {
         };
         self.inv.body.note_condition(&owner, cond, self.src);
         let cond_text = one_line(text(cond, self.src));
+        if propagates_error(&cond_text)
+            && let Some(ret) = Self::statements(cons).into_iter().find(|s| kind_of(s) == "return_statement")
+        {
+            let shown = format!("if {cond_text} {{ {} }}", one_line(text(ret, self.src)));
+            self.inv.propagated.entry(owner.clone()).or_default().push((line(node), shown));
+        }
         for stmt in Self::statements(cons) {
             let rule = if is_panic(stmt, self.src) {
                 self.guarded_panics.insert(stmt.id());
-                "go-panic-removed"
+                RuleId::GoPanicRemoved
             } else if kind_of(stmt) == "return_statement"
                 && self.returns_new_error(stmt)
                 && !propagates_error(&cond_text)
             {
-                "go-error-guard-removed"
+                RuleId::GoErrorGuardRemoved
             } else {
                 continue;
             };
@@ -449,7 +518,7 @@ impl Walker<'_> {
         }
         let Some(owner) = self.owner() else { return };
         let Some(call) = node.named_child(0) else { return };
-        self.push_check("go-panic-removed", &owner, call, one_line(text(node, self.src)));
+        self.push_check(RuleId::GoPanicRemoved, &owner, call, one_line(text(node, self.src)));
     }
 
     /// `return ..., errors.New(..)` / `fmt.Errorf(..)` / `ErrSentinel` / `&FooError{..}`.
@@ -505,16 +574,10 @@ fn propagates_error(cond: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::widen::DetectError;
 
-    #[test]
-    fn fixtures_match_expected() {
-        let n = common::fixtures::check_all(RULES, detect, &["go"]);
-        assert!(n >= 2 * RULES.len());
-    }
-
-    #[test]
-    fn damaged_input_never_panics() {
-        common::fixtures::survives_damage(RULES, detect, &["go"]);
+    fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+        crate::widen::detector::run(Language::Go, path, before, after, true)
     }
 
     #[test]

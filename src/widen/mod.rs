@@ -2,27 +2,36 @@
 //! per-language detectors that compare the constraint inventories of the old and
 //! new version of one file.
 //!
-//! Contract every language module keeps (`rust`, `ts`, `python`, `go`, `sql`, `schema`):
-//! - `pub const RULES: &[RuleDef]`: the rules it can emit, as data;
-//! - `pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError>`:
-//!   parse both versions with a real parser, build an inventory of constraints per
-//!   symbol, and report each constraint that the new version loosens or removes.
-//!   Narrowing, formatting, comments, reordering, renames and a check that moved
-//!   elsewhere in the same file are never findings. A parse failure is a
-//!   `DetectError`, never a panic.
+//! Every language module (`rust`, `ts`, `python`, `go`, `sql`, `schema`) implements
+//! [`detector::Detector`]: its rules as data (`RULES`), a parse of one version into an
+//! inventory of constraints per symbol, and a comparison of two inventories that
+//! reports each constraint the new version loosens or removes. Narrowing, formatting,
+//! comments, reordering, renames and a check that moved elsewhere in the same file are
+//! never findings. The engine ([`engine`]) is the only caller: it chooses the
+//! detector, decides what to parse (added files, the change window), and turns a
+//! parse failure or a panic inside one file into a note on that file.
 
 pub mod catalogue;
+pub(crate) mod detector;
 pub mod engine;
 pub mod go;
+pub mod migrations;
 pub mod python;
+pub mod rule;
 pub mod rust;
 pub mod schema;
 pub mod sql;
+mod sql_model;
+mod sql_types;
 pub mod syntax;
+#[cfg(test)]
+mod testing;
 pub mod ts;
 pub mod window;
 
 use serde::Serialize;
+
+pub use rule::{Family, RuleId};
 
 /// A language (or schema format) the scan understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -80,12 +89,10 @@ pub enum Severity {
 /// One rule of the catalogue, as data.
 #[derive(Debug)]
 pub struct RuleDef {
-    /// Stable id, kebab-case, prefixed by language (`rust-option-widened`).
-    pub id: &'static str,
+    /// Stable id, serialised kebab-case, prefixed by language (`rust-option-widened`).
+    pub id: RuleId,
     pub languages: &'static [Language],
-    /// The family: optionality, numeric-range, enum-erasure, type-erasure,
-    /// mutability-exposure, check-removed, unsafe.
-    pub family: &'static str,
+    pub family: Family,
     /// One line: what the rule detects.
     pub description: &'static str,
     pub severity: Severity,
@@ -101,7 +108,7 @@ pub struct RuleDef {
 pub struct RawFinding {
     /// 1-based line in the new version (the old version's line when the owner is gone).
     pub line: u32,
-    pub rule: &'static str,
+    pub rule: RuleId,
     /// Innermost named declaration owning the constraint, dotted.
     pub symbol: String,
     /// The constraint as it was (source text, trimmed to one line).
@@ -137,30 +144,8 @@ impl Severity {
     }
 }
 
-/// Whether a file with no old version can yield a finding in `lang`. Almost every rule
-/// needs an old constraint to loosen, so the engine does not parse an added file where
-/// this is false. The exceptions: `unsafe` introduced (Rust, and only where the keyword
-/// appears), SQL migrations (`ALTER ... DROP NOT NULL` arrives in a new file), and JSON
-/// or YAML, which is read whole anyway.
+/// Whether a file with no old version can yield a finding in `lang` (see
+/// [`detector::Detector::added_may_fire`]).
 pub fn added_may_fire(lang: Language, after: &str) -> bool {
-    match lang {
-        Language::Rust => after.contains("unsafe"),
-        Language::Sql | Language::JsonSchema => true,
-        Language::Typescript | Language::Javascript | Language::Python | Language::Go => false,
-    }
-}
-
-/// The signature every language module's `detect` has.
-pub type Detector = fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError>;
-
-/// The detector that handles a language (TypeScript and JavaScript share one).
-pub fn detector(lang: Language) -> Detector {
-    match lang {
-        Language::Rust => rust::detect,
-        Language::Typescript | Language::Javascript => ts::detect,
-        Language::Python => python::detect,
-        Language::Go => go::detect,
-        Language::Sql => sql::detect,
-        Language::JsonSchema => schema::detect,
-    }
+    detector::added_may_fire(lang, after)
 }

@@ -11,81 +11,81 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    self as common, Body, Check, Slot, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
-    removed_checks, slot_finding, text,
+    Body, Check, Slot, compact, field, kind_of, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
 };
-use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const PY: &[Language] = &[Language::Python];
 
 pub const RULES: &[RuleDef] = &[
     RuleDef {
-        id: "py-optional-widened",
+        id: RuleId::PyOptionalWidened,
         languages: PY,
-        family: "optionality",
+        family: Family::Optionality,
         description: "An annotation that did not admit `None` now does (`X` to `Optional[X]` or `X | None`); a slot whose default was already `None` is not reported.",
         severity: Severity::High,
         message: "`{symbol}` may now be None: `{before}` became `{after}`",
         invariant: "Code reading the value could rely on it never being None.",
     },
     RuleDef {
-        id: "py-literal-erased",
+        id: RuleId::PyLiteralErased,
         languages: PY,
-        family: "enum-erasure",
+        family: Family::EnumErasure,
         description: "A `Literal[...]` annotation, or an `Enum` class declared in the file, is replaced by its plain type (`str`, `int`, `bool`).",
         severity: Severity::Medium,
         message: "`{symbol}` accepts any value of the plain type now: `{before}` became `{after}`",
         invariant: "The value was one of a closed set that every branch on it could handle exhaustively.",
     },
     RuleDef {
-        id: "py-type-erased",
+        id: RuleId::PyTypeErased,
         languages: PY,
-        family: "type-erasure",
+        family: Family::TypeErasure,
         description: "A concrete annotation is replaced by `Any`, `typing.Any` or `object`.",
         severity: Severity::Medium,
         message: "`{symbol}` lost its type: `{before}` became `{after}`",
         invariant: "Type checkers verified every use of the value against its concrete type.",
     },
     RuleDef {
-        id: "py-constrained-type-erased",
+        id: RuleId::PyConstrainedTypeErased,
         languages: PY,
-        family: "numeric-range",
+        family: Family::NumericRange,
         description: "A constrained type (`conint(...)`, `PositiveInt`, `Annotated[int, Field(ge=0)]`, a `Field(ge=..., max_length=...)` bound) loses its constraint.",
         severity: Severity::Medium,
         message: "`{symbol}` lost a validated bound: `{before}` became `{after}`",
         invariant: "Validation rejected values outside the bound, so code downstream never saw them.",
     },
     RuleDef {
-        id: "py-final-removed",
+        id: RuleId::PyFinalRemoved,
         languages: PY,
-        family: "mutability-exposure",
+        family: Family::MutabilityExposure,
         description: "A `Final` annotation is removed from a constant or attribute.",
         severity: Severity::Low,
         message: "`{symbol}` may be reassigned now: `{before}` became `{after}`",
         invariant: "The name kept its first value for the whole program, as type checkers enforced.",
     },
     RuleDef {
-        id: "py-frozen-dataclass-unfrozen",
+        id: RuleId::PyFrozenDataclassUnfrozen,
         languages: PY,
-        family: "mutability-exposure",
+        family: Family::MutabilityExposure,
         description: "A frozen dataclass, attrs class or pydantic model (`frozen=True`) becomes mutable.",
         severity: Severity::Medium,
         message: "instances of `{symbol}` are mutable now: `{before}` became `{after}`",
         invariant: "Instances never changed after construction, so they could be shared, hashed and cached safely.",
     },
     RuleDef {
-        id: "py-assert-removed",
+        id: RuleId::PyAssertRemoved,
         languages: PY,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "An `assert` statement is removed from a function body.",
         severity: Severity::High,
         message: "the assertion `{before}` was removed from `{symbol}`",
         invariant: "The asserted condition held at that point on every run that got past it.",
     },
     RuleDef {
-        id: "py-raise-guard-removed",
+        id: RuleId::PyRaiseGuardRemoved,
         languages: PY,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "An `if ...: raise` guard is removed from a function body.",
         severity: Severity::High,
         message: "the guard `{before}` was removed from `{symbol}`",
@@ -136,34 +136,48 @@ const CONSTRAINED: &[(&str, &str)] = &[
 const BOUND_METADATA: &[&str] =
     &["Field", "Ge", "Gt", "Le", "Lt", "MinLen", "MaxLen", "Len", "Interval", "MultipleOf", "StringConstraints"];
 
-pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    let lang: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-    let (b_tree, a_tree) = common::parse_pair(lang, before, after, path)?;
-    let b = Inventory::build(b_tree.root_node(), before);
-    let a = Inventory::build(a_tree.root_node(), after);
+/// The Python detector.
+pub struct PythonDetector;
 
-    let mut out = Vec::new();
-    for (bs, as_) in pair_slots(&b.slots, &a.slots) {
-        out.extend(classify(bs, as_, &b).into_iter().map(|r| slot_finding(r, bs, as_)));
+impl super::detector::Grammar for PythonDetector {
+    type Inventory = Inventory;
+
+    fn rules(&self) -> &'static [RuleDef] {
+        RULES
     }
-    out.extend(removed_checks(&b.body, &a.body));
-    Ok(finish(out))
+
+    fn grammar(&self, _path: &str) -> tree_sitter::Language {
+        tree_sitter_python::LANGUAGE.into()
+    }
+
+    fn build(&self, tree: &tree_sitter::Tree, src: &str) -> Inventory {
+        Inventory::build(tree.root_node(), src)
+    }
+
+    fn compare(&self, b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+        let mut out = Vec::new();
+        for (bs, as_) in pair_slots(&b.slots, &a.slots) {
+            out.extend(classify(bs, as_, b).into_iter().map(|r| slot_finding(r, bs, as_)));
+        }
+        out.extend(removed_checks(&b.body, &a.body));
+        out
+    }
 }
 
-fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Vec<&'static str> {
+fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Vec<RuleId> {
     let (b, a) = (&bs.info, &as_.info);
     let mut rules = Vec::new();
     if b.frozen && !a.frozen {
-        rules.push("py-frozen-dataclass-unfrozen");
+        rules.push(RuleId::PyFrozenDataclassUnfrozen);
     }
     if b.bounds.iter().any(|k| !a.bounds.contains(k)) {
-        rules.push("py-constrained-type-erased");
+        rules.push(RuleId::PyConstrainedTypeErased);
     }
     let (Some(bt), Some(at)) = (&b.ty, &a.ty) else {
         return rules;
     };
     if bt.final_ && !at.final_ {
-        rules.push("py-final-removed");
+        rules.push(RuleId::PyFinalRemoved);
     }
     rules.extend(classify_type(bt, at, b.default_none, before));
     rules.sort();
@@ -173,7 +187,7 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
 
 /// How an annotation loosened, if it did. `b_default_none`: the old slot defaulted to
 /// None, so it already admitted None.
-fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Inventory) -> Option<&'static str> {
+fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Inventory) -> Option<RuleId> {
     if bt.key == at.key {
         return None;
     }
@@ -185,7 +199,7 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
     let b_members: Vec<&PyMember> = bt.members.iter().filter(|m| !m.none).collect();
     let a_members: Vec<&PyMember> = at.members.iter().filter(|m| !m.none).collect();
     if erased(&acore) && !erased(&bcore) {
-        return Some("py-type-erased");
+        return Some(RuleId::PyTypeErased);
     }
     if !b_members.is_empty()
         && b_members.iter().all(|m| {
@@ -196,10 +210,10 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
             !plains.is_empty() && plains.iter().any(|p| acore.contains(*p))
         })
     {
-        return Some("py-literal-erased");
+        return Some(RuleId::PyLiteralErased);
     }
     if !b_members.is_empty() && b_members.iter().all(|m| m.constrained.is_some_and(|plain| acore.contains(plain))) {
-        return Some("py-constrained-type-erased");
+        return Some(RuleId::PyConstrainedTypeErased);
     }
     // A default of None already admitted None: `x: X = None` to `x: Optional[X] = None`
     // only writes down what was true.
@@ -208,7 +222,7 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
     let unwrapped: BTreeSet<String> = b_members.iter().map(|m| m.plain.clone()).collect();
     let a_plain: BTreeSet<String> = a_members.iter().map(|m| m.plain.clone()).collect();
     if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
-        return Some("py-optional-widened");
+        return Some(RuleId::PyOptionalWidened);
     }
     // The same container on both sides (`list[int]` to `list[int | None]`): compare what
     // it holds.
@@ -391,7 +405,7 @@ struct SlotInfo {
 }
 
 #[derive(Default)]
-struct Inventory {
+pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
     /// Enum classes declared in the file, with the plain types their values may have.
@@ -439,7 +453,7 @@ impl Walker<'_> {
     }
 
     /// Records a check of the current owner.
-    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+    fn push_check(&mut self, rule: RuleId, owner: &str, cond: Node, display: String) {
         let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
         self.inv.body.checks.push(check);
     }
@@ -466,7 +480,7 @@ impl Walker<'_> {
             }
             "assert_statement" => {
                 if let (Some(owner), Some(cond)) = (self.owner(), node.named_child(0)) {
-                    self.push_check("py-assert-removed", &owner, cond, one_line(text(node, self.src)));
+                    self.push_check(RuleId::PyAssertRemoved, &owner, cond, one_line(text(node, self.src)));
                 }
                 self.visit_children(node);
             }
@@ -656,23 +670,17 @@ impl Walker<'_> {
             return;
         };
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
-        self.push_check("py-raise-guard-removed", &owner, cond, display);
+        self.push_check(RuleId::PyRaiseGuardRemoved, &owner, cond, display);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::widen::DetectError;
 
-    #[test]
-    fn fixtures_match_expected() {
-        let n = common::fixtures::check_all(RULES, detect, &["py", "pyi"]);
-        assert!(n >= 2 * RULES.len());
-    }
-
-    #[test]
-    fn damaged_input_never_panics() {
-        common::fixtures::survives_damage(RULES, detect, &["py", "pyi"]);
+    fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+        crate::widen::detector::run(Language::Python, path, before, after, true)
     }
 
     #[test]

@@ -14,31 +14,35 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
-    AlterColumnOperation, AlterTableOperation, CharacterLength, ColumnDef, ColumnOption, CreateTable, DataType, Ident,
-    ObjectName, ObjectNamePart, Spanned, Statement, TableConstraint, UserDefinedTypeRepresentation,
+    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, ObjectName, ObjectNamePart, ObjectType,
+    Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
-use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
-use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+use super::sql_model::*;
+use super::sql_types::{TypeLoosening, type_loosening};
+use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const SQL: &[Language] = &[Language::Sql];
 
-const NOT_NULL_DROPPED: &str = "sql-not-null-dropped";
-const CHECK_REMOVED: &str = "sql-check-removed";
-const UNIQUE_DROPPED: &str = "sql-unique-dropped";
-const PRIMARY_KEY_DROPPED: &str = "sql-primary-key-dropped";
-const FOREIGN_KEY_DROPPED: &str = "sql-foreign-key-dropped";
-const VARCHAR_WIDENED: &str = "sql-varchar-widened";
-const ENUM_TO_TEXT: &str = "sql-enum-to-text";
+const NOT_NULL_DROPPED: RuleId = RuleId::SqlNotNullDropped;
+const CHECK_REMOVED: RuleId = RuleId::SqlCheckRemoved;
+const UNIQUE_DROPPED: RuleId = RuleId::SqlUniqueDropped;
+const PRIMARY_KEY_DROPPED: RuleId = RuleId::SqlPrimaryKeyDropped;
+const FOREIGN_KEY_DROPPED: RuleId = RuleId::SqlForeignKeyDropped;
+const VARCHAR_WIDENED: RuleId = RuleId::SqlVarcharWidened;
+const ENUM_TO_TEXT: RuleId = RuleId::SqlEnumToText;
+const NUMERIC_WIDENED: RuleId = RuleId::SqlNumericWidened;
+const TYPE_TO_TEXT: RuleId = RuleId::SqlTypeToText;
+const UNIQUE_INDEX_DROPPED: RuleId = RuleId::SqlUniqueIndexDropped;
 
 pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: NOT_NULL_DROPPED,
         languages: SQL,
-        family: "optionality",
+        family: Family::Optionality,
         description: "A column loses NOT NULL: in a CREATE TABLE edit, by ALTER COLUMN ... DROP NOT NULL, or by a MySQL MODIFY/CHANGE COLUMN that restates it as nullable.",
         severity: Severity::High,
         message: "{symbol} may now be NULL: {before} became {after}",
@@ -47,7 +51,7 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: CHECK_REMOVED,
         languages: SQL,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A CHECK constraint (column or table level) is removed, in a CREATE TABLE edit or by ALTER TABLE ... DROP CONSTRAINT; a check moved, renamed or reworded over the same columns is not reported.",
         severity: Severity::High,
         message: "{symbol} lost its check {before}",
@@ -56,7 +60,7 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: UNIQUE_DROPPED,
         languages: SQL,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A UNIQUE constraint is removed (in a CREATE TABLE edit or by DROP CONSTRAINT) or widened to more columns.",
         severity: Severity::High,
         message: "{symbol} is no longer guaranteed unique (was {before})",
@@ -65,7 +69,7 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: PRIMARY_KEY_DROPPED,
         languages: SQL,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A PRIMARY KEY is removed or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
         severity: Severity::High,
         message: "{symbol} no longer identifies rows alone: primary key {before} became {after}",
@@ -74,7 +78,7 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: FOREIGN_KEY_DROPPED,
         languages: SQL,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "A FOREIGN KEY / REFERENCES constraint is removed, in a CREATE TABLE edit or by DROP CONSTRAINT / DROP FOREIGN KEY.",
         severity: Severity::High,
         message: "{symbol} no longer has to reference an existing row (was {before})",
@@ -83,7 +87,7 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: VARCHAR_WIDENED,
         languages: SQL,
-        family: "numeric-range",
+        family: Family::NumericRange,
         description: "A VARCHAR(n) or CHAR(n) column becomes TEXT, unbounded, or gets a larger n (in a CREATE TABLE edit or by ALTER COLUMN ... TYPE on a column the file shows).",
         severity: Severity::Medium,
         message: "{symbol} accepts longer strings: {before} became {after}",
@@ -92,18 +96,50 @@ pub const RULES: &[RuleDef] = &[
     RuleDef {
         id: ENUM_TO_TEXT,
         languages: SQL,
-        family: "enum-erasure",
+        family: Family::EnumErasure,
         description: "A column of an enum type (CREATE TYPE ... AS ENUM, or MySQL's inline ENUM) becomes free text (TEXT, VARCHAR, CHAR).",
         severity: Severity::High,
         message: "{symbol} accepts any string: {before} became {after}",
         invariant: "The column held only the labels of the enum type, so every reader could match on a closed set.",
     },
+    RuleDef {
+        id: NUMERIC_WIDENED,
+        languages: SQL,
+        family: Family::NumericRange,
+        description: "A number column's type admits more values: a wider integer (`INT` to `BIGINT`), more digits or decimals in `NUMERIC(p,s)`, an integer made `NUMERIC`/`REAL`, `REAL` made `DOUBLE PRECISION`; judged against the type the earlier migrations gave the column.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts a wider range of numbers: {before} became {after}",
+        invariant: "Stored numbers fitted the old type, which readers decoding them into fixed-width values may rely on.",
+    },
+    RuleDef {
+        id: TYPE_TO_TEXT,
+        languages: SQL,
+        family: Family::TypeErasure,
+        description: "A column of a known non-character type (number, boolean, date or time, uuid, json, bytea) becomes TEXT or VARCHAR; judged against the type the earlier migrations gave the column.",
+        severity: Severity::High,
+        message: "{symbol} accepts any string: {before} became {after}",
+        invariant: "Every stored value parsed as the old type, so readers converted it without a failure path.",
+    },
+    RuleDef {
+        id: UNIQUE_INDEX_DROPPED,
+        languages: SQL,
+        family: Family::CheckRemoved,
+        description: "A unique index (`CREATE UNIQUE INDEX name`, in this file or an earlier migration) is dropped by `DROP INDEX name`, or removed from a schema file, with no unique key over its columns left.",
+        severity: Severity::High,
+        message: "{symbol} is no longer guaranteed unique (was {before})",
+        invariant: "No two rows shared the indexed values, so a lookup by them returned at most one row.",
+    },
 ];
 
-/// Longest rendering of a constraint in `before`/`after`; a DDL line rarely needs more.
-const MAX_RENDER: usize = 160;
-
 pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detect_after(path, before, after, &[])
+}
+
+/// [`detect`] for a migration that runs after `earlier` (the texts of the migrations
+/// before it, in the order the tool applies them): the old version is judged as the
+/// schema those migrations built, then the file's own old version on top. An earlier
+/// file that does not parse adds nothing (its tables stay unknown, as without history).
+pub fn detect_after(path: &str, before: &str, after: &str, earlier: &[&str]) -> Result<Vec<RawFinding>, DetectError> {
     if is_down_migration(path) {
         return Ok(Vec::new());
     }
@@ -116,6 +152,13 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     };
 
     let mut old_schema = Schema::default();
+    for text in earlier {
+        if let Ok(stmts) = parse(up_half(&untemplated(text))) {
+            for stmt in &stmts {
+                old_schema.apply(stmt);
+            }
+        }
+    }
     for stmt in &old {
         old_schema.apply(stmt);
     }
@@ -123,7 +166,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     // Operations first: their line (the ALTER itself) is the better pointer, and the
     // table comparison below then only adds what the operations did not already say.
     let mut out = scan_operations(&old, &new, &old_schema);
-    let said: BTreeSet<(&'static str, String)> = out.iter().map(|f| (f.rule, f.symbol.clone())).collect();
+    let said: BTreeSet<(RuleId, String)> = out.iter().map(|f| (f.rule, f.symbol.clone())).collect();
     let mut new_schema = Schema::default();
     for stmt in &new {
         new_schema.apply(stmt);
@@ -178,11 +221,72 @@ fn parse_each(dialect: &dyn Dialect, text: &str) -> Option<Vec<Statement>> {
         let mut parser = Parser::new(dialect).with_tokens_with_locations(chunk.to_vec());
         match parser.parse_statement() {
             Ok(stmt) => out.push(stmt),
+            // PL/pgSQL `DO` blocks wrap DDL in exception handlers: read the DDL.
+            Err(_) if words.first().is_some_and(|w| w == "DO") => out.extend(do_block_body(dialect, chunk)),
             Err(_) if must_parse(&words) => return None,
             Err(_) => {}
         }
     }
     Some(out)
+}
+
+/// The statements of a `DO $$ BEGIN ... [EXCEPTION ...] END $$` block's body, the
+/// handler part left out, with their lines as they are in the file. A body the
+/// parser cannot read (procedural code) yields what it can, or nothing.
+fn do_block_body(dialect: &dyn Dialect, chunk: &[TokenWithSpan]) -> Vec<Statement> {
+    let Some((body, line)) = chunk.iter().find_map(|t| match &t.token {
+        Token::DollarQuotedString(s) => Some((s.value.as_str(), t.span.start.line)),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    // Words with their offsets, to find the outer block's `BEGIN` and the `EXCEPTION`
+    // or `END` that closes it (nested blocks, `END IF` and `END LOOP` stay inside).
+    let lower = body.to_ascii_lowercase();
+    let mut words = Vec::new();
+    let mut word_start = None;
+    for (i, c) in lower.char_indices().chain([(lower.len(), ' ')]) {
+        match (c.is_alphanumeric() || c == '_', word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, &lower[s..i]));
+                word_start = None;
+            }
+            _ => {}
+        }
+    }
+    let mut depth = 0usize;
+    let (mut start, mut end) = (None, body.len());
+    for (n, (at, w)) in words.iter().enumerate() {
+        match *w {
+            "begin" => {
+                depth += 1;
+                if depth == 1 && start.is_none() {
+                    start = Some(at + w.len());
+                }
+            }
+            "end" if !matches!(words.get(n + 1).map(|x| x.1), Some("if" | "loop" | "case")) => {
+                if depth == 1 {
+                    end = *at;
+                    break;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            "exception" if depth == 1 => {
+                end = *at;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(start) = start.filter(|s| *s <= end) else {
+        return Vec::new();
+    };
+    // Pad with the lines above the body (and of the body before `begin`), so spans
+    // point into the file.
+    let above = usize::try_from(line.saturating_sub(1)).unwrap_or(0) + body[..start].matches('\n').count();
+    let text = format!("{}{}", "\n".repeat(above), &body[start..end]);
+    parse_each(dialect, &text).unwrap_or_default()
 }
 
 /// Whether an unparsed statement with these words may matter: a table or type
@@ -200,7 +304,7 @@ fn must_parse(words: &[String]) -> bool {
 }
 
 /// A down-migration exists to undo an earlier tightening; loosening is its purpose.
-fn is_down_migration(path: &str) -> bool {
+pub(super) fn is_down_migration(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     let mut segments: Vec<&str> = lower.split('/').collect();
     let name = segments.pop().unwrap_or_default();
@@ -221,8 +325,9 @@ fn is_down_migration(path: &str) -> bool {
 }
 
 /// Migration tools that template their SQL (`{{ index .Options "Namespace" }}users`,
-/// Jinja, Go templates) prefix names with an expression; dropping each `{{ ... }}`
-/// leaves the SQL around it (`users`) and keeps every line where it was.
+/// `{{ .Namespace }}.users`, Jinja, Go templates) prefix names with an expression;
+/// dropping each `{{ ... }}` (and the dot after a schema template) leaves the SQL
+/// around it (`users`) and keeps every line where it was.
 fn untemplated(text: &str) -> Cow<'_, str> {
     if !text.contains("{{") {
         return Cow::Borrowed(text);
@@ -238,6 +343,12 @@ fn untemplated(text: &str) -> Cow<'_, str> {
         let expr = &rest[start..start + len + 2];
         out.extend(expr.chars().filter(|c| *c == '\n'));
         rest = &rest[start + len + 2..];
+        // A template that names the schema (`{{ .Namespace }}.users`) leaves `users`.
+        if let Some(r) = rest.strip_prefix('.')
+            && r.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '"')
+        {
+            rest = r;
+        }
     }
     out.push_str(rest);
     Cow::Owned(out)
@@ -262,355 +373,6 @@ fn up_half(text: &str) -> &str {
 }
 
 // ---------------------------------------------------------------------------------
-// The schema model: what one version of the file says the tables look like.
-
-#[derive(Debug, Default)]
-struct Schema {
-    tables: BTreeMap<String, Table>,
-    /// Names of enum types (`CREATE TYPE ... AS ENUM`).
-    enums: BTreeSet<String>,
-}
-
-#[derive(Debug, Clone)]
-struct Table {
-    /// The table name as written (for the symbol).
-    display: String,
-    line: u32,
-    columns: BTreeMap<String, Column>,
-    checks: Vec<Check>,
-    uniques: Vec<Key>,
-    primary_keys: Vec<Key>,
-    foreign_keys: Vec<ForeignKey>,
-}
-
-#[derive(Debug, Clone)]
-struct Column {
-    /// The column name as written, without quotes (for the symbol).
-    shown: String,
-    /// The definition, one line (for `before`/`after`).
-    display: String,
-    line: u32,
-    data_type: DataType,
-    /// An explicit `NOT NULL` (a primary key's implied one is counted apart).
-    not_null: bool,
-}
-
-/// Where a constraint was declared: on one column, or at table level (maybe named).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Owner {
-    column: Option<String>,
-    name: Option<String>,
-    /// Where the constraint is written, in its own version of the file.
-    line: u32,
-}
-
-#[derive(Debug, Clone)]
-struct Check {
-    owner: Owner,
-    /// Normalized expression text, to recognise the same check after a move or rename.
-    expr: String,
-    /// The columns the expression reads, to recognise a reworded check.
-    reads: BTreeSet<String>,
-    text: String,
-}
-
-#[derive(Debug, Clone)]
-struct Key {
-    owner: Owner,
-    columns: BTreeSet<String>,
-    text: String,
-}
-
-#[derive(Debug, Clone)]
-struct ForeignKey {
-    owner: Owner,
-    columns: BTreeSet<String>,
-    target: String,
-    text: String,
-}
-
-/// Which kind of constraint a name denotes, as far as the file lets us see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ConstraintKind {
-    Check,
-    Unique,
-    PrimaryKey,
-    ForeignKey,
-}
-
-impl Schema {
-    /// Fold one statement into the model. Statements about tables the file never
-    /// created are ignored here (the operation scan reads them).
-    fn apply(&mut self, stmt: &Statement) {
-        match stmt {
-            Statement::CreateTable(ct) => {
-                let table = table_of(ct);
-                self.tables.insert(object_key(&ct.name), table);
-            }
-            Statement::CreateType { name, representation: UserDefinedTypeRepresentation::Enum { .. } } => {
-                self.enums.insert(object_key(name));
-            }
-            Statement::AlterTable { name, operations, .. } => {
-                let Some(table) = self.tables.get_mut(&object_key(name)) else {
-                    return;
-                };
-                for op in operations {
-                    table.apply(op);
-                }
-            }
-            Statement::Drop { names, .. } => {
-                for name in names {
-                    let key = object_key(name);
-                    self.tables.remove(&key);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn column(&self, table: &str, column: &str) -> Option<&Column> {
-        self.tables.get(table)?.columns.get(column)
-    }
-
-    /// The constraint a name denotes in this model.
-    fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
-        let t = self.tables.get(table)?;
-        let found = |kind, owner: &Owner, text: &String| {
-            (owner.name.as_deref() == Some(name)).then(|| NamedConstraint {
-                kind,
-                text: text.clone(),
-                column: owner.column.as_ref().map(|c| t.columns.get(c).map_or(c.clone(), |c| c.shown.clone())),
-            })
-        };
-        t.checks
-            .iter()
-            .find_map(|c| found(ConstraintKind::Check, &c.owner, &c.text))
-            .or_else(|| t.uniques.iter().find_map(|k| found(ConstraintKind::Unique, &k.owner, &k.text)))
-            .or_else(|| t.primary_keys.iter().find_map(|k| found(ConstraintKind::PrimaryKey, &k.owner, &k.text)))
-            .or_else(|| t.foreign_keys.iter().find_map(|k| found(ConstraintKind::ForeignKey, &k.owner, &k.text)))
-    }
-}
-
-/// A constraint found by name: its kind, its text, and its column when declared on one.
-#[derive(Debug)]
-struct NamedConstraint {
-    kind: ConstraintKind,
-    text: String,
-    column: Option<String>,
-}
-
-fn table_of(ct: &CreateTable) -> Table {
-    let mut table = Table {
-        display: object_shown(&ct.name),
-        line: object_line(&ct.name),
-        columns: BTreeMap::new(),
-        checks: Vec::new(),
-        uniques: Vec::new(),
-        primary_keys: Vec::new(),
-        foreign_keys: Vec::new(),
-    };
-    for col in &ct.columns {
-        table.add_column(col);
-    }
-    for c in &ct.constraints {
-        table.add_constraint(c);
-    }
-    table
-}
-
-impl Table {
-    fn add_column(&mut self, col: &ColumnDef) {
-        let key = ident_key(&col.name);
-        let mut column = Column {
-            shown: col.name.value.clone(),
-            display: one_line(&col.to_string()),
-            line: ident_line(&col.name),
-            data_type: col.data_type.clone(),
-            not_null: false,
-        };
-        for opt in &col.options {
-            let owner = Owner { column: Some(key.clone()), name: opt.name.as_ref().map(ident_key), line: column.line };
-            self.add_column_option(&key, &col.name.value, owner, &opt.option, &mut column);
-        }
-        self.columns.insert(key, column);
-    }
-
-    fn add_column_option(&mut self, key: &str, shown: &str, owner: Owner, option: &ColumnOption, column: &mut Column) {
-        let one = || BTreeSet::from([key.to_string()]);
-        match option {
-            ColumnOption::NotNull => column.not_null = true,
-            ColumnOption::Null => column.not_null = false,
-            ColumnOption::Unique { is_primary, .. } => {
-                let k = Key { owner, columns: one(), text: format!("{shown} {option}") };
-                if *is_primary {
-                    self.primary_keys.push(k);
-                } else {
-                    self.uniques.push(k);
-                }
-            }
-            ColumnOption::ForeignKey { foreign_table, .. } => self.foreign_keys.push(ForeignKey {
-                owner,
-                columns: one(),
-                target: object_key(foreign_table),
-                text: one_line(&format!("{shown} {option}")),
-            }),
-            ColumnOption::Check(expr) => self.checks.push(check(owner, &expr.to_string())),
-            _ => {}
-        }
-    }
-
-    fn add_constraint(&mut self, c: &TableConstraint) {
-        let text = one_line(&c.to_string());
-        match c {
-            TableConstraint::Check { name, expr, .. } => {
-                self.checks.push(Check { text, ..check(table_owner(name, c), &expr.to_string()) });
-            }
-            TableConstraint::Unique { name, columns, .. } => self.uniques.push(Key {
-                owner: table_owner(name, c),
-                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
-                text,
-            }),
-            TableConstraint::PrimaryKey { name, columns, .. } => self.primary_keys.push(Key {
-                owner: table_owner(name, c),
-                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
-                text,
-            }),
-            TableConstraint::ForeignKey { name, columns, foreign_table, .. } => self.foreign_keys.push(ForeignKey {
-                owner: table_owner(name, c),
-                columns: columns.iter().map(ident_key).collect(),
-                target: object_key(foreign_table),
-                text,
-            }),
-            _ => {}
-        }
-    }
-
-    fn apply(&mut self, op: &AlterTableOperation) {
-        match op {
-            AlterTableOperation::AddColumn { column_def, .. } => self.add_column(column_def),
-            AlterTableOperation::AddConstraint { constraint, .. } => self.add_constraint(constraint),
-            AlterTableOperation::DropColumn { column_names, .. } => {
-                for name in column_names {
-                    self.columns.remove(&ident_key(name));
-                }
-            }
-            AlterTableOperation::DropConstraint { name, .. } | AlterTableOperation::DropForeignKey { name } => {
-                let name = ident_key(name);
-                let other = |o: &Owner| o.name.as_deref() != Some(name.as_str());
-                self.checks.retain(|c| other(&c.owner));
-                self.uniques.retain(|c| other(&c.owner));
-                self.primary_keys.retain(|c| other(&c.owner));
-                self.foreign_keys.retain(|c| other(&c.owner));
-            }
-            AlterTableOperation::DropPrimaryKey => self.primary_keys.clear(),
-            AlterTableOperation::AlterColumn { column_name, op } => {
-                let Some(col) = self.columns.get_mut(&ident_key(column_name)) else {
-                    return;
-                };
-                match op {
-                    AlterColumnOperation::SetNotNull => col.not_null = true,
-                    AlterColumnOperation::DropNotNull => col.not_null = false,
-                    AlterColumnOperation::SetDataType { data_type, .. } => {
-                        col.data_type = data_type.clone();
-                    }
-                    _ => {}
-                }
-            }
-            AlterTableOperation::ModifyColumn { col_name, data_type, options, .. } => {
-                if let Some(col) = self.columns.get_mut(&ident_key(col_name)) {
-                    col.data_type = data_type.clone();
-                    col.not_null = options.contains(&ColumnOption::NotNull);
-                }
-            }
-            AlterTableOperation::ChangeColumn { old_name, new_name, data_type, options, .. } => {
-                if let Some(mut col) = self.columns.remove(&ident_key(old_name)) {
-                    col.data_type = data_type.clone();
-                    col.not_null = options.contains(&ColumnOption::NotNull);
-                    col.display = one_line(&format!("{new_name} {data_type}"));
-                    col.shown = new_name.value.clone();
-                    self.columns.insert(ident_key(new_name), col);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Whether `column` cannot be NULL here, explicitly or as part of the primary key.
-    fn not_null(&self, column: &str) -> bool {
-        self.columns.get(column).is_some_and(|c| c.not_null)
-            || self.primary_keys.iter().any(|k| k.columns.contains(column))
-    }
-}
-
-fn check(owner: Owner, expr: &str) -> Check {
-    let text = match &owner {
-        Owner { column: Some(_), name: Some(n), .. } => format!("CONSTRAINT {n} CHECK ({expr})"),
-        _ => format!("CHECK ({expr})"),
-    };
-    Check { owner, expr: norm(expr), reads: columns_read(expr), text: one_line(&text) }
-}
-
-fn table_owner(name: &Option<Ident>, c: &TableConstraint) -> Owner {
-    let line = u32::try_from(c.span().start.line).unwrap_or(u32::MAX);
-    Owner { column: None, name: name.as_ref().map(ident_key), line }
-}
-
-/// Keywords that build an expression rather than name a column.
-const EXPR_KEYWORDS: &[Keyword] = &[
-    Keyword::ALL,
-    Keyword::AND,
-    Keyword::ANY,
-    Keyword::AS,
-    Keyword::BETWEEN,
-    Keyword::CASE,
-    Keyword::DISTINCT,
-    Keyword::ELSE,
-    Keyword::END,
-    Keyword::ESCAPE,
-    Keyword::FALSE,
-    Keyword::FROM,
-    Keyword::ILIKE,
-    Keyword::IN,
-    Keyword::INTERVAL,
-    Keyword::IS,
-    Keyword::LIKE,
-    Keyword::NOT,
-    Keyword::NULL,
-    Keyword::OR,
-    Keyword::SIMILAR,
-    Keyword::SOME,
-    Keyword::THEN,
-    Keyword::TO,
-    Keyword::TRUE,
-    Keyword::UNKNOWN,
-    Keyword::WHEN,
-];
-
-/// The identifiers an expression reads (words that are neither keywords nor function
-/// names), lowercased.
-fn columns_read(expr: &str) -> BTreeSet<String> {
-    let dialect = PostgreSqlDialect {};
-    let Ok(tokens) = Tokenizer::new(&dialect, expr).tokenize() else {
-        return BTreeSet::new();
-    };
-    let significant: Vec<&Token> = tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
-    let mut out = BTreeSet::new();
-    for (i, tok) in significant.iter().enumerate() {
-        if let Token::Word(w) = tok {
-            let is_call = matches!(significant.get(i + 1), Some(Token::LParen));
-            let is_cast_type = i > 0 && matches!(significant.get(i - 1), Some(Token::DoubleColon));
-            // Column names are often keywords too (`name`, `status`), so only the
-            // keywords an expression is built from are left out.
-            let is_operator = w.quote_style.is_none() && EXPR_KEYWORDS.contains(&w.keyword);
-            if !is_call && !is_cast_type && !is_operator {
-                out.insert(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_ascii_lowercase() });
-            }
-        }
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------------
 // Comparing the two models (a CREATE TABLE edited in place).
 
 fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
@@ -630,7 +392,7 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             if b.not_null && !after.not_null(name) {
                 out.push(finding(NOT_NULL_DROPPED, &symbol, a.line, &b.display, &a.display));
             }
-            if let Some(rule) = type_loosening(&b.data_type, &a.data_type, |n| enums.contains(&n)) {
+            if let Some(rule) = type_rule(&b.data_type, &a.data_type, |n| enums.contains(&n)) {
                 out.push(finding(rule, &symbol, a.line, &b.display, &a.display));
             }
         }
@@ -693,6 +455,20 @@ fn compare_schemas(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             }
         }
     }
+    for (name, index) in &old.unique_indexes {
+        // Only indexes of tables both versions define: an index of an earlier
+        // migration's table is not restated by this file.
+        let Some(table) = new.tables.get(&index.table) else {
+            continue;
+        };
+        let columns_gone = index.columns.iter().any(|c| !table.columns.contains_key(c));
+        if new.unique_indexes.contains_key(name) || columns_gone || new.unique_over(&index.table, &index.columns, None)
+        {
+            continue;
+        }
+        let symbol = format!("{}.{name}", table.display);
+        out.push(finding(UNIQUE_INDEX_DROPPED, &symbol, table.line, &index.text, ""));
+    }
     out
 }
 
@@ -709,41 +485,13 @@ fn constraint_symbol(table: &str, owner: &Owner, after: &Table) -> String {
     }
 }
 
-/// Which rule, if any, a column type change from `old` to `new` breaks.
-fn type_loosening(old: &DataType, new: &DataType, is_enum: impl Fn(String) -> bool) -> Option<&'static str> {
-    let was_enum = match old {
-        DataType::Enum(..) => true,
-        DataType::Custom(name, _) => is_enum(object_key(name)),
-        _ => false,
-    };
-    if was_enum {
-        return text_bound(new).map(|_| ENUM_TO_TEXT);
-    }
-    let old_bound = text_bound(old)??;
-    match text_bound(new)? {
-        None => Some(VARCHAR_WIDENED),
-        Some(n) if n > old_bound => Some(VARCHAR_WIDENED),
-        Some(_) => None,
-    }
-}
-
-/// For a character type: `Some(Some(n))` when bounded by n, `Some(None)` when unbounded;
-/// `None` for any other type.
-fn text_bound(t: &DataType) -> Option<Option<u64>> {
-    let len = |l: &Option<CharacterLength>| match l {
-        Some(CharacterLength::IntegerLength { length, .. }) => Some(*length),
-        _ => None,
-    };
-    Some(match t {
-        DataType::Varchar(l) | DataType::CharacterVarying(l) | DataType::CharVarying(l) | DataType::Nvarchar(l) => {
-            len(l)
-        }
-        // CHAR without a length is CHAR(1) in the standard.
-        DataType::Char(l) | DataType::Character(l) => len(l).or(Some(1)),
-        DataType::String(n) => *n,
-        DataType::Text | DataType::TinyText | DataType::MediumText | DataType::LongText | DataType::Clob(_) => None,
-        DataType::Custom(name, _) if object_key(name) == "citext" => None,
-        _ => return None,
+/// The rule a column type change breaks, if any.
+fn type_rule(old: &DataType, new: &DataType, is_enum: impl Fn(String) -> bool) -> Option<RuleId> {
+    Some(match type_loosening(old, new, is_enum)? {
+        TypeLoosening::CharacterBound => VARCHAR_WIDENED,
+        TypeLoosening::EnumToText => ENUM_TO_TEXT,
+        TypeLoosening::Numeric => NUMERIC_WIDENED,
+        TypeLoosening::ToText => TYPE_TO_TEXT,
     })
 }
 
@@ -754,33 +502,116 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
     // The same operation already present in the old version is not new.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for stmt in old {
+        match stmt {
+            Statement::AlterTable { name, operations, .. } => {
+                for op in operations {
+                    *seen.entry(op_key(name, op)).or_default() += 1;
+                }
+            }
+            Statement::Drop { object_type: ObjectType::Index, .. } => {
+                *seen.entry(norm(&stmt.to_string())).or_default() += 1
+            }
+            _ => {}
+        }
+    }
+    let mut dropped = BTreeSet::new();
+    for stmt in new {
         if let Statement::AlterTable { name, operations, .. } = stmt {
             for op in operations {
-                *seen.entry(op_key(name, op)).or_default() += 1;
+                if let AlterTableOperation::DropColumn { column_names, .. } = op {
+                    dropped.extend(column_names.iter().map(|c| (object_key(name), ident_key(c))));
+                }
             }
         }
     }
-    let mut so_far = Schema::default();
+    // What the schema is after each statement of the new version, from the old one on.
+    let mut so_far = old_schema.clone();
     let mut out = Vec::new();
+    // Each retyped column's last new type: a column retyped twice is judged once, its
+    // final type against the type it had before this file.
+    let mut retyped: BTreeMap<(String, String), Retype> = BTreeMap::new();
     for stmt in new {
-        if let Statement::AlterTable { name, operations, .. } = stmt {
-            let table = object_key(name);
-            // What the file says so far, else what the old version said.
-            let view = Lookup { first: &so_far, second: old_schema };
-            for op in operations {
-                let count = seen.entry(op_key(name, op)).or_default();
+        match stmt {
+            Statement::AlterTable { name, operations, .. } => {
+                let table = object_key(name);
+                // What the file says so far, else what the old version said.
+                let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
+                for op in operations {
+                    let count = seen.entry(op_key(name, op)).or_default();
+                    if *count > 0 {
+                        *count -= 1;
+                        continue;
+                    }
+                    let shown = object_shown(name);
+                    if let AlterTableOperation::AlterColumn {
+                        column_name,
+                        op: col_op @ AlterColumnOperation::SetDataType { data_type, .. },
+                    } = op
+                    {
+                        retyped.insert(
+                            (table.clone(), ident_key(column_name)),
+                            Retype {
+                                symbol: format!("{shown}.{}", column_name.value),
+                                line: ident_line(column_name),
+                                after: one_line(&format!("ALTER COLUMN {column_name} {col_op}")),
+                                data_type: data_type.clone(),
+                            },
+                        );
+                        continue;
+                    }
+                    out.extend(loosening_op(&shown, &table, op, &view));
+                    out.extend(redefined_column(&shown, &table, op, &view));
+                }
+            }
+            Statement::Drop { object_type: ObjectType::Index, names, .. } => {
+                let count = seen.entry(norm(&stmt.to_string())).or_default();
                 if *count > 0 {
                     *count -= 1;
-                    continue;
+                } else {
+                    let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
+                    for name in names {
+                        out.extend(dropped_unique_index(name, &view));
+                    }
                 }
-                let shown = object_shown(name);
-                out.extend(loosening_op(&shown, &table, op, &view));
-                out.extend(redefined_column(&shown, &table, op, &view));
             }
+            _ => {}
         }
         so_far.apply(stmt);
     }
+    for ((table, column), r) in retyped {
+        // A column this file created has no earlier type to loosen.
+        let Some(original) = old_schema.column(&table, &column) else {
+            continue;
+        };
+        let is_enum = |n: String| old_schema.enums.contains(&n) || so_far.enums.contains(&n);
+        if let Some(rule) = type_rule(&original.data_type, &r.data_type, is_enum) {
+            out.push(finding(rule, &r.symbol, r.line, &original.display, &r.after));
+        }
+    }
     out
+}
+
+/// A column's new type, as the last `ALTER COLUMN ... TYPE` of a file set it.
+struct Retype {
+    symbol: String,
+    line: u32,
+    after: String,
+    data_type: DataType,
+}
+
+/// `DROP INDEX name` of a unique index the file or an earlier migration created.
+fn dropped_unique_index(name: &ObjectName, view: &Lookup<'_>) -> Option<RawFinding> {
+    let key = index_key(name);
+    let index = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key))?;
+    if view.unique_over(&index.table, &index.columns, Some(&key)) {
+        return None;
+    }
+    let symbol = format!("{}.{}", index.table_shown, name.0.last().map_or(String::new(), |p| p.to_string()));
+    let line = name.0.last().and_then(|p| match p {
+        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
+        _ => None,
+    });
+    Some(finding(UNIQUE_INDEX_DROPPED, &symbol, line.unwrap_or(1), &index.text, &format!("DROP INDEX {name}")))
 }
 
 fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
@@ -790,6 +621,8 @@ fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
 struct Lookup<'a> {
     first: &'a Schema,
     second: &'a Schema,
+    /// `(table, column)` pairs the new version drops anywhere in the file.
+    dropped: &'a BTreeSet<(String, String)>,
 }
 
 impl Lookup<'_> {
@@ -799,6 +632,12 @@ impl Lookup<'_> {
 
     fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
+    }
+
+    /// Whether a unique key, primary key or unique index (other than `except`) still
+    /// covers a subset of `columns`, so values over them stay unique.
+    fn unique_over(&self, table: &str, columns: &BTreeSet<String>, except: Option<&str>) -> bool {
+        [self.first, self.second].into_iter().any(|s| s.unique_over(table, columns, except))
     }
 
     fn is_enum(&self, name: String) -> bool {
@@ -827,7 +666,7 @@ fn redefined_column(shown: &str, table: &str, op: &AlterTableOperation, view: &L
         out.push(finding(NOT_NULL_DROPPED, &symbol, line, &before, &after));
     }
     if let Some(known) = known
-        && let Some(rule) = type_loosening(&known.data_type, data_type, |n| view.is_enum(n))
+        && let Some(rule) = type_rule(&known.data_type, data_type, |n| view.is_enum(n))
     {
         out.push(finding(rule, &symbol, line, &known.display, &after));
     }
@@ -849,11 +688,7 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                         .map_or_else(|| format!("{column_name} NOT NULL"), |c| c.display.clone());
                     Some(finding(NOT_NULL_DROPPED, &symbol, line, &before, &after))
                 }
-                AlterColumnOperation::SetDataType { data_type, .. } => {
-                    let known = known?;
-                    let rule = type_loosening(&known.data_type, data_type, |n| view.is_enum(n))?;
-                    Some(finding(rule, &symbol, line, &known.display, &after))
-                }
+                // Type changes are judged per column once the file is read (`scan_operations`).
                 _ => None,
             }
         }
@@ -865,9 +700,20 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                     AlterTableOperation::DropForeignKey { .. } => Some(ConstraintKind::ForeignKey),
                     _ => kind_by_name(&key),
                 };
-                kind.map(|kind| NamedConstraint { kind, text: format!("CONSTRAINT {name}"), column: None })
+                kind.map(|kind| NamedConstraint {
+                    kind,
+                    text: format!("CONSTRAINT {name}"),
+                    column: None,
+                    columns: BTreeSet::new(),
+                })
             };
             let known = view.constraint(table, &key).or_else(guessed)?;
+            // A constraint whose columns the file drops goes with them.
+            if !known.columns.is_empty()
+                && known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
+            {
+                return None;
+            }
             let rule = match known.kind {
                 ConstraintKind::Check => CHECK_REMOVED,
                 ConstraintKind::Unique => UNIQUE_DROPPED,
@@ -909,7 +755,7 @@ fn kind_by_name(name: &str) -> Option<ConstraintKind> {
 // ---------------------------------------------------------------------------------
 // Small helpers.
 
-fn finding(rule: &'static str, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
+fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
     RawFinding {
         line: line.max(1),
         rule,
@@ -917,62 +763,6 @@ fn finding(rule: &'static str, symbol: &str, line: u32, before: &str, after: &st
         before: one_line(before),
         after: one_line(after),
         in_test: false,
-    }
-}
-
-/// Unquoted identifiers are case-insensitive in SQL; quoted ones keep their case.
-fn ident_key(ident: &Ident) -> String {
-    if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_ascii_lowercase() }
-}
-
-fn object_key(name: &ObjectName) -> String {
-    name.0
-        .iter()
-        .map(|part| match part {
-            ObjectNamePart::Identifier(i) => ident_key(i),
-            other => other.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// A table name for a symbol: its parts as written, without quotes.
-fn object_shown(name: &ObjectName) -> String {
-    name.0
-        .iter()
-        .map(|part| match part {
-            ObjectNamePart::Identifier(i) => i.value.clone(),
-            other => other.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-fn ident_line(ident: &Ident) -> u32 {
-    u32::try_from(ident.span.start.line).unwrap_or(u32::MAX)
-}
-
-fn object_line(name: &ObjectName) -> u32 {
-    name.0
-        .iter()
-        .rev()
-        .find_map(|part| match part {
-            ObjectNamePart::Identifier(i) => Some(ident_line(i)),
-            _ => None,
-        })
-        .unwrap_or(1)
-}
-
-/// Comparison form of SQL text: lowercase, single spaces.
-fn norm(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase()
-}
-
-fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(MAX_RENDER) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
     }
 }
 
@@ -1104,9 +894,33 @@ mod tests {
         "t_a_key",
         "t_a_fkey",
     ];
+}
+
+#[cfg(test)]
+mod do_block_tests {
+    use super::*;
 
     #[test]
-    fn fixtures_match_expected() {
-        crate::widen::schema::fixture_harness::run(RULES, detect);
+    fn ddl_inside_a_do_block_is_read() {
+        let earlier = "CREATE TABLE users (\n  id INT PRIMARY KEY,\n  email VARCHAR(255) NULL UNIQUE\n);\n";
+        let after = "-- relax\ndo $$\nbegin\n  alter table only {{ index .Options \"Namespace\" }}.users\n    drop constraint if exists users_email_key;\nexception\nwhen SQLSTATE '2BP01' then\n  raise notice 'cannot drop';\nend $$;\n";
+        let out = detect_after("migrations/2_relax.up.sql", "", after, &[earlier]).expect("parses");
+        assert_eq!(out.iter().map(|f| (f.rule, f.line)).collect::<Vec<_>>(), [(UNIQUE_DROPPED, 5)], "{out:?}");
+    }
+
+    /// A nested block's handler is not the outer block's end: DDL after it counts.
+    #[test]
+    fn a_nested_handler_does_not_hide_the_rest_of_the_block() {
+        let block = |index: &str| {
+            format!(
+                "do $$ begin\n  create table tickets (id int primary key, seat int not null);\n  begin\n    create index tickets_seat on tickets using hash (seat);\n  exception when others then\n    create index tickets_seat on tickets (seat);\n  end;\n  if true then\n    perform 1;\n  end if;\n  {index}\nend $$;\n"
+            )
+        };
+        let before = block("create unique index tickets_one_seat on tickets (seat);");
+        let same = detect("migrations/1_tickets.up.sql", &before, &format!("-- note\n{before}")).expect("parses");
+        assert!(same.is_empty(), "{same:?}");
+        let after = block("create index tickets_one_seat on tickets (seat);");
+        let out = detect("migrations/1_tickets.up.sql", &before, &after).expect("parses");
+        assert_eq!(out.iter().map(|f| f.rule).collect::<Vec<_>>(), [UNIQUE_INDEX_DROPPED], "{out:?}");
     }
 }

@@ -7,66 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::widen::{DetectError, RawFinding};
+use crate::widen::{DetectError, RawFinding, RuleId};
 
-/// Parses one version of a file from scratch; a tree with syntax errors is refused.
-pub(in crate::widen) fn parse(
-    lang: tree_sitter::Language,
-    src: &str,
-    which: &str,
-    path: &str,
-) -> Result<Tree, DetectError> {
-    let mut parser = Parser::new();
-    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
-    let tree = parser
-        .parse(src, None)
-        .ok_or_else(|| DetectError(format!("{path}: the {which} version could not be parsed")))?;
+/// The tree of one version, or why it cannot be used: no tree at all, or a tree with
+/// syntax errors (refused, so a half-parsed file never yields findings built on a guess).
+pub(in crate::widen) fn refuse(tree: Option<Tree>, which: &str, path: &str) -> Result<Tree, DetectError> {
+    let tree = tree.ok_or_else(|| DetectError(format!("{path}: the {which} version could not be parsed")))?;
     refuse_errors(&tree, which, path)?;
     Ok(tree)
-}
-
-/// Parses both versions of a file; a tree with syntax errors is refused, so a
-/// half-parsed file never yields findings built on a guess. The new version is parsed
-/// incrementally from the old tree (see [`reparse`]), so the unchanged parts of a file
-/// are not parsed twice.
-pub(in crate::widen) fn parse_pair(
-    lang: tree_sitter::Language,
-    before: &str,
-    after: &str,
-    path: &str,
-) -> Result<(Tree, Tree), DetectError> {
-    let (mut parser, old) = parse_old(lang, before, path)?;
-    let new = reparse(&mut parser, &old, before, after).map(|(new, _, _)| new);
-    Ok((old, refuse_new(new, path)?))
-}
-
-/// [`parse_pair`], also telling what the new version left [`Unchanged`].
-pub(in crate::widen) fn parse_pair_tracking(
-    lang: tree_sitter::Language,
-    before: &str,
-    after: &str,
-    path: &str,
-) -> Result<(Tree, Tree, Unchanged), DetectError> {
-    let (mut parser, old) = parse_old(lang, before, path)?;
-    let (new, unchanged) = reparse_tracking(&mut parser, &old, before, after).unzip();
-    Ok((old, refuse_new(new, path)?, unchanged.expect("a new tree comes with what it left unchanged")))
-}
-
-/// A parser for `lang` and the old version's tree, refused when it has errors.
-fn parse_old(lang: tree_sitter::Language, before: &str, path: &str) -> Result<(Parser, Tree), DetectError> {
-    let mut parser = Parser::new();
-    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
-    let old = parser
-        .parse(before, None)
-        .ok_or_else(|| DetectError(format!("{path}: the old version could not be parsed")))?;
-    refuse_errors(&old, "old", path)?;
-    Ok((parser, old))
-}
-
-fn refuse_new(new: Option<Tree>, path: &str) -> Result<Tree, DetectError> {
-    let new = new.ok_or_else(|| DetectError(format!("{path}: the new version could not be parsed")))?;
-    refuse_errors(&new, "new", path)?;
-    Ok(new)
 }
 
 fn refuse_errors(tree: &Tree, which: &str, path: &str) -> Result<(), DetectError> {
@@ -96,7 +44,7 @@ fn reparse(parser: &mut Parser, old: &Tree, before: &str, after: &str) -> Option
 /// inventory is the same but for line numbers, and the old version's walk can take it
 /// from the new version's instead of walking it again.
 #[derive(Debug, Clone)]
-pub(in crate::widen) struct Unchanged {
+pub(crate) struct Unchanged {
     edit: tree_sitter::InputEdit,
     changed: Vec<std::ops::Range<usize>>,
 }
@@ -240,6 +188,35 @@ pub(in crate::widen) fn point_at(text: &[u8], byte: usize) -> tree_sitter::Point
     tree_sitter::Point { row, column }
 }
 
+/// One version parsed from scratch, refused with errors (for tests; the detectors
+/// parse through [`super::detector`]).
+#[cfg(test)]
+pub(in crate::widen) fn parse(
+    lang: tree_sitter::Language,
+    src: &str,
+    which: &str,
+    path: &str,
+) -> Result<Tree, DetectError> {
+    let mut parser = Parser::new();
+    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
+    refuse(parser.parse(src, None), which, path)
+}
+
+/// Both versions, the new one reparsed incrementally, and what it left unchanged (for tests).
+#[cfg(test)]
+pub(in crate::widen) fn parse_pair_tracking(
+    lang: tree_sitter::Language,
+    before: &str,
+    after: &str,
+    path: &str,
+) -> Result<(Tree, Tree, Unchanged), DetectError> {
+    let mut parser = Parser::new();
+    parser.set_language(&lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
+    let old = refuse(parser.parse(before, None), "old", path)?;
+    let (new, unchanged) = reparse_tracking(&mut parser, &old, before, after).unzip();
+    Ok((old, refuse(new, "new", path)?, unchanged.expect("a new tree comes with what it left unchanged")))
+}
+
 #[cfg(test)]
 mod reparse_tests {
     use super::*;
@@ -256,7 +233,7 @@ mod reparse_tests {
             ("class A:\n    x: int\n", "class A:\n    x: int | None\n"),
         ];
         for (before, after) in cases {
-            let (_, incremental) = parse_pair(lang.clone(), before, after, "t.py").unwrap();
+            let (_, incremental, _) = parse_pair_tracking(lang.clone(), before, after, "t.py").unwrap();
             let fresh = parse(lang.clone(), after, "new", "t.py").unwrap();
             assert_eq!(incremental.root_node().to_sexp(), fresh.root_node().to_sexp(), "{before:?} -> {after:?}");
         }
@@ -628,7 +605,7 @@ pub(in crate::widen) fn pair_slots<'a, T>(
 }
 
 /// A finding for a slot that loosened between the two versions.
-pub(in crate::widen) fn slot_finding<T>(rule: &'static str, before: &Slot<T>, after: &Slot<T>) -> RawFinding {
+pub(in crate::widen) fn slot_finding<T>(rule: RuleId, before: &Slot<T>, after: &Slot<T>) -> RawFinding {
     RawFinding {
         line: after.line,
         rule,
@@ -643,7 +620,7 @@ pub(in crate::widen) fn slot_finding<T>(rule: &'static str, before: &Slot<T>, af
 /// an assertion, a panic).
 #[derive(Debug, Clone, PartialEq)]
 pub(in crate::widen) struct Check {
-    pub rule: &'static str,
+    pub rule: RuleId,
     /// The owning function's symbol.
     pub owner: String,
     /// The condition, formatting-blind: equal keys are the same check.
@@ -664,7 +641,7 @@ impl Check {
     /// Builds a check from its condition node; `ident_kinds` are the grammar's identifier
     /// node kinds.
     pub(in crate::widen) fn new(
-        rule: &'static str,
+        rule: RuleId,
         owner: &str,
         cond: Node,
         src: &str,
@@ -872,172 +849,4 @@ pub(in crate::widen) fn finish(mut findings: Vec<RawFinding>) -> Vec<RawFinding>
     findings.sort();
     findings.dedup();
     findings
-}
-
-#[cfg(test)]
-pub(in crate::widen) mod fixtures {
-    //! Runs a language's fixtures (`fixtures/<rule-id>/<case>/`) through its `detect` and
-    //! compares with `expected.json`, until the engine's harness covers them.
-
-    use std::path::Path;
-
-    use crate::widen::{RawFinding, RuleDef};
-
-    type Detect = fn(&str, &str, &str) -> Result<Vec<RawFinding>, crate::widen::DetectError>;
-
-    /// Checks every case of every rule in `rules` (files with an extension in `exts`);
-    /// returns the number of cases checked.
-    pub fn check_all(rules: &[RuleDef], detect: Detect, exts: &[&str]) -> usize {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        let mut checked = 0;
-        let mut failures = Vec::new();
-        for rule in rules {
-            let dir = root.join(rule.id);
-            let mut cases: Vec<_> = std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|e| e.unwrap().path())
-                .collect();
-            cases.sort();
-            let (mut fires, mut quiet) = (0, 0);
-            for case in cases {
-                let name = case.file_name().unwrap().to_string_lossy().to_string();
-                let (before, after, ext) = read_pair(&case, exts);
-                let path = std::fs::read_to_string(case.join("path.txt"))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| format!("src/fixture.{ext}"));
-                let got = detect(&path, &before, &after).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
-                assert!(
-                    got.iter().all(|f| !f.in_test),
-                    "{}: fixtures avoid test code (the engine's policy decides it)",
-                    case.display()
-                );
-                let got: Vec<serde_json::Value> = got
-                    .iter()
-                    .map(|f| {
-                        serde_json::json!({"rule": f.rule, "symbol": f.symbol, "line": f.line,
-                            "before": f.before, "after": f.after})
-                    })
-                    .collect();
-                let expected: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(case.join("expected.json")).unwrap()).unwrap();
-                let expected = expected["findings"].as_array().unwrap().clone();
-                if got != expected {
-                    failures.push(format!(
-                        "{}:\n  expected {}\n  got      {}",
-                        case.display(),
-                        serde_json::Value::Array(expected.clone()),
-                        serde_json::Value::Array(got.clone())
-                    ));
-                }
-                let own = expected.iter().any(|f| f["rule"] == rule.id);
-                if name.starts_with("fires") {
-                    if !own {
-                        failures.push(format!("{}: a `fires` case must fire its rule", case.display()));
-                    }
-                    fires += 1;
-                } else {
-                    if own {
-                        failures.push(format!("{}: a near-miss must not fire its rule", case.display()));
-                    }
-                    quiet += 1;
-                }
-                checked += 1;
-            }
-            assert!(fires > 0 && quiet > 0, "{}: needs a fires and a near-miss case", rule.id);
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-        checked
-    }
-
-    /// Feeds every fixture's old version against damaged copies of its new version (a
-    /// window of bytes cut at many points): the detector must answer, never panic.
-    pub fn survives_damage(rules: &[RuleDef], detect: Detect, exts: &[&str]) {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        for rule in rules {
-            for case in std::fs::read_dir(root.join(rule.id)).unwrap() {
-                let case = case.unwrap().path();
-                let (before, after, ext) = read_pair(&case, exts);
-                let path = format!("src/fixture.{ext}");
-                let step = (after.len() / 12).max(1);
-                for start in (0..after.len()).step_by(step) {
-                    for width in [5] {
-                        let end = (start + width).min(after.len());
-                        let (Some(head), Some(tail)) = (after.get(..start), after.get(end..)) else {
-                            continue;
-                        };
-                        let damaged = format!("{head}{tail}");
-                        let _ = detect(&path, &before, &damaged);
-                        let _ = detect(&path, &damaged, &before);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Both versions of every fixture case of the rules whose id starts with `prefix`,
-    /// with the extension of the case's files (an absent side is empty).
-    pub fn pairs(prefix: &str, exts: &[&str]) -> Vec<(String, String, String)> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        let mut out = Vec::new();
-        let mut rules: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
-        rules.sort();
-        for rule in rules.iter().filter(|r| r.file_name().unwrap().to_string_lossy().starts_with(prefix)) {
-            let mut cases: Vec<_> = std::fs::read_dir(rule).unwrap().map(|e| e.unwrap().path()).collect();
-            cases.sort();
-            for case in cases {
-                let (before, after, ext) = read_pair(&case, exts);
-                out.push((ext, before, after));
-            }
-        }
-        out
-    }
-
-    /// The premise of the engine's shortcut for added files: run each detector with an
-    /// empty old version on every fixture text of its language (both sides, as if each
-    /// were a new file) and require no finding wherever `added_may_fire` says none is
-    /// possible.
-    #[test]
-    fn added_files_are_skipped_only_where_nothing_can_fire() {
-        use crate::widen::{Language, added_may_fire, go, python, rust, ts};
-        let detectors: [(&[RuleDef], Detect, &[&str], Language); 4] = [
-            (rust::RULES, rust::detect, &["rs"], Language::Rust),
-            (ts::RULES, ts::detect, &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"], Language::Typescript),
-            (python::RULES, python::detect, &["py", "pyi"], Language::Python),
-            (go::RULES, go::detect, &["go"], Language::Go),
-        ];
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        for (rules, detect, exts, lang) in detectors {
-            let mut checked = 0;
-            for rule in rules {
-                for case in std::fs::read_dir(root.join(rule.id)).unwrap() {
-                    let case = case.unwrap().path();
-                    let (before, after, ext) = read_pair(&case, exts);
-                    let path = format!("src/fixture.{ext}");
-                    for text in [before, after] {
-                        if text.is_empty() || added_may_fire(lang, &text) {
-                            continue;
-                        }
-                        // A text that does not parse alone (a fragment) proves nothing either way.
-                        if let Ok(found) = detect(&path, "", &text) {
-                            assert!(found.is_empty(), "{}: an added file gave {found:?}", case.display());
-                            checked += 1;
-                        }
-                    }
-                }
-            }
-            assert!(checked > 10, "{lang:?}: fixture texts checked: {checked}");
-        }
-    }
-
-    fn read_pair(case: &Path, exts: &[&str]) -> (String, String, String) {
-        for ext in exts {
-            let b = case.join(format!("before.{ext}"));
-            let a = case.join(format!("after.{ext}"));
-            if b.exists() || a.exists() {
-                let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
-                return (read(&b), read(&a), ext.to_string());
-            }
-        }
-        panic!("{}: no before/after file with extension {exts:?}", case.display());
-    }
 }

@@ -30,7 +30,7 @@ static ENABLED: std::sync::LazyLock<bool> =
 
 /// Which lexer finds the declaration boundaries of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::widen) enum Lexer {
+pub(crate) enum Lexer {
     Rust,
     /// TypeScript and JavaScript without JSX.
     Script,
@@ -40,7 +40,7 @@ pub(in crate::widen) enum Lexer {
 /// `[start, new_end)` of the new one. The text before `start` and from `old_end` on
 /// (`new_end` on) is the same in both versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::widen) struct Window {
+pub(crate) struct Window {
     pub start: usize,
     pub old_end: usize,
     pub new_end: usize,
@@ -97,7 +97,7 @@ pub(in crate::widen) fn parse_range(lang: &tree_sitter::Language, src: &str, sta
 /// The text outside a window, the same in both versions, and the tests a detector
 /// asks of it. Each test answers "maybe" whenever the outside could hold what is
 /// asked about, so a "no" is certain.
-pub(in crate::widen) struct Outside<'s> {
+pub(crate) struct Outside<'s> {
     parts: [&'s str; 2],
     compacted: std::cell::OnceCell<[String; 2]>,
     impl_headers: std::cell::OnceCell<[Vec<std::ops::Range<usize>>; 2]>,

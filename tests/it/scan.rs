@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use premerge::widen::catalogue;
 use premerge::widen::engine::{self, FileInput, Policy};
+use premerge::widen::migrations::{self, History};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------- fixture harness
@@ -67,9 +68,8 @@ fn version(dir: &Path, stem: &str) -> Option<(String, Vec<u8>)> {
     None
 }
 
-/// Run the full engine (every rule, default policies) on a case; the findings as
-/// `expected.json` spells them.
-fn run_case(case: &Case) -> Value {
+/// The case's path (`path.txt`, else `src/fixture.<ext>`) and both versions.
+fn input(case: &Case) -> FileInput {
     let before = version(&case.dir, "before");
     let after = version(&case.dir, "after");
     let ext = before.as_ref().or(after.as_ref()).map(|(e, _)| e.clone()).unwrap_or_else(|| {
@@ -82,9 +82,34 @@ fn run_case(case: &Case) -> Value {
         Ok(p) => p.trim().to_string(),
         Err(_) => format!("src/fixture.{ext}"),
     };
-    let input = FileInput { path, before: before.map(|v| v.1), after: after.map(|v| v.1) };
-    let report = engine::scan_file(&input, &Policy::default());
+    FileInput { path, before: before.map(|v| v.1), after: after.map(|v| v.1) }
+}
+
+/// `earlier/`: migrations that run before the case's file, placed in its sequence's
+/// directory.
+fn history(case: &Case, path: &str) -> History {
+    let mut earlier = Vec::new();
+    if let (Ok(entries), Some(slot)) = (fs::read_dir(case.dir.join("earlier")), migrations::slot(path)) {
+        for e in entries {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            earlier.push((format!("{}/{name}", slot.set), fs::read_to_string(e.path()).unwrap()));
+        }
+    }
+    History::new(earlier)
+}
+
+/// Run the full engine (every rule, default policies) on a case.
+fn run_case(case: &Case) -> engine::Report {
+    let input = input(case);
+    let report =
+        engine::scan_with_history(std::slice::from_ref(&input), &Policy::default(), &history(case, &input.path));
     assert!(report.notes.is_empty(), "{}: the engine noted {:?}", case.id(), report.notes);
+    report
+}
+
+/// The findings as `expected.json` spells them.
+fn as_expected(report: &engine::Report) -> Value {
     let findings: Vec<Value> = report
         .findings
         .iter()
@@ -99,56 +124,67 @@ fn expected(case: &Case) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", p.display()))
 }
 
-/// Every rule runs against every fixture: each case's findings (all rules, after
-/// policies) must equal its `expected.json` exactly.
-#[test]
-fn every_fixture_reports_exactly_its_expected_findings() {
-    let mut failures = Vec::new();
-    for case in cases() {
-        let got = run_case(&case);
-        let want = expected(&case);
-        if got != want {
-            failures.push(format!(
-                "{}:\n  expected {}\n  actual   {}",
-                case.id(),
-                serde_json::to_string(&want).unwrap(),
-                serde_json::to_string_pretty(&got).unwrap()
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{} fixture(s) differ:\n{}", failures.len(), failures.join("\n"));
+/// `expected.json` as written for a new case (`PREMERGE_BLESS=1`; review the diff).
+fn render_expected(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap();
+    s.push('\n');
+    s
 }
 
-/// `fires*` cases report their own rule; every other case must not.
+/// The one fixture harness. Every rule runs over every fixture (the whole engine,
+/// default policies), and:
+/// - each case's findings equal its `expected.json` exactly (`PREMERGE_BLESS=1`
+///   rewrites a differing one);
+/// - `fires*` cases report their own rule, every other case does not;
+/// - every fixture folder names a rule of the catalogue, and every rule has a firing
+///   and a non-firing case;
+/// - the full answer (message and severity of every finding of every case, whichever
+///   rule reported it) is one insta snapshot, so a new fixture or rule shows all it
+///   triggers in review.
 #[test]
-fn firing_cases_fire_and_near_misses_do_not() {
-    let mut failures = Vec::new();
-    for case in cases() {
-        let got = run_case(&case);
-        let own = got["findings"].as_array().unwrap().iter().any(|f| f["rule"] == case.rule.as_str());
-        if own != case.fires() {
-            failures.push(format!("{}: own rule reported = {own}", case.id()));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// The meta-test: every rule has a firing and a non-firing fixture, and every fixture
-/// folder belongs to a rule of the catalogue.
-#[test]
-fn every_rule_has_fixtures_and_every_fixture_has_a_rule() {
-    let ids: BTreeSet<&str> = catalogue::all().map(|r| r.id).collect();
+fn every_rule_over_every_fixture() {
+    let ids: BTreeSet<&str> = catalogue::all().map(|r| r.id.as_str()).collect();
+    let bless = std::env::var_os("PREMERGE_BLESS").is_some();
     let mut by_rule: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut problems = Vec::new();
+    let mut snapshot = BTreeMap::new();
     for case in cases() {
         if !ids.contains(case.rule.as_str()) {
             problems.push(format!("fixtures/{}: no rule of the catalogue has this id", case.rule));
         }
-        if !case.dir.join("expected.json").is_file() {
+        if !case.dir.join("expected.json").is_file() && !bless {
             problems.push(format!("fixtures/{}: no expected.json", case.id()));
+            continue;
         }
         let e = by_rule.entry(case.rule.clone()).or_default();
-        if case.fires() { e.0 += 1 } else { e.1 += 1 }
+        if case.fires() {
+            e.0 += 1
+        } else {
+            e.1 += 1
+        }
+        let report = run_case(&case);
+        let got = as_expected(&report);
+        let stale = !case.dir.join("expected.json").is_file() || got != expected(&case);
+        if bless && stale {
+            fs::write(case.dir.join("expected.json"), render_expected(&got)).unwrap();
+        } else if stale {
+            problems.push(format!(
+                "{}:\n  expected {}\n  actual   {}",
+                case.id(),
+                serde_json::to_string(&expected(&case)).unwrap(),
+                serde_json::to_string_pretty(&got).unwrap()
+            ));
+        }
+        let own = report.findings.iter().any(|f| f.rule == case.rule);
+        if own != case.fires() {
+            problems.push(format!("{}: own rule reported = {own}, but the case is named {}", case.id(), case.name));
+        }
+        let lines: Vec<String> = report
+            .findings
+            .iter()
+            .map(|f| format!("{}:{} {} [{}] {}", f.rule, f.line, f.symbol, f.severity.as_str(), f.message))
+            .collect();
+        snapshot.insert(case.id(), lines);
     }
     for id in &ids {
         let (fires, quiet) = by_rule.get(*id).copied().unwrap_or_default();
@@ -160,7 +196,34 @@ fn every_rule_has_fixtures_and_every_fixture_has_a_rule() {
         }
     }
     problems.dedup();
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+    insta::assert_json_snapshot!("rules_over_fixtures", snapshot);
+}
+
+/// Every fixture's old version against damaged copies of its new version (five bytes
+/// cut at a dozen points) and the other way round: the engine answers, and no
+/// detector fails (a panic would be noted as "the ... detector failed").
+#[test]
+fn damaged_fixtures_never_make_a_detector_fail() {
+    let mut runs = 0;
+    for case in cases() {
+        let i = input(&case);
+        let (before, after) = (i.before.clone().unwrap_or_default(), i.after.clone().unwrap_or_default());
+        let step = (after.len() / 12).max(1);
+        for start in (0..after.len()).step_by(step) {
+            let end = (start + 5).min(after.len());
+            let damaged = [&after[..start], &after[end..]].concat();
+            for (b, a) in [(before.clone(), damaged.clone()), (damaged.clone(), before.clone())] {
+                let input = FileInput { path: i.path.clone(), before: Some(b), after: Some(a) };
+                let report = engine::scan_file(&input, &Policy::default());
+                for n in &report.notes {
+                    assert!(!n.reason.contains("detector failed"), "{}: {}", case.id(), n.reason);
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 1000, "damaged versions scanned: {runs}");
 }
 
 /// `docs/rules.md` is generated from the catalogue and must match it.
@@ -659,4 +722,56 @@ fn the_change_window_scans_what_the_edit_touches_and_can_be_switched_off() {
     assert_eq!(of(&whole, "src/legacy.rs"), Vec::<Value>::new());
     assert_eq!(whole["notes"][0]["file"], "src/legacy.rs", "{whole}");
     assert_eq!(whole["notes"][0]["kind"], "parse-failed", "{whole}");
+}
+
+/// A new migration is judged against the tables the earlier migrations of its sequence
+/// built, read at the base revision: `DROP CONSTRAINT` names a check declared two
+/// migrations back, and `TYPE TEXT` retypes a column declared as `UUID` there.
+#[test]
+fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
+    let r = TestRepo::new();
+    r.write(
+        "db/migrations/1_create_orders.up.sql",
+        "CREATE TABLE orders (\n  id UUID PRIMARY KEY,\n  qty INT NOT NULL,\n  CONSTRAINT qty_positive CHECK (qty > 0)\n);\n",
+    );
+    r.write("db/migrations/1_create_orders.down.sql", "DROP TABLE orders;\n");
+    r.write("db/migrations/2_index.up.sql", "CREATE UNIQUE INDEX orders_one_qty ON orders (qty);\n");
+    r.write("README.md", "# x\n");
+    let base = r.commit_all("earlier migrations");
+    // Lookalike first: an unrelated, unknown constraint name says nothing.
+    r.write("db/migrations/3_cleanup.up.sql", "ALTER TABLE orders DROP CONSTRAINT some_name;\n");
+    let head = r.commit_all("lookalike");
+    let out = scan_json(&r, &["--base", &base, "--head", &head, "--no-memory"]);
+    assert_eq!(out["findings"], json!([]), "{out}");
+    r.write(
+        "db/migrations/4_relax.up.sql",
+        "ALTER TABLE orders DROP CONSTRAINT qty_positive;\nALTER TABLE orders ALTER COLUMN id TYPE TEXT;\nDROP INDEX orders_one_qty;\n",
+    );
+    let head2 = r.commit_all("relax");
+    let out = scan_json(&r, &["--base", &head, "--head", &head2, "--no-memory"]);
+    let got: Vec<(String, String)> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap().to_string(), f["symbol"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("sql-check-removed".to_string(), "orders.qty_positive".to_string()),
+            ("sql-type-to-text".to_string(), "orders.id".to_string()),
+            ("sql-unique-index-dropped".to_string(), "orders.orders_one_qty".to_string()),
+        ],
+        "{out}"
+    );
+    // Without the history (the file alone) none of the three can be judged.
+    let alone = engine::scan_file(
+        &FileInput {
+            path: "db/migrations/4_relax.up.sql".into(),
+            before: None,
+            after: Some(fs::read(r.root.join("db/migrations/4_relax.up.sql")).unwrap()),
+        },
+        &Policy::default(),
+    );
+    assert!(alone.findings.is_empty(), "{alone:?}");
 }

@@ -9,92 +9,92 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::syntax::{
-    Body, Check, Slot, children, compact, field, finish, kind_of, line, named_children, one_line, pair_slots,
-    removed_checks, slot_finding, text,
+    Body, Check, Slot, children, compact, field, kind_of, line, named_children, one_line, pair_slots, removed_checks,
+    slot_finding, text,
 };
 use super::window;
-use super::{DetectError, Language, RawFinding, RuleDef, Severity};
+use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
 const TS: &[Language] = &[Language::Typescript];
 
 pub const RULES: &[RuleDef] = &[
     RuleDef {
-        id: "ts-nullable-widened",
+        id: RuleId::TsNullableWidened,
         languages: TS,
-        family: "optionality",
+        family: Family::Optionality,
         description: "A property, parameter or return type gains `null` or `undefined` in its union (`T` to `T | null`).",
         severity: Severity::High,
         message: "`{symbol}` may now be null or undefined: `{before}` became `{after}`",
         invariant: "Readers of the value could rely on it always being present.",
     },
     RuleDef {
-        id: "ts-property-made-optional",
+        id: RuleId::TsPropertyMadeOptional,
         languages: TS,
-        family: "optionality",
+        family: Family::Optionality,
         description: "A required property or parameter is made optional (`name: T` to `name?: T`).",
         severity: Severity::High,
         message: "`{symbol}` is no longer required: `{before}` became `{after}`",
         invariant: "Every object or call had to supply the value, so code reading it never saw it missing.",
     },
     RuleDef {
-        id: "ts-literal-union-erased",
+        id: RuleId::TsLiteralUnionErased,
         languages: TS,
-        family: "enum-erasure",
+        family: Family::EnumErasure,
         description: "A union of literal types (or an alias of one) is replaced by `string`, `number` or `boolean`.",
         severity: Severity::Medium,
         message: "`{symbol}` accepts any value of the primitive type now: `{before}` became `{after}`",
         invariant: "The value was one of a closed set of literals that switch statements and lookups could handle exhaustively.",
     },
     RuleDef {
-        id: "ts-enum-erased",
+        id: RuleId::TsEnumErased,
         languages: TS,
-        family: "enum-erasure",
+        family: Family::EnumErasure,
         description: "A property or parameter typed by an enum declared in the file becomes `string` or `number`.",
         severity: Severity::Medium,
         message: "`{symbol}` is no longer restricted to the enum's members: `{before}` became `{after}`",
         invariant: "The value was one of the enum's members, so every consumer could handle each case.",
     },
     RuleDef {
-        id: "ts-type-erased",
+        id: RuleId::TsTypeErased,
         languages: TS,
-        family: "type-erasure",
+        family: Family::TypeErasure,
         description: "A concrete type is replaced by `any`, `unknown`, `object`, `Object` or `{}`.",
         severity: Severity::Medium,
         message: "`{symbol}` lost its type: `{before}` became `{after}`",
         invariant: "The compiler checked every use of the value against its concrete shape.",
     },
     RuleDef {
-        id: "ts-readonly-removed",
+        id: RuleId::TsReadonlyRemoved,
         languages: TS,
-        family: "mutability-exposure",
+        family: Family::MutabilityExposure,
         description: "A `readonly` modifier, `readonly T[]`, `ReadonlyArray`, `ReadonlyMap`, `ReadonlySet` or `Readonly<T>` is removed.",
         severity: Severity::Medium,
         message: "`{symbol}` can be mutated now: `{before}` became `{after}`",
         invariant: "Nobody could reassign or mutate the value after construction, so holders could share it safely.",
     },
     RuleDef {
-        id: "ts-private-made-public",
+        id: RuleId::TsPrivateMadePublic,
         languages: BOTH,
-        family: "mutability-exposure",
+        family: Family::MutabilityExposure,
         description: "A `private`/`protected`/`#` class member is made public.",
         severity: Severity::Low,
         message: "`{symbol}` is exposed outside its class now: `{before}` became `{after}`",
         invariant: "Only the class itself could read or write the member, so its methods kept it consistent.",
     },
     RuleDef {
-        id: "ts-throw-guard-removed",
+        id: RuleId::TsThrowGuardRemoved,
         languages: BOTH,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "An `if (...) throw` guard is removed from a function body.",
         severity: Severity::High,
         message: "the guard `{before}` was removed from `{symbol}`",
         invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
     },
     RuleDef {
-        id: "ts-invariant-removed",
+        id: RuleId::TsInvariantRemoved,
         languages: BOTH,
-        family: "check-removed",
+        family: Family::CheckRemoved,
         description: "An `invariant(...)`, `assert(...)`, `assert.*(...)` or `console.assert(...)` call is removed from a function body.",
         severity: Severity::High,
         message: "the assertion `{before}` was removed from `{symbol}`",
@@ -124,81 +124,69 @@ const TEST_CALLS: &[&str] = &[
 /// Calls that assert their first argument.
 const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
 
-pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
-    detect_with(path, before, after, true)
-}
+/// The TypeScript and JavaScript detector.
+pub struct ScriptDetector;
 
-/// [`detect`], with the change window allowed or not (the tests compare the two).
-fn detect_with(path: &str, before: &str, after: &str, allow_window: bool) -> Result<Vec<RawFinding>, DetectError> {
-    let lang: tree_sitter::Language = match Language::for_path(path) {
-        Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
-        _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
-        _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-    };
-    let jsx = path.to_ascii_lowercase().ends_with('x');
-    let (b, a) = match (allow_window && !jsx).then(|| windowed(&lang, before, after)).flatten() {
-        Some(pair) => pair,
-        None if super::syntax::rewritten(before, after) => side_by_side(&lang, path, before, after)?,
-        None => incremental(lang, path, before, after)?,
-    };
+impl super::detector::Grammar for ScriptDetector {
+    type Inventory = Inventory;
 
-    let mut out = Vec::new();
-    for (bs, as_) in pair_slots(&b.slots, &a.slots) {
-        if bs.info.private && !as_.info.private {
-            out.push(slot_finding("ts-private-made-public", bs, as_));
-        }
-        if bs.info.readonly && !as_.info.readonly {
-            out.push(slot_finding("ts-readonly-removed", bs, as_));
-        }
-        if !bs.info.optional && as_.info.optional {
-            out.push(slot_finding("ts-property-made-optional", bs, as_));
-        }
-        if let (Some(bt), Some(at)) = (&bs.info.ty, &as_.info.ty)
-            && let Some(rule) = classify(bt, at, bs.info.optional, &b)
-        {
-            out.push(slot_finding(rule, bs, as_));
+    fn rules(&self) -> &'static [RuleDef] {
+        RULES
+    }
+
+    fn grammar(&self, path: &str) -> tree_sitter::Language {
+        match Language::for_path(path) {
+            Some(Language::Javascript) => tree_sitter_javascript::LANGUAGE.into(),
+            _ if path.to_ascii_lowercase().ends_with(".tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
         }
     }
-    out.extend(removed_checks(&b.body, &a.body));
-    Ok(finish(out))
-}
 
-/// Both inventories, the new version parsed incrementally from the old tree and its
-/// unchanged statements walked once.
-fn incremental(
-    lang: tree_sitter::Language,
-    path: &str,
-    before: &str,
-    after: &str,
-) -> Result<(Inventory, Inventory), DetectError> {
-    let (b_tree, a_tree, unchanged) = super::syntax::parse_pair_tracking(lang, before, after, path)?;
-    Ok(Inventory::build_pair(b_tree.root_node(), before, a_tree.root_node(), after, Some(&unchanged)))
-}
+    fn build(&self, tree: &tree_sitter::Tree, src: &str) -> Inventory {
+        Inventory::build(tree.root_node(), src)
+    }
 
-/// Both inventories, each version parsed and walked whole on its own thread: for a
-/// rewritten file, where an incremental parse would reuse little.
-fn side_by_side(
-    lang: &tree_sitter::Language,
-    path: &str,
-    before: &str,
-    after: &str,
-) -> Result<(Inventory, Inventory), DetectError> {
-    super::syntax::side_by_side(before, after, |src, which| {
-        super::syntax::parse(lang.clone(), src, which, path).map(|tree| Inventory::build(tree.root_node(), src))
-    })
-}
+    fn build_pair(
+        &self,
+        old: &tree_sitter::Tree,
+        before: &str,
+        new: &tree_sitter::Tree,
+        after: &str,
+        unchanged: &super::syntax::Unchanged,
+    ) -> (Inventory, Inventory) {
+        Inventory::build_pair(old.root_node(), before, new.root_node(), after, Some(unchanged))
+    }
 
-/// The inventories of the statements the edit touches alone (see [`window`]), when
-/// nothing outside them can change how they compare: the same findings as the whole
-/// files give, for a fraction of the parsing. JSX files are never windowed.
-fn windowed(lang: &tree_sitter::Language, before: &str, after: &str) -> Option<(Inventory, Inventory)> {
-    let w = window::find(window::Lexer::Script, before, after)?;
-    let outside = window::Outside::of(before, &w);
-    let old_tree = window::parse_range(lang, before, w.start, w.old_end)?;
-    let new_tree = window::parse_range(lang, after, w.start, w.new_end)?;
-    let old = Inventory::build(old_tree.root_node(), before);
-    let new = Inventory::build(new_tree.root_node(), after);
-    stands_alone(&old, &new, &outside).then_some((old, new))
+    /// JSX files are never windowed.
+    fn window(&self, path: &str) -> Option<window::Lexer> {
+        (!path.to_ascii_lowercase().ends_with('x')).then_some(window::Lexer::Script)
+    }
+
+    fn stands_alone(&self, old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
+        stands_alone(old, new, outside)
+    }
+
+    fn compare(&self, b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+        let mut out = Vec::new();
+        for (bs, as_) in pair_slots(&b.slots, &a.slots) {
+            if bs.info.private && !as_.info.private {
+                out.push(slot_finding(RuleId::TsPrivateMadePublic, bs, as_));
+            }
+            if bs.info.readonly && !as_.info.readonly {
+                out.push(slot_finding(RuleId::TsReadonlyRemoved, bs, as_));
+            }
+            if !bs.info.optional && as_.info.optional {
+                out.push(slot_finding(RuleId::TsPropertyMadeOptional, bs, as_));
+            }
+            if let (Some(bt), Some(at)) = (&bs.info.ty, &as_.info.ty)
+                && let Some(rule) = classify(bt, at, bs.info.optional, b)
+            {
+                out.push(slot_finding(rule, bs, as_));
+            }
+        }
+        out.extend(removed_checks(&b.body, &a.body));
+        out
+    }
 }
 
 /// Whether the window's inventories compare exactly as the whole files' would, given
@@ -243,7 +231,7 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
 
 /// How a type annotation changed, or `None` when it did not loosen.
 /// `b_optional`: the old slot was optional, so it already admitted `undefined`.
-fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Option<&'static str> {
+fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Option<RuleId> {
     if b.key == a.key {
         return None;
     }
@@ -254,7 +242,7 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         set.iter().any(|m| matches!(m.as_str(), "any" | "unknown" | "object" | "Object" | "{}"))
     };
     if erased(&acore) && !erased(&bcore) {
-        return Some("ts-type-erased");
+        return Some(RuleId::TsTypeErased);
     }
     let b_core_members: Vec<&Member> = b.members.iter().filter(|m| !m.nullish).collect();
     // Every literal kind of the old union is covered by its primitive in the new type.
@@ -269,27 +257,27 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         && !prims.is_empty()
         && prims.iter().all(|p| acore.contains(*p))
     {
-        return Some("ts-literal-union-erased");
+        return Some(RuleId::TsLiteralUnionErased);
     }
     if let [only] = b_core_members.as_slice()
         && before.enums.contains(&only.key)
         && (acore.contains("string") || acore.contains("number"))
     {
-        return Some("ts-enum-erased");
+        return Some(RuleId::TsEnumErased);
     }
     if let [only] = b_core_members.as_slice()
         && let Some(mutable) = strip_readonly(&only.text)
         && acore.len() == 1
         && mutable.iter().any(|m| acore.contains(&compact(m)))
     {
-        return Some("ts-readonly-removed");
+        return Some(RuleId::TsReadonlyRemoved);
     }
     // A type that already admitted absence (a nullish member, or `?`) does not widen by
     // spelling it differently.
     let b_null = b_optional || b.members.iter().any(|m| m.nullish);
     let a_null = a.members.iter().any(|m| m.nullish);
     if !b_null && a_null && !bcore.is_empty() && bcore.is_subset(&acore) {
-        return Some("ts-nullable-widened");
+        return Some(RuleId::TsNullableWidened);
     }
     // The same container on both sides: compare what it holds.
     let a_core_members: Vec<&Member> = a.members.iter().filter(|m| !m.nullish).collect();
@@ -437,7 +425,7 @@ fn may_hold_anything(body: Node, src: &str) -> bool {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Inventory {
+pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
     enums: BTreeSet<String>,
@@ -549,7 +537,7 @@ impl Walker<'_> {
     }
 
     /// Records a check of the current owner.
-    fn push_check(&mut self, rule: &'static str, owner: &str, cond: Node, display: String) {
+    fn push_check(&mut self, rule: RuleId, owner: &str, cond: Node, display: String) {
         let check = Check::new(rule, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
         self.inv.body.checks.push(check);
     }
@@ -753,6 +741,13 @@ impl Walker<'_> {
             in_test: self.test_depth > 0,
             info,
         });
+        // An inline object type (`opts: { message?: string | null }`): its properties
+        // are slots of the parameter, `f(opts).message`, as an interface's would be.
+        if let Some(object) = field(p, "type").and_then(|t| t.named_child(0)).filter(|t| kind_of(t) == "object_type") {
+            let scope = std::mem::replace(&mut self.scope, vec![format!("{symbol}({})", compact(name))]);
+            self.visit_children(object);
+            self.scope = scope;
+        }
     }
 
     fn owner(&self) -> Option<String> {
@@ -776,7 +771,7 @@ impl Walker<'_> {
         };
         let Some(throw) = throw else { return };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
-        self.push_check("ts-throw-guard-removed", &owner, cond, display);
+        self.push_check(RuleId::TsThrowGuardRemoved, &owner, cond, display);
     }
 
     /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
@@ -807,7 +802,7 @@ impl Walker<'_> {
             None
         };
         let Some(subject) = subject else { return };
-        self.push_check("ts-invariant-removed", &owner, subject, one_line(text(call, self.src)));
+        self.push_check(RuleId::TsInvariantRemoved, &owner, subject, one_line(text(call, self.src)));
     }
 
     /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
@@ -848,222 +843,4 @@ impl Walker<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Skipping trigger-free function bodies changes no inventory: every TypeScript and
-    /// JavaScript fixture, both versions, walked with and without skipping.
-    #[test]
-    fn skipping_trigger_free_bodies_changes_no_inventory() {
-        let mut sources = vec![
-            (
-                "ts".to_string(),
-                "export function h(x: number): number {\n  return x * 3 + 1;\n}\nconst k = (a: number) => a + 1;\n"
-                    .to_string(),
-            ),
-            (
-                "ts".to_string(),
-                "function f(x: number) {\n  let o: { a?: string } = {};\n  type T = 'a' | 'b';\n  return x;\n}\n"
-                    .to_string(),
-            ),
-            (
-                "js".to_string(),
-                "function g(a) {\n  return a.b.c;\n}\nfunction t(a) { if (!a) throw new Error('x'); }\n".to_string(),
-            ),
-        ];
-        for (ext, before, after) in super::super::syntax::fixtures::pairs("ts-", EXTS) {
-            sources.extend([before, after].into_iter().filter(|t| !t.is_empty()).map(|t| (ext.clone(), t)));
-        }
-        assert!(sources.len() > 30, "the TypeScript fixtures were read ({})", sources.len());
-        let mut skipped = 0;
-        for (ext, src) in &sources {
-            let path = format!("src/a.{ext}");
-            let lang: tree_sitter::Language = match (Language::for_path(&path), ext.as_str()) {
-                (Some(Language::Javascript), _) => tree_sitter_javascript::LANGUAGE.into(),
-                (_, "tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
-                _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            };
-            let tree = super::super::syntax::parse(lang, src, "new", &path).unwrap();
-            let (pruned, n) = Inventory::walk(tree.root_node(), src, true);
-            let (full, none) = Inventory::walk(tree.root_node(), src, false);
-            assert_eq!(none, 0);
-            assert_eq!(pruned, full, "{src}");
-            skipped += n;
-        }
-        assert!(skipped >= 3, "trigger-free bodies are skipped ({skipped})");
-    }
-
-    /// A rewritten file parsed side by side gives the inventories (errors included) of
-    /// the incremental path: the corpus module repeated past the size where that
-    /// starts, with edits spread over the whole file.
-    #[test]
-    fn side_by_side_equals_incremental() {
-        use super::super::window::check;
-        let lang: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
-        let mut checked = 0;
-        for (name, text) in check::corpus(&["tests/fixtures/window"], &[".ts"]) {
-            let text = text.repeat(5);
-            let spread = [text.replace(": ", ":  "), text.replace("throw ", "void "), text.replace("{", "{ (")];
-            for after in spread.into_iter().filter(|a| super::super::syntax::rewritten(&text, a)) {
-                for (b, a) in [(text.as_str(), after.as_str()), (after.as_str(), text.as_str())] {
-                    check::assert_same(
-                        &name,
-                        &side_by_side(&lang, "c.ts", b, a),
-                        &incremental(lang.clone(), "c.ts", b, a),
-                        true,
-                    );
-                    checked += 1;
-                }
-            }
-        }
-        assert_eq!(checked, 6, "every edit compared both ways");
-    }
-
-    /// The change window gives exactly the findings of whole files: over every
-    /// TypeScript/JavaScript fixture and a corpus module holding every kind of
-    /// statement, with lines deleted and types, modifiers and checks changed, both ways.
-    #[test]
-    fn window_gives_the_findings_of_whole_files() {
-        use super::super::window::check;
-        let edits: &[(&str, &str)] = &[
-            ("?:", ":"),
-            (": string", ": any"),
-            (": number", ": number | null"),
-            (": Role", ": string"),
-            (": Level", ": string"),
-            ("readonly ", ""),
-            ("private ", ""),
-            ("throw ", "void "),
-            ("invariant(", "void ("),
-            ("assert(", "void ("),
-            ("validate(account)", "void account"),
-            ("enum Role", "enum Rank"),
-            ("Role", "Rank"),
-            ("\"dark\" | \"light\"", "string"),
-            ("fontSize: number", "fontSize?: number"),
-            ("Array<number>", "Array<number | undefined>"),
-            ("if (low > high) throw", "if (low > high) void"),
-            ("if (step <= 0) throw", "if (step <= 0) void"),
-            ("private count", "count"),
-            ("y: number }", "y?: number }"),
-        ];
-        let mut pairs = Vec::new();
-        for (name, text) in check::corpus(&["fixtures", "tests/fixtures/window"], &[".ts", ".js"]) {
-            for after in check::edits(&text, edits, 40) {
-                pairs.push((name.clone(), after.clone(), text.clone()));
-                pairs.push((name.clone(), text.clone(), after));
-            }
-        }
-        let detect = |b: &str, a: &str, w: bool| detect_with("src/corpus.ts", b, a, w);
-        let lang: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
-        let (taken, found) = check::same_with_and_without(&pairs, &detect, &|b, a| windowed(&lang, b, a).is_some());
-        assert!(taken > 120, "the window took {taken} of {} pairs", pairs.len());
-        assert!(found >= 16, "the windowed pairs gave findings to compare ({found})");
-    }
-
-    /// Taking unchanged statements from the new version's walk gives exactly the
-    /// inventories of two full walks, lines included: every TypeScript/JavaScript
-    /// fixture, and edits that shift the statements after them either way.
-    #[test]
-    fn reused_statements_give_the_full_inventories() {
-        let helpers = "export function h(x: number): number {\n  return x * 3;\n}\n\nexport interface U { id: string; k?: 'a' | 'b' }\nfunction t(a) { if (!a) throw new Error('x'); }\n".repeat(3);
-        let mut pairs = vec![
-            (
-                "ts".to_string(),
-                format!(
-                    "export interface Q {{\n  id: string;\n}}\n\nfunction f(r) {{\n  invariant(r > 0, 'r');\n}}\n{helpers}"
-                ),
-                format!("export interface Q {{\n  id?: string;\n}}\n\nfunction f(r) {{\n}}\n{helpers}"),
-            ),
-            (
-                "ts".to_string(),
-                format!("{helpers}enum E {{ A }}\n"),
-                format!("// one\n// two\n\n{helpers}enum E {{ A, B }}\n"),
-            ),
-            (
-                "ts".to_string(),
-                format!("function a() {{}}\n{helpers}"),
-                format!("function a() {{}}\nfunction a(x?: number) {{}}\n{helpers}"),
-            ),
-        ];
-        pairs.extend(super::super::syntax::fixtures::pairs("ts-", EXTS));
-        let mut reused = 0;
-        for (ext, before, after) in &pairs {
-            if before.is_empty() {
-                continue;
-            }
-            let path = format!("src/a.{ext}");
-            let lang: tree_sitter::Language = match (Language::for_path(&path), ext.as_str()) {
-                (Some(Language::Javascript), _) => tree_sitter_javascript::LANGUAGE.into(),
-                (_, "tsx") => tree_sitter_typescript::LANGUAGE_TSX.into(),
-                _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            };
-            let (b_tree, a_tree, unchanged) =
-                super::super::syntax::parse_pair_tracking(lang, before, after, &path).unwrap();
-            let (b_root, a_root) = (b_tree.root_node(), a_tree.root_node());
-            let full = Inventory::build_pair(b_root, before, a_root, after, None);
-            let pair = Inventory::build_pair(b_root, before, a_root, after, Some(&unchanged));
-            assert_eq!(pair, full, "{before}\n---\n{after}");
-            reused += named_children(b_root)
-                .iter()
-                .filter(|n| {
-                    unchanged.counterpart(n.start_byte(), n.end_byte()).is_some_and(|(s, e)| unchanged.holds(s, e))
-                })
-                .count();
-        }
-        assert!(reused > 20, "statements were reused ({reused})");
-    }
-
-    /// Every extension the fixtures use.
-    const EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"];
-
-    fn run(before: &str, after: &str) -> Vec<RawFinding> {
-        detect("src/a.ts", before, after).expect("parses")
-    }
-
-    #[test]
-    fn fixtures_match_expected() {
-        let n = crate::widen::syntax::fixtures::check_all(RULES, detect, EXTS);
-        assert!(n >= 2 * RULES.len());
-    }
-
-    #[test]
-    fn damaged_input_never_panics() {
-        crate::widen::syntax::fixtures::survives_damage(RULES, detect, EXTS);
-    }
-
-    #[test]
-    fn syntax_error_is_a_detect_error() {
-        let err = detect("src/a.ts", "let x = 1;", "function (").unwrap_err();
-        assert!(err.0.contains("new version"), "{err}");
-    }
-
-    #[test]
-    fn checks_in_test_callbacks_are_marked() {
-        let before = "describe('q', () => {\n  it('works', () => {\n    invariant(x > 0);\n  });\n});\n";
-        let after = "describe('q', () => {\n  it('works', () => {\n    run();\n  });\n});\n";
-        let got = run(before, after);
-        assert_eq!(got.len(), 1, "{got:?}");
-        assert_eq!(got[0].symbol, "q.works");
-        assert!(got[0].in_test);
-    }
-
-    #[test]
-    fn javascript_guards_are_seen() {
-        let before = "function f(x) {\n  if (x < 0) throw new Error('neg');\n  return x;\n}\n";
-        let after = "function f(x) {\n  return x;\n}\n";
-        let got = detect("lib/a.js", before, after).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].rule, "ts-throw-guard-removed");
-        assert_eq!(got[0].before, "if (x < 0) throw new Error('neg')");
-    }
-
-    #[test]
-    fn tsx_parses_with_the_tsx_grammar() {
-        let before = "interface P { n: number }\nconst C = (p: P) => <div>{p.n}</div>;\n";
-        let after = "interface P { n?: number }\nconst C = (p: P) => <div>{p.n}</div>;\n";
-        let got = detect("src/c.tsx", before, after).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].rule, "ts-property-made-optional");
-    }
-}
+mod tests;

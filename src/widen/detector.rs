@@ -1,0 +1,392 @@
+//! The detector contract and the one pipeline that runs it.
+//!
+//! A [`Detector`] knows one language: its rules as data, how to read one version of a
+//! file into an inventory of constraints, and how to compare two inventories. It does
+//! not decide what gets parsed or how: [`run`] (called by the engine, and only by the
+//! engine) does, once for every language: a panic inside one file's detector becomes
+//! that file's error, never the scan's end.
+//!
+//! Detectors built on tree-sitter implement [`Grammar`] instead and get [`Detector`]
+//! from it: [`tree_pair`] is the single place that parses both versions (a fresh parse
+//! of the old one, an incremental reparse of the new one that tells which top-level
+//! declarations stayed the same, the two side by side on two threads when the file was
+//! rewritten) and takes the change window ([`super::window`]) when the detector says
+//! the window's inventories stand alone.
+
+use tree_sitter::{Parser, Tree};
+
+use super::syntax::{self, Unchanged};
+use super::window;
+use super::{DetectError, Language, RawFinding, RuleDef, go, python, rust, schema, sql, ts};
+
+/// One language's detector.
+pub(crate) trait Detector: Sync {
+    /// What one version of a file constrains, by symbol.
+    type Inventory: Send;
+
+    /// The rules this detector can report.
+    fn rules(&self) -> &'static [RuleDef];
+
+    /// Whether a file with no old version can yield a finding. Almost every rule needs
+    /// an old constraint to loosen, so the engine does not parse an added file where
+    /// this is false.
+    fn added_may_fire(&self, _after: &str) -> bool {
+        false
+    }
+
+    /// One version read whole; `side` is `"old"` or `"new"`, for the error message.
+    fn parse(&self, path: &str, src: &str, side: &'static str) -> Result<Self::Inventory, DetectError>;
+
+    /// Both versions' inventories. By default each is read whole; `window` says whether
+    /// the detector may read only what the change touches ([`Grammar`] detectors do).
+    fn pair(
+        &self,
+        path: &str,
+        before: &str,
+        after: &str,
+        _window: bool,
+    ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
+        Ok((self.parse(path, before, "old")?, self.parse(path, after, "new")?))
+    }
+
+    /// A version of `src` the parser can read where it cannot read `src` itself (syntax
+    /// newer than the grammar, blanked byte for byte so that lines and offsets stay);
+    /// `None` when there is nothing to repair. Tried only after a parse failed.
+    fn repair(&self, _src: &str) -> Option<String> {
+        None
+    }
+
+    /// Each constraint of `old` that `new` loosens or removes. A format whose versions
+    /// are only understood together (SQL templates) may still refuse here.
+    fn compare(&self, path: &str, old: &Self::Inventory, new: &Self::Inventory)
+    -> Result<Vec<RawFinding>, DetectError>;
+}
+
+/// A detector built on a tree-sitter grammar: it builds an inventory from a tree, and
+/// [`tree_pair`] does the parsing.
+pub(crate) trait Grammar: Sync {
+    type Inventory: Send;
+
+    /// The rules this detector can report.
+    fn rules(&self) -> &'static [RuleDef];
+
+    /// As [`Detector::added_may_fire`].
+    fn added_may_fire(&self, _after: &str) -> bool {
+        false
+    }
+
+    /// As [`Detector::compare`]; a tree-sitter detector's comparison never refuses.
+    fn compare(&self, old: &Self::Inventory, new: &Self::Inventory) -> Vec<RawFinding>;
+
+    /// The grammar for a path (TypeScript, TSX and JavaScript differ).
+    fn grammar(&self, path: &str) -> tree_sitter::Language;
+
+    /// The tree, or why it cannot be used (a tree with syntax errors is refused, so a
+    /// half-parsed file never yields findings built on a guess).
+    fn refuse(&self, tree: Option<Tree>, path: &str, side: &'static str) -> Result<Tree, DetectError> {
+        syntax::refuse(tree, side, path)
+    }
+
+    /// The inventory of a whole tree (or of the window's part of one).
+    fn build(&self, tree: &Tree, src: &str) -> Self::Inventory;
+
+    /// Both inventories after an incremental reparse: by default each tree is walked
+    /// whole; detectors that can take an unchanged declaration's part from the new
+    /// version instead of walking it again override this.
+    fn build_pair(
+        &self,
+        old: &Tree,
+        before: &str,
+        new: &Tree,
+        after: &str,
+        _unchanged: &Unchanged,
+    ) -> (Self::Inventory, Self::Inventory) {
+        (self.build(old, before), self.build(new, after))
+    }
+
+    /// As [`Detector::repair`].
+    fn repair(&self, _src: &str) -> Option<String> {
+        None
+    }
+
+    /// The lexer that finds the change window in this path, if the detector has one.
+    fn window(&self, _path: &str) -> Option<window::Lexer> {
+        None
+    }
+
+    /// Whether the window's inventories compare exactly as the whole files' would,
+    /// given the text outside the window (the same in both versions).
+    fn stands_alone(&self, _old: &Self::Inventory, _new: &Self::Inventory, _outside: &window::Outside) -> bool {
+        false
+    }
+}
+
+fn parser(lang: &tree_sitter::Language, path: &str) -> Result<Parser, DetectError> {
+    let mut parser = Parser::new();
+    parser.set_language(lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
+    Ok(parser)
+}
+
+/// One version parsed from scratch and refused if it has errors.
+pub(in crate::widen) fn tree_of<G: Grammar>(
+    g: &G,
+    path: &str,
+    src: &str,
+    side: &'static str,
+) -> Result<Tree, DetectError> {
+    let lang = g.grammar(path);
+    g.refuse(parser(&lang, path)?.parse(src, None), path, side)
+}
+
+/// Both versions' inventories for a [`Grammar`] detector; see the module comment.
+pub(in crate::widen) fn tree_pair<G: Grammar>(
+    g: &G,
+    path: &str,
+    before: &str,
+    after: &str,
+    allow_window: bool,
+) -> Result<(G::Inventory, G::Inventory), DetectError> {
+    if allow_window
+        && !before.is_empty()
+        && let Some(lexer) = g.window(path)
+        && let Some(pair) = windowed(g, lexer, path, before, after)
+    {
+        return Ok(pair);
+    }
+    if syntax::rewritten(before, after) {
+        side_by_side(g, path, before, after)
+    } else {
+        incremental(g, path, before, after)
+    }
+}
+
+/// Both inventories, each version parsed and walked whole on its own thread: for a
+/// rewritten file, where an incremental parse would reuse little.
+pub(in crate::widen) fn side_by_side<G: Grammar>(
+    g: &G,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Result<(G::Inventory, G::Inventory), DetectError> {
+    syntax::side_by_side(before, after, |src, side| tree_of(g, path, src, side).map(|tree| g.build(&tree, src)))
+}
+
+/// Both inventories, the new version parsed incrementally from the old tree (the
+/// unchanged declarations walked once where the detector can).
+pub(in crate::widen) fn incremental<G: Grammar>(
+    g: &G,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Result<(G::Inventory, G::Inventory), DetectError> {
+    let lang = g.grammar(path);
+    let mut parser = parser(&lang, path)?;
+    let old = g.refuse(parser.parse(before, None), path, "old")?;
+    let (new, unchanged) = syntax::reparse_tracking(&mut parser, &old, before, after).unzip();
+    let new = g.refuse(new, path, "new")?;
+    let unchanged = unchanged.expect("a new tree comes with what it left unchanged");
+    Ok(g.build_pair(&old, before, &new, after, &unchanged))
+}
+
+/// The inventories of the declarations the edit touches alone, when they stand alone.
+pub(in crate::widen) fn windowed<G: Grammar>(
+    g: &G,
+    lexer: window::Lexer,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Option<(G::Inventory, G::Inventory)> {
+    let w = window::find(lexer, before, after)?;
+    let outside = window::Outside::of(before, &w);
+    let lang = g.grammar(path);
+    let old = g.build(&window::parse_range(&lang, before, w.start, w.old_end)?, before);
+    let new = g.build(&window::parse_range(&lang, after, w.start, w.new_end)?, after);
+    g.stands_alone(&old, &new, &outside).then_some((old, new))
+}
+
+/// Every [`Grammar`] is a [`Detector`] whose parsing is [`tree_pair`]'s.
+impl<G: Grammar> Detector for G {
+    type Inventory = <G as Grammar>::Inventory;
+
+    fn rules(&self) -> &'static [RuleDef] {
+        Grammar::rules(self)
+    }
+
+    fn added_may_fire(&self, after: &str) -> bool {
+        Grammar::added_may_fire(self, after)
+    }
+
+    fn parse(&self, path: &str, src: &str, side: &'static str) -> Result<Self::Inventory, DetectError> {
+        tree_of(self, path, src, side).map(|tree| self.build(&tree, src))
+    }
+
+    fn pair(
+        &self,
+        path: &str,
+        before: &str,
+        after: &str,
+        window: bool,
+    ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
+        tree_pair(self, path, before, after, window)
+    }
+
+    fn repair(&self, src: &str) -> Option<String> {
+        Grammar::repair(self, src)
+    }
+
+    fn compare(
+        &self,
+        _path: &str,
+        old: &Self::Inventory,
+        new: &Self::Inventory,
+    ) -> Result<Vec<RawFinding>, DetectError> {
+        Ok(Grammar::compare(self, old, new))
+    }
+}
+
+/// SQL migrations, as a detector: a thin wrapper over [`sql::detect`], whose two
+/// versions are read together (a template's control flow decides whether either is SQL).
+pub struct SqlDetector;
+
+impl Detector for SqlDetector {
+    type Inventory = String;
+    fn rules(&self) -> &'static [RuleDef] {
+        sql::RULES
+    }
+    fn added_may_fire(&self, _after: &str) -> bool {
+        // `ALTER ... DROP NOT NULL` arrives in a new migration file.
+        true
+    }
+    fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
+        Ok(src.to_string())
+    }
+    fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
+        sql::detect(path, old, new)
+    }
+}
+
+/// JSON Schema and OpenAPI documents, as a detector: a thin wrapper over
+/// [`schema::detect`], which resolves references across the whole document.
+pub struct SchemaDetector;
+
+impl Detector for SchemaDetector {
+    type Inventory = String;
+    fn rules(&self) -> &'static [RuleDef] {
+        schema::RULES
+    }
+    fn added_may_fire(&self, _after: &str) -> bool {
+        // Read whole anyway.
+        true
+    }
+    fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
+        Ok(src.to_string())
+    }
+    fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
+        schema::detect(path, old, new)
+    }
+}
+
+/// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
+/// gives them.
+pub fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
+    [
+        ("Rust", Detector::rules(&rust::RustDetector)),
+        ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
+        ("Python", Detector::rules(&python::PythonDetector)),
+        ("Go", Detector::rules(&go::GoDetector)),
+        ("SQL", SqlDetector.rules()),
+        ("JSON Schema (JSON, YAML, OpenAPI)", SchemaDetector.rules()),
+    ]
+}
+
+/// Whether a file with no old version can yield a finding in `lang`.
+pub fn added_may_fire(lang: Language, after: &str) -> bool {
+    match lang {
+        Language::Rust => Detector::added_may_fire(&rust::RustDetector, after),
+        Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
+        Language::Python => Detector::added_may_fire(&python::PythonDetector, after),
+        Language::Go => Detector::added_may_fire(&go::GoDetector, after),
+        Language::Sql => SqlDetector.added_may_fire(after),
+        Language::JsonSchema => SchemaDetector.added_may_fire(after),
+    }
+}
+
+/// The findings of one file in `lang`, sorted and deduplicated; a parse failure, or a
+/// panic inside the detector, is the file's error.
+pub fn run(
+    lang: Language,
+    path: &str,
+    before: &str,
+    after: &str,
+    window: bool,
+) -> Result<Vec<RawFinding>, DetectError> {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match lang {
+        Language::Rust => run_with(&rust::RustDetector, path, before, after, window),
+        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, window),
+        Language::Python => run_with(&python::PythonDetector, path, before, after, window),
+        Language::Go => run_with(&go::GoDetector, path, before, after, window),
+        Language::Sql => run_with(&SqlDetector, path, before, after, window),
+        Language::JsonSchema => run_with(&SchemaDetector, path, before, after, window),
+    }));
+    caught.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(DetectError(format!("{path}: the {} detector failed on this file: {why}", lang.as_str())))
+    })
+}
+
+/// [`run`] for a SQL migration judged after the earlier migrations of its sequence
+/// (`sql::detect_after`), with the same per-file panic guard.
+pub fn run_sql_after(path: &str, before: &str, after: &str, earlier: &[&str]) -> Result<Vec<RawFinding>, DetectError> {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_with(&SqlAfterDetector { earlier }, path, before, after, false)
+    }));
+    caught.unwrap_or_else(|_| Err(DetectError(format!("{path}: the sql detector failed on this file"))))
+}
+
+/// [`SqlDetector`] with the earlier migrations' texts.
+struct SqlAfterDetector<'e> {
+    earlier: &'e [&'e str],
+}
+
+impl Detector for SqlAfterDetector<'_> {
+    type Inventory = String;
+    fn rules(&self) -> &'static [RuleDef] {
+        sql::RULES
+    }
+    fn added_may_fire(&self, _after: &str) -> bool {
+        true
+    }
+    fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
+        Ok(src.to_string())
+    }
+    fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
+        sql::detect_after(path, old, new, self.earlier)
+    }
+}
+
+fn run_with<D: Detector>(
+    d: &D,
+    path: &str,
+    before: &str,
+    after: &str,
+    window: bool,
+) -> Result<Vec<RawFinding>, DetectError> {
+    let (old, new) = match d.pair(path, before, after, window) {
+        Ok(pair) => pair,
+        Err(e) => {
+            // Syntax the grammar does not know yet: read the repaired texts, or report
+            // the first error.
+            let (b, a) = (d.repair(before), d.repair(after));
+            if b.is_none() && a.is_none() {
+                return Err(e);
+            }
+            let (b, a) = (b.as_deref().unwrap_or(before), a.as_deref().unwrap_or(after));
+            d.pair(path, b, a, window).map_err(|_| e)?
+        }
+    };
+    Ok(syntax::finish(d.compare(path, &old, &new)?))
+}

@@ -1,0 +1,222 @@
+//! Unit tests of the Rust detector: direction of type changes, the change window and
+//! the incremental walk against whole files, and the cases the fixtures do not pin.
+
+use super::*;
+use crate::widen::Language;
+use crate::widen::detector;
+
+const PATH: &str = "src/lib.rs";
+
+fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detector::run(Language::Rust, path, before, after, true)
+}
+
+fn detect_with(before: &str, after: &str, window: bool) -> Result<Vec<RawFinding>, DetectError> {
+    detector::run(Language::Rust, PATH, before, after, window)
+}
+
+fn windowed(before: &str, after: &str) -> Option<(Inventory, Inventory)> {
+    detector::windowed(&RustDetector, window::Lexer::Rust, PATH, before, after)
+}
+
+fn side_by_side(before: &str, after: &str) -> Result<(Inventory, Inventory), DetectError> {
+    detector::side_by_side(&RustDetector, PATH, before, after)
+}
+
+fn incremental(before: &str, after: &str) -> Result<(Inventory, Inventory), DetectError> {
+    detector::incremental(&RustDetector, PATH, before, after)
+}
+
+fn parse(src: &str, side: &'static str) -> Result<Tree, DetectError> {
+    detector::tree_of(&RustDetector, PATH, src, side)
+}
+
+fn parse_new(after: &str, old: &Tree, before: &str) -> Result<(Tree, super::super::syntax::Unchanged), DetectError> {
+    let mut p = tree_sitter::Parser::new();
+    p.set_language(&tree_sitter_rust::LANGUAGE.into()).expect("the Rust grammar loads");
+    let (tree, unchanged) = super::super::syntax::reparse_tracking(&mut p, old, before, after).unzip();
+    Ok((refuse_errors(tree, "new")?, unchanged.expect("a tree comes with its unchanged ranges")))
+}
+
+/// A rewritten file parsed side by side gives the inventories (errors included) of
+/// the incremental path: this crate's large source files with edits spread over
+/// the whole file.
+#[test]
+fn side_by_side_equals_incremental() {
+    use super::super::window::check;
+    let mut checked = 0;
+    for (name, text) in check::corpus(&["src"], &[".rs"]) {
+        if text.len() < 16 * 1024 {
+            continue;
+        }
+        let spread = [text.replace(": ", ":  "), text.replace("u32", "u64").replace("assert!(", "drop(")];
+        for after in spread.into_iter().filter(|a| super::super::syntax::rewritten(&text, a)) {
+            for (b, a) in [(text.as_str(), after.as_str()), (after.as_str(), text.as_str())] {
+                check::assert_same(&name, &side_by_side(b, a), &incremental(b, a), true);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 8, "large files to compare ({checked})");
+    // Small files and local edits stay on one thread.
+    assert!(!super::super::syntax::rewritten("fn a() {}", "fn b() {}"));
+}
+
+/// The change window gives exactly the findings of whole files: over every Rust
+/// fixture and edits of this crate's own source (lines deleted; types widened,
+/// checks, attributes and `unsafe` added or removed), both ways round.
+#[test]
+fn window_gives_the_findings_of_whole_files() {
+    use super::super::window::check;
+    let edits: &[(&str, &str)] = &[
+        ("u8", "u64"),
+        ("u32", "usize"),
+        (": String", ": Option<String>"),
+        (": &str", ": serde_json::Value"),
+        ("pub(crate) ", "pub "),
+        ("#[non_exhaustive]", ""),
+        ("assert!(", "let _ = ("),
+        ("ensure!(", "let _ = ("),
+        ("bail!(", "drop("),
+        ("return Err(", "return Ok(("),
+        (") {\n", ") {\n    unsafe { std::hint::unreachable_unchecked() }\n"),
+        ("static ", "static mut "),
+        ("T: ", "T: Ord + "),
+    ];
+    let mut pairs = Vec::new();
+    for (name, text) in check::corpus(&["src/widen", "src/git", "fixtures"], &[".rs"]) {
+        for after in check::edits(&text, edits, 4) {
+            pairs.push((name.clone(), after.clone(), text.clone()));
+            pairs.push((name.clone(), text.clone(), after));
+        }
+    }
+    let (taken, found) =
+        check::same_with_and_without(&pairs, &|b, a, w| detect_with(b, a, w), &|b, a| windowed(b, a).is_some());
+    assert!(taken > 300, "the window took {taken} of {} pairs", pairs.len());
+    assert!(found > 60, "the windowed pairs gave findings to compare ({found})");
+}
+
+/// Taking unchanged declarations from the new version's walk gives exactly the
+/// inventories of two full walks, lines included: every Rust fixture, and edits
+/// that shift the declarations after them by several lines either way.
+#[test]
+fn reused_declarations_give_the_full_inventories() {
+    let helpers =
+        "pub fn helper(x: u32) -> u32 {\n    x + 1\n}\n\n#[derive(Debug)]\npub struct S<T: Ord> { pub a: T }\n"
+            .repeat(3);
+    let mut pairs = vec![
+        (
+            format!("pub struct Q {{\n    pub limit: u8,\n}}\n\nfn f(r: f64) {{\n    assert!(r > 0.0);\n}}\n{helpers}"),
+            format!("pub struct Q {{\n    pub limit: u64,\n}}\n\nfn f(r: f64) {{\n}}\n{helpers}"),
+        ),
+        (
+            format!("{helpers}fn g() {{}}\n"),
+            format!("//! doc\n\n\n#![forbid(unsafe_code)]\n{helpers}fn g() {{ unsafe {{ h() }} }}\n"),
+        ),
+        (format!("fn a() {{}}\n{helpers}"), format!("fn a() {{}}\nfn a() {{ let x = 1; }}\n{helpers}")),
+    ];
+    pairs.extend(crate::widen::testing::pairs("rust-", &["rs"]).into_iter().map(|(_, b, a)| (b, a)));
+    let mut reused = 0;
+    for (before, after) in &pairs {
+        if before.is_empty() {
+            continue;
+        }
+        let old_tree = parse(before, "old").unwrap();
+        let (new_tree, unchanged) = parse_new(after, &old_tree, before).unwrap();
+        let full = Inventory::build_pair(&old_tree, before, &new_tree, after, None);
+        let pair = Inventory::build_pair(&old_tree, before, &new_tree, after, Some(&unchanged));
+        assert_eq!(pair, full, "{before}\n---\n{after}");
+        reused += top_level(old_tree.root_node(), before)
+            .iter()
+            .filter(|(start, end, _)| unchanged.counterpart(*start, *end).is_some_and(|(s, e)| unchanged.holds(s, e)))
+            .count();
+    }
+    assert!(reused > 20, "declarations were reused ({reused})");
+}
+
+/// Skipping blocks without triggers changes no inventory: every Rust fixture, both
+/// versions, walked with and without skipping.
+#[test]
+fn skipping_trigger_free_blocks_changes_no_inventory() {
+    let mut sources = vec![
+        "pub fn helper(x: u32) -> u32 {\n    x.wrapping_mul(3) + 1\n}\nfn g() { if x { bail!(\"no\") } }\n".to_string(),
+        "fn f() { let y = { fn inner(a: u8) { assert!(a > 0); } 1 }; }\nfn h(v: &[u8]) -> usize { v.len() }\n"
+            .to_string(),
+    ];
+    for (_, before, after) in crate::widen::testing::pairs("rust-", &["rs"]) {
+        sources.extend([before, after].into_iter().filter(|t| !t.is_empty()));
+    }
+    assert!(sources.len() > 40, "the Rust fixtures were read ({})", sources.len());
+    let mut skipped = 0;
+    for src in &sources {
+        let tree = parse(src, "new").unwrap();
+        let (pruned, n) = Inventory::walk(&tree, src, true);
+        let (full, none) = Inventory::walk(&tree, src, false);
+        assert_eq!(none, 0);
+        assert_eq!(pruned, full, "{src}");
+        skipped += n;
+    }
+    assert!(skipped >= 2, "trigger-free blocks are skipped ({skipped})");
+}
+
+fn rules(before: &str, after: &str) -> Vec<(String, RuleId, String, String)> {
+    detect("src/x.rs", before, after).unwrap().into_iter().map(|f| (f.symbol, f.rule, f.before, f.after)).collect()
+}
+
+#[test]
+fn integer_ranges_are_directional() {
+    let w = |a: &str, b: &str| {
+        rules(&format!("struct S {{ a: {a} }}"), &format!("struct S {{ a: {b} }}")).first().map(|r| r.1)
+    };
+    assert_eq!(w("u8", "u64"), Some(INTEGER_WIDENED));
+    assert_eq!(w("u32", "i64"), Some(INTEGER_WIDENED));
+    assert_eq!(w("i32", "i64"), Some(INTEGER_WIDENED));
+    assert_eq!(w("u64", "u8"), None);
+    assert_eq!(w("i32", "u64"), None);
+    assert_eq!(w("u32", "i32"), None);
+    assert_eq!(w("u64", "usize"), None);
+    // A type name that starts with a non-ASCII character is no integer (it once
+    // panicked: a byte index inside `é`).
+    assert_eq!(w("u8", "é"), None);
+    assert_eq!(w("é", "u8"), None);
+    assert_eq!(w("u8", "ü16"), None);
+    assert_eq!(w("NonZeroU32", "u32"), Some(NONZERO_DROPPED));
+    assert_eq!(w("NonZero<u8>", "u64"), Some(NONZERO_DROPPED));
+    assert_eq!(w("NonZeroU8", "NonZeroU64"), Some(INTEGER_WIDENED));
+    assert_eq!(w("Vec<u8>", "Vec<u16>"), Some(INTEGER_WIDENED));
+    assert_eq!(w("Option<u8>", "u8"), None);
+}
+
+#[test]
+fn parse_failure_is_an_error() {
+    assert!(detect("a.rs", "fn f() {}", "fn f( {").is_err());
+}
+
+#[test]
+fn macro_arguments_split_at_top_level() {
+    assert_eq!(macro_args(r#"(a(b, c), "x, y", z)"#), ["a(b,c)", r#""x,y""#, "z"]);
+}
+
+/// Syntax newer than tree-sitter-rust 0.24: Rust 2024 `safe` items in an `unsafe
+/// extern` block, and `#[cfg]` on a field of a struct pattern. Whole files (no window)
+/// are read, and a widening beside them is still found.
+#[test]
+fn newer_syntax_is_repaired_not_skipped() {
+    let extern_block = "unsafe extern \"C\" {\n    pub safe fn abs(x: i32) -> i32;\n    pub safe static ERRNO: i32;\n    pub unsafe fn strlen(p: *const u8) -> usize;\n}\n";
+    let pattern = "pub fn first(p: P) -> u8 {\n    let P {\n        a,\n        #[cfg(feature = \"b\")]\n        b,\n        ..\n    } = p;\n    a\n}\n";
+    for extra in [extern_block, pattern] {
+        let before = format!("{extra}\npub struct P {{\n    pub a: u8,\n    pub b: u8,\n}}\n");
+        let after = before.replace("pub a: u8", "pub a: u16");
+        for window in [false, true] {
+            let got = detect_with(&before, &after, window).unwrap_or_else(|e| panic!("{e}\n{before}"));
+            assert_eq!(got.iter().map(|f| f.rule).collect::<Vec<_>>(), [INTEGER_WIDENED], "{before}");
+        }
+    }
+    // The repair keeps lines and offsets, and leaves `unsafe fn`, `#[cfg(test)]` and
+    // other attributes alone.
+    let fixed = repair(extern_block).expect("repaired");
+    assert_eq!(fixed.len(), extern_block.len());
+    assert!(fixed.contains("pub      fn abs") && fixed.contains("pub unsafe fn strlen"), "{fixed}");
+    assert_eq!(repair("mod m {\n    #[cfg(test)]\n    mod tests {}\n}\n"), None);
+    assert_eq!(repair("fn f() { let unsafe_fn = 1; }"), None);
+}
