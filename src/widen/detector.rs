@@ -320,15 +320,23 @@ pub fn run(
     after: &str,
     window: bool,
 ) -> Result<Vec<RawFinding>, DetectError> {
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match lang {
+    caught(lang, path, || match lang {
         Language::Rust => run_with(&rust::RustDetector, path, before, after, window),
         Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, window),
         Language::Python => run_with(&python::PythonDetector, path, before, after, window),
         Language::Go => run_with(&go::GoDetector, path, before, after, window),
         Language::Sql => run_with(&SqlDetector, path, before, after, window),
         Language::JsonSchema => run_with(&SchemaDetector, path, before, after, window),
-    }));
-    caught.unwrap_or_else(|panic| {
+    })
+}
+
+/// `detect`, with a panic inside it turned into the file's error.
+fn caught(
+    lang: Language,
+    path: &str,
+    detect: impl FnOnce() -> Result<Vec<RawFinding>, DetectError>,
+) -> Result<Vec<RawFinding>, DetectError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(detect)).unwrap_or_else(|panic| {
         let why = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -389,4 +397,30 @@ fn run_with<D: Detector>(
         }
     };
     Ok(syntax::finish(d.compare(path, &old, &new)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A detector that panics on one file gives that file an error naming the file,
+    /// the detector and the panic; the caller (the engine) notes it and goes on.
+    #[test]
+    fn a_panic_is_the_files_error() {
+        let cut = String::from("é");
+        let boom = || -> Result<Vec<RawFinding>, DetectError> {
+            Ok(vec![RawFinding {
+                line: 1,
+                rule: crate::widen::RuleId::RustIntegerWidened,
+                symbol: cut[1..].to_string(),
+                before: String::new(),
+                after: String::new(),
+                in_test: false,
+            }])
+        };
+        let err = caught(Language::Rust, "src/a.rs", boom).unwrap_err();
+        assert!(err.0.starts_with("src/a.rs: the rust detector failed on this file: "), "{err}");
+        assert!(err.0.contains("char boundary"), "{err}");
+        assert_eq!(caught(Language::Go, "a.go", || Ok(Vec::new())), Ok(Vec::new()));
+    }
 }
