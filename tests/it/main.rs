@@ -3,8 +3,10 @@
 
 mod common;
 
+mod crash;
 mod fence_loop;
 mod foundation;
+mod fuzz;
 mod gate;
 mod hostile_input;
 mod install;
