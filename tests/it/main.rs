@@ -4,6 +4,7 @@
 mod common;
 
 mod crash;
+mod decisions;
 mod fence_loop;
 mod foundation;
 mod fuzz;
