@@ -470,7 +470,7 @@ fn from_toml(def: &KeyDef, v: &toml::Value) -> Result<Value, String> {
         (Kind::Int, toml::Value::Integer(_)) => Err("must not be negative".into()),
         (Kind::Str, toml::Value::String(s)) => Ok(Value::Str(s.clone())),
         (Kind::Mode, toml::Value::String(s)) => {
-            Mode::parse(s).map(Value::Mode).ok_or_else(|| format!("`{s}` is not one of off, shadow, enforce"))
+            Mode::parse(s).map(Value::Mode).ok_or_else(|| format!("`{}` is not one of off, shadow, enforce", shown(s)))
         }
         (Kind::List, toml::Value::Array(items)) => items
             .iter()
@@ -509,12 +509,14 @@ pub fn parse_env(def: &KeyDef, raw: &str) -> Result<Value, String> {
         Kind::Bool => match s.to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => Ok(Value::Bool(true)),
             "0" | "false" | "no" | "off" => Ok(Value::Bool(false)),
-            _ => Err(format!("`{s}` is not a boolean (use 1/0, true/false)")),
+            _ => Err(format!("`{}` is not a boolean (use 1/0, true/false)", shown(s))),
         },
-        Kind::Int => s.parse::<u64>().map(Value::Int).map_err(|_| format!("`{s}` is not a non-negative integer")),
+        Kind::Int => {
+            s.parse::<u64>().map(Value::Int).map_err(|_| format!("`{}` is not a non-negative integer", shown(s)))
+        }
         Kind::Str => Ok(Value::Str(s.to_string())),
         Kind::Mode => {
-            Mode::parse(s).map(Value::Mode).ok_or_else(|| format!("`{s}` is not one of off, shadow, enforce"))
+            Mode::parse(s).map(Value::Mode).ok_or_else(|| format!("`{}` is not one of off, shadow, enforce", shown(s)))
         }
         Kind::List => {
             if s.starts_with('[') {
@@ -531,6 +533,12 @@ pub fn parse_env(def: &KeyDef, raw: &str) -> Result<Value, String> {
             .map(Value::Table)
             .map_err(|e| format!("not a JSON object of strings: {e}")),
     }
+}
+
+/// A value as quoted in an error: control characters escaped, so a value holding a
+/// line break cannot split the one-line message.
+fn shown(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// Parse a built-in default.

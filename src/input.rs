@@ -33,6 +33,8 @@ pub enum Kind {
     Config,
     /// git's ref lines on the pre-push hook's stdin.
     PrePushLines,
+    /// A fixer's blocked-on return (`premerge blocked record`).
+    BlockedOn,
 }
 
 impl Kind {
@@ -56,6 +58,8 @@ impl Kind {
             Kind::Config => 1 << 20,
             // 1 MiB: one 200-byte line per pushed ref, thousands of refs.
             Kind::PrePushLines => 1 << 20,
+            // 1 MiB: at most 64 rows are recorded, each a few hundred bytes.
+            Kind::BlockedOn => 1 << 20,
         }
     }
 
@@ -70,6 +74,7 @@ impl Kind {
             Kind::Artefact => "artefact",
             Kind::Config => "configuration",
             Kind::PrePushLines => "pre-push lines",
+            Kind::BlockedOn => "blocked-on rows",
         }
     }
 }

@@ -137,7 +137,7 @@ fn recorded_dropped(text: &str) -> BTreeMap<String, usize> {
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     let Cmd::Record(args) = cmd;
-    let input = ctx.read_stdin()?;
+    let input = ctx.read_stdin(crate::input::Kind::BlockedOn)?;
     let ret = read_return(&input, &args.from_file)?;
     let new_rows = ret.rows;
     let mut dropped = ret.dropped;

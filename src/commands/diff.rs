@@ -126,7 +126,7 @@ pub struct Args {
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let diff = if let Some(remote) = &args.pre_push {
-        let input = ctx.read_stdin()?;
+        let input = ctx.read_stdin(crate::input::Kind::PrePushLines)?;
         repo.diff_push(remote, &crate::git::parse_push_lines(&input)?)?
     } else if args.post_merge {
         repo.diff_post_merge()?

@@ -224,7 +224,7 @@ fn evaluate(ctx: &mut Ctx) {
         return;
     }
     let t0 = Instant::now();
-    let input = ctx.read_stdin().unwrap_or_default();
+    let input = ctx.read_stdin(crate::input::Kind::HookPayload).unwrap_or_default();
     let cwd = ctx.cwd.clone();
     let outcome = std::panic::catch_unwind(|| evaluate_inner(&cwd, &input, t0));
     if let Ok(Some(reminder)) = outcome {
@@ -605,7 +605,7 @@ fn session_start(ctx: &mut Ctx) {
     if super::hook::master_switch_off() {
         return;
     }
-    let input = ctx.read_stdin().unwrap_or_default();
+    let input = ctx.read_stdin(crate::input::Kind::HookPayload).unwrap_or_default();
     let cwd = ctx.cwd.clone();
     let text = std::panic::catch_unwind(|| session_start_inner(&cwd, &input)).ok().flatten();
     if let Some(t) = text {

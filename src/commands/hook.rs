@@ -113,7 +113,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     let covered = stage::catch("diff", || -> Result<Covered> {
         Ok(match cmd {
             Cmd::PrePush { remote, url } => {
-                let input = ctx.read_stdin()?;
+                let input = ctx.read_stdin(crate::input::Kind::PrePushLines)?;
                 let lines = parse_push_lines(&input)?;
                 let pushed = lines.iter().filter(|l| !l.is_deletion()).count();
                 let ranges =

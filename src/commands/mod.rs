@@ -32,7 +32,7 @@ pub mod status;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use crate::error::input_error;
 use crate::findings::Findings;
@@ -58,10 +58,10 @@ impl Ctx<'_> {
     }
 
     /// Read all of stdin as UTF-8.
-    pub fn read_stdin(&mut self) -> Result<String> {
-        let mut s = String::new();
-        self.stdin.read_to_string(&mut s).context("stdin: cannot read (is it UTF-8?)")?;
-        Ok(s)
+    /// Read all of stdin as UTF-8, at most the limit of `kind` (src/input.rs): stdin
+    /// from `/dev/zero` is refused at the limit, never read without end.
+    pub fn read_stdin(&mut self, kind: crate::input::Kind) -> Result<String> {
+        Ok(crate::input::read_stream_text(&mut self.stdin, kind, kind.default_limit())?)
     }
 
     /// The pipeline run directory: `--run-dir` (relative to the command's directory),

@@ -538,8 +538,12 @@ pub fn find_open(root: &Path, stripe: &StripeId) -> Result<Option<PathBuf>> {
 /// a temporary file is linked into place only when the name is free in every folder.
 fn write_new(root: &Path, stripe: &StripeId, timestamp: &str, bytes: &[u8]) -> Result<PathBuf> {
     let open = root.join("open");
+    // Leftovers of an emit killed between create and rename (docs/reliability.md).
+    store::remove_stale_temporaries(&open);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".premerge-tmp-")
+        .prefix(store::TMP_PREFIX)
+        // A proposal is for reviewers: 0644 like every artefact (umask permitting).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(store::MODE_SHARED))
         .tempfile_in(&open)
         .with_context(|| format!("{}: cannot create a temporary file", open.display()))?;
     tmp.write_all(bytes).with_context(|| format!("{}: write failed", open.display()))?;
@@ -758,7 +762,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
 
 fn read_evidence(ctx: &mut Ctx, file: &Path) -> Result<Vec<Value>> {
     let (name, text) = if file == Path::new("-") {
-        ("stdin".to_string(), ctx.read_stdin()?)
+        ("stdin".to_string(), ctx.read_stdin(crate::input::Kind::Evidence)?)
     } else {
         let p = ctx.cwd.join(file);
         let t = fs::read_to_string(&p).map_err(|e| input_error(p.display(), format!("cannot read evidence: {e}")))?;

@@ -236,12 +236,12 @@ pub fn relativise(raw: &str, root: &str) -> Option<String> {
     Some(clean(&s))
 }
 
+/// A repository-relative path without empty or `.` components: `src//a.rs`,
+/// `./src/a.rs` and `.//etc/passwd` are `src/a.rs`, `src/a.rs` and `etc/passwd`, so a
+/// doubled slash can never turn a relative path into an absolute one. `..` stays for
+/// the planner's containment check to judge.
 fn clean(p: &str) -> String {
-    let mut s = p;
-    while let Some(rest) = s.strip_prefix("./") {
-        s = rest;
-    }
-    s.to_string()
+    p.split('/').filter(|c| !c.is_empty() && *c != ".").collect::<Vec<_>>().join("/")
 }
 
 fn percent_decode(s: &str) -> String {

@@ -48,7 +48,10 @@ pub fn parse_push_lines(input: &str) -> Result<Vec<PushLine>> {
         }
         for (name, v) in [("local oid", parts[1]), ("remote oid", parts[3])] {
             if !is_oid(v) {
-                return Err(GitError::BadPushLine { line: i + 1, why: format!("{name} `{v}` is not an object id") });
+                return Err(GitError::BadPushLine {
+                    line: i + 1,
+                    why: format!("{name} `{}` is not an object id", v.escape_debug()),
+                });
             }
         }
         out.push(PushLine {

@@ -147,3 +147,20 @@ fn dubious_ownership_is_said_as_git_says_it() {
     let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
     std::process::Command::new("chown").args(["-R", &uid]).arg(&r.root).status().unwrap();
 }
+
+/// Regression (issue 15): stdin from `/dev/zero` into `blocked record` or `gate
+/// evaluate` grew without limit. Each reads stdin under its kind's limit: the blocked
+/// return is refused naming the limit, the gate fails open.
+#[test]
+fn stdin_is_read_under_a_limit() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let flood = vec![b' '; 3 << 20];
+    let out = r.premerge_stdin(&["blocked", "record", "--attempt", "1", "--from-file", "a.rs"], &flood);
+    out.expect_code(2);
+    assert!(out.stderr.contains("stdin: larger than 1048576 bytes, the limit for blocked-on rows"), "{}", out.stderr);
+    let out = r.premerge_stdin(&["gate", "evaluate"], &flood);
+    out.expect_code(0);
+    assert!(out.stdout.trim().is_empty(), "the gate allows the stop: {}", out.stdout);
+}

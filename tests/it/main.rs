@@ -4,8 +4,11 @@
 mod common;
 
 mod budget;
+mod crash;
+mod decisions;
 mod fence_loop;
 mod foundation;
+mod fuzz;
 mod gate;
 mod hooks_safety;
 mod hostile_input;

@@ -1,0 +1,66 @@
+//! The decision code's outputs that callers print or count, pinned through the public
+//! API (written to kill the mutants cargo-mutants found surviving the lib tests; see
+//! docs/reliability.md).
+
+use std::collections::HashSet;
+
+use premerge::waves::carry::{PathCheck, decide};
+use serde_json::json;
+
+#[test]
+fn carry_counts_and_summarises_every_dropped_row() {
+    let rows = vec![
+        json!(3),
+        json!({"file": "../x", "from_file": "src/a.rs", "reason": "r"}),
+        json!({"file": "src/b.rs", "from_file": "src/a.rs", "reason": "r"}),
+        json!({"file": "src/b.rs", "from_file": "src/a.rs", "reason": "again"}),
+        json!({"file": "src/owned.rs", "from_file": "src/a.rs", "reason": "r"}),
+    ];
+    let owned: HashSet<String> = ["src/owned.rs".to_string()].into();
+    let out = decide(&rows, &owned, 4, &mut |_| PathCheck::Regular);
+    // A second reason for the same file, and a row for a file that already has an
+    // owner, join that file's group instead of being dropped (nothing a fixer needs is lost).
+    assert_eq!(out.admitted.len(), 1);
+    assert_eq!(out.joined.len(), 2, "{:?}", out.joined);
+    assert_eq!(out.dropped_total(), 2);
+    assert_eq!(out.summary().as_deref(), Some("dropped 2 blocked-on row(s): not_object=1 parent_component=1"));
+    let clean = decide(&rows[2..3], &owned, 4, &mut |_| PathCheck::Regular);
+    assert_eq!((clean.dropped_total(), clean.summary()), (0, None), "nothing dropped: no summary line");
+}
+
+fn plan(max_per_wave: usize, waves: &[&[&str]]) -> String {
+    use premerge::waves::{SCHEMA_VERSION, WaveEntry, WavePlan, owner_id};
+    let waves = waves
+        .iter()
+        .enumerate()
+        .map(|(w, files)| {
+            files
+                .iter()
+                .enumerate()
+                .map(|(s, f)| WaveEntry { file: f.to_string(), findings: vec![], owner: owner_id(w + 1, s + 1) })
+                .collect()
+        })
+        .collect();
+    serde_json::to_string(&WavePlan { attempt: 1, max_per_wave, schema_version: SCHEMA_VERSION, waves }).unwrap()
+}
+
+#[test]
+fn the_fence_reads_only_plans_whose_waves_hold_one_to_max_per_wave_files() {
+    use premerge::waves::fence::{PlanError, parse_plan};
+    assert!(parse_plan(&plan(2, &[&["src/a.rs", "src/b.rs"], &["src/c.rs"]]), 1).is_ok(), "a full wave is valid");
+    for (why, text) in [
+        ("a wave over max_per_wave", plan(2, &[&["src/a.rs", "src/b.rs", "src/c.rs"]])),
+        ("an empty wave", plan(2, &[&[], &["src/a.rs"]])),
+    ] {
+        assert!(matches!(parse_plan(&text, 1), Err(PlanError::Invalid(_))), "{why} must be refused");
+    }
+}
+
+#[test]
+fn the_fence_quotes_a_path_with_a_quote_or_backslash() {
+    use premerge::waves::fence::display_path;
+    assert_eq!(display_path("src/a.rs"), "src/a.rs");
+    assert_eq!(display_path("a\"b"), "\"a\\\"b\"", "a quote cannot end a quoted name early");
+    assert_eq!(display_path("a\\b"), "\"a\\\\b\"", "a backslash cannot start an escape");
+    assert_eq!(display_path("a\nb"), "\"a\\nb\"");
+}
