@@ -89,8 +89,8 @@ pub enum InputError {
     #[error("{path}: larger than {limit} bytes, the limit for {kind}")]
     TooLarge { path: String, limit: u64, kind: &'static str },
     /// The file does not exist.
-    #[error("{path}: no such file")]
-    Missing { path: String },
+    #[error("{path}: no such file ({kind})")]
+    Missing { path: String, kind: &'static str },
     /// Any other I/O failure.
     #[error("{path}: cannot read: {why}")]
     Io { path: String, why: String },
@@ -137,7 +137,7 @@ fn open_regular(path: &Path, kind: Kind) -> Result<File, InputError> {
     let file =
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(
             |e| match e.kind() {
-                std::io::ErrorKind::NotFound => InputError::Missing { path: shown(path) },
+                std::io::ErrorKind::NotFound => InputError::Missing { path: shown(path), kind: kind.name() },
                 _ => InputError::Io { path: shown(path), why: e.to_string() },
             },
         )?;

@@ -8,7 +8,6 @@
 mod db;
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -415,15 +414,11 @@ fn stop_reason(p: &StopPayload) -> StopReason {
 }
 
 /// The last [`TRANSCRIPT_TAIL_BYTES`] of a file, starting at a line boundary.
+/// Only a regular file (a FIFO or `/dev/zero` named as the transcript is refused, and
+/// the gate fails open), read through the one bounded reader.
 fn read_tail(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let start = len.saturating_sub(TRANSCRIPT_TAIL_BYTES);
-    f.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    Ok(if start > 0 { text.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default() } else { text })
+    let bytes = crate::input::read_tail(path, crate::input::Kind::Transcript, TRANSCRIPT_TAIL_BYTES)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Evidence from the repository. With `history` (a database for the walk cache),
@@ -460,7 +455,7 @@ fn collect_evidence(
             None => Default::default(),
         };
         ev.truncated |= pc.truncated;
-        let content = std::fs::read_to_string(root.join(&path)).ok();
+        let content = crate::input::read_text(&root.join(&path), crate::input::Kind::Artefact).ok();
         let (unchecked_steps, unchecked_count) = content.as_deref().map(payload::unchecked_steps).unwrap_or_default();
         plans.push(PlanArtefact {
             created_this_session: pc.introducing.as_deref().is_some_and(|c| since.contains(c)),
@@ -643,7 +638,9 @@ fn session_start_inner(cwd: &Path, input: &str) -> Option<String> {
     }
     let run_dir = repo.state_dir().run_dir(None);
     if let Some((n, name)) = highest_wave_plan(&run_dir) {
-        let plan = std::fs::read_to_string(run_dir.join(&name)).ok().and_then(|t| serde_json::from_str(&t).ok());
+        let plan = crate::input::read_text(&run_dir.join(&name), crate::input::Kind::Artefact)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
         r.owned = plan.map(|v| payload::wave_files(&v)).unwrap_or_default();
         r.attempt = Some((n, name));
     }
@@ -684,11 +681,7 @@ fn settings_path(explicit: Option<PathBuf>, ctx: &Ctx) -> Result<PathBuf> {
 
 /// The settings text (empty when the file does not exist; read through symlinks).
 fn read_settings(path: &Path) -> Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(anyhow!("{}: cannot read: {e}", path.display())),
-    }
+    Ok(crate::input::read_text_if_present(path, crate::input::Kind::Settings)?.unwrap_or_default())
 }
 
 /// The program the hooks run: `--program`, else this binary's absolute path (the
@@ -755,7 +748,7 @@ pub fn uninstall_agent_hook_at(path: &Path, ctx: &mut Ctx) -> CmdResult {
 /// premerge agent hook.
 pub fn agent_hook_present(repo: &Repo) -> Option<PathBuf> {
     let path = repo.workdir()?.join(".claude").join("settings.json");
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = crate::input::read_text(&path, crate::input::Kind::Settings).ok()?;
     crate::gate::settings::installed(&text).then_some(path)
 }
 

@@ -765,7 +765,7 @@ fn read_evidence(ctx: &mut Ctx, file: &Path) -> Result<Vec<Value>> {
         ("stdin".to_string(), ctx.read_stdin(crate::input::Kind::Evidence)?)
     } else {
         let p = ctx.cwd.join(file);
-        let t = fs::read_to_string(&p).map_err(|e| input_error(p.display(), format!("cannot read evidence: {e}")))?;
+        let t = crate::input::read_text(&p, crate::input::Kind::Evidence)?;
         (p.display().to_string(), t)
     };
     let ev = Evidence::parse(&text).map_err(|e| input_error(&name, e))?;

@@ -164,3 +164,50 @@ fn stdin_is_read_under_a_limit() {
     out.expect_code(0);
     assert!(out.stdout.trim().is_empty(), "the gate allows the stop: {}", out.stdout);
 }
+
+/// Regression (issue 15): `proposal emit --evidence /dev/zero` read without end.
+#[test]
+fn evidence_that_is_a_device_is_refused() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let (code, err) = run_bounded(
+        &r,
+        &["proposal", "emit", "--scope", "premerge", "--signal", "TRACE-001", "--evidence", "/dev/zero"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/dev/zero: not a regular file (a device)"), "{err}");
+}
+
+/// Regression (issue 15): a Stop payload whose `transcript_path` is `/dev/zero` grew
+/// to gigabytes, and a FIFO there hung the gate. Both are refused; the gate fails open.
+#[test]
+fn a_transcript_that_is_a_device_or_fifo_fails_open_at_once() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let fifo = r.root.join("t.jsonl");
+    let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for transcript in ["/dev/zero".to_string(), fifo.display().to_string()] {
+        let payload = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "hook_event_name": "Stop"});
+        let mut child = r
+            .premerge_cmd(["gate", "evaluate"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), payload.to_string().as_bytes()).unwrap();
+        drop(child.stdin.take());
+        let status = match child.wait_timeout(Duration::from_secs(20)).unwrap() {
+            Some(s) => s,
+            None => {
+                let _ = child.kill();
+                panic!("gate evaluate still running after 20 s with transcript {transcript}");
+            }
+        };
+        assert_eq!(status.code(), Some(0), "the gate fails open ({transcript})");
+    }
+}

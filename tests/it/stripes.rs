@@ -385,7 +385,7 @@ fn bad_input_exits_2_with_a_clear_message() {
     expect(&["proposal", "emit", "--scope", "review", "--signal", "x.1", "--evidence", "ev.json"], "signal");
     expect(
         &["proposal", "emit", "--scope", "review", "--signal", "x", "--evidence", "missing.json"],
-        "cannot read evidence",
+        "missing.json: no such file (evidence)",
     );
     r.write("bad.json", r#"[{"id":"a","title":"t"}, "a string"]"#);
     expect(
