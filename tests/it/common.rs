@@ -222,3 +222,25 @@ pub fn have_tool(tool: &str, version_args: &[&str]) -> bool {
     );
     false
 }
+
+/// Write an executable script (mode 0755), creating its directory.
+pub fn write_exec(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(p) = path.parent() {
+        fs::create_dir_all(p).unwrap();
+    }
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A repository with one commit and a bare remote `origin` in the same temp dir.
+pub fn repo_with_remote() -> (TestRepo, PathBuf) {
+    let r = TestRepo::new();
+    r.write("a.txt", "one\n");
+    r.commit_all("first");
+    let remote = r.dir.path().join("remote.git");
+    let o = Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).output().unwrap();
+    assert!(o.status.success());
+    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    (r, remote)
+}

@@ -7,19 +7,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{Run, TestRepo, bin, hermetic, run_with_stdin};
+use crate::common::{Run, TestRepo, bin, hermetic, repo_with_remote, run_with_stdin, write_exec};
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
 /// Write an executable file.
-fn write_exec(path: &Path, text: &str) {
-    if let Some(p) = path.parent() {
-        fs::create_dir_all(p).unwrap();
-    }
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// A script that records its argv (one per line) and its stdin bytes under `dir`
 /// as `<name>.args` / `<name>.stdin`, then exits with `code`.
 fn recorder(dir: &Path, name: &str, code: i32) -> PathBuf {
@@ -53,18 +45,6 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
         }
     }
     out
-}
-
-/// A repository with one commit and a bare remote `origin` in the same temp dir.
-fn repo_with_remote() -> (TestRepo, PathBuf) {
-    let r = TestRepo::new();
-    r.write("a.txt", "one\n");
-    r.commit_all("first");
-    let remote = r.dir.path().join("remote.git");
-    let o = Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).output().unwrap();
-    assert!(o.status.success());
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    (r, remote)
 }
 
 /// A scratch directory for recorders inside the test's temp dir.

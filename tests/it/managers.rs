@@ -8,11 +8,10 @@
 //! can count how often premerge ran and what it was fed.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{Run, TestRepo, bin, have_tool, hermetic, run_with_stdin};
+use crate::common::{Run, TestRepo, bin, have_tool, hermetic, run_with_stdin, write_exec};
 
 /// The repository, its bare remote, and the directory the `premerge` wrapper and its
 /// call records live in.
@@ -23,23 +22,9 @@ struct Setup {
     path: String,
 }
 
-fn write_exec(path: &Path, text: &str) {
-    if let Some(p) = path.parent() {
-        fs::create_dir_all(p).unwrap();
-    }
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// A repository with one commit already on `origin/main`.
 fn setup() -> Setup {
-    let r = TestRepo::new();
-    r.write("a.txt", "one\n");
-    r.commit_all("first");
-    let remote = r.dir.path().join("remote.git");
-    let o = Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).output().unwrap();
-    assert!(o.status.success());
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let (r, remote) = crate::common::repo_with_remote();
     r.git(&["push", "-q", "--no-verify", "origin", "main"]);
     let calls = r.dir.path().join("calls");
     let wrapper_dir = r.dir.path().join("bin");
