@@ -381,3 +381,27 @@ pub fn render_sqlite(path: &Path) -> String {
     }
     out
 }
+
+/// The one fixture harness: run `check` on every case of a fixture corpus, in the
+/// order given, and snapshot one report under `name`: a `=== <case>` line, then what
+/// `check` returned for it. A case whose outcome changes shows as a one-case diff in
+/// the snapshot; normalised as by [`snapshot_settings`] for `scratch`.
+#[track_caller]
+pub fn assert_fixture_snapshot<C, F>(name: &str, scratch: &[&Path], cases: C, mut check: F)
+where
+    C: IntoIterator<Item = (String, String)>,
+    F: FnMut(&str, &str) -> String,
+{
+    let mut report = String::new();
+    let mut n = 0usize;
+    for (case, input) in cases {
+        let outcome = check(&case, &input);
+        report.push_str(&format!("=== {case}\n{}", outcome));
+        if !outcome.ends_with('\n') {
+            report.push('\n');
+        }
+        n += 1;
+    }
+    assert!(n > 0, "fixture corpus {name} has no case");
+    assert_text_snapshot(name, scratch, &report);
+}

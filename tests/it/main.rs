@@ -8,6 +8,7 @@ mod cli_snapshots;
 mod crash;
 mod decisions;
 mod fence_loop;
+mod fixtures;
 mod foundation;
 mod fuzz;
 mod gate;
