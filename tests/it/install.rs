@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{Run, TestRepo, bin, hermetic, repo_with_remote, run_with_stdin, write_exec};
+use crate::common::{Run, TestRepo, bin, hermetic, remote_has, repo_with_remote, run_with_stdin, write_exec};
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
@@ -68,17 +68,6 @@ fn git_hooks_path(r: &TestRepo) -> PathBuf {
     let p = PathBuf::from(r.git(&["rev-parse", "--git-path", "hooks"]));
     let p = if p.is_absolute() { p } else { r.root.join(p) };
     p.canonicalize().unwrap()
-}
-
-fn remote_has(remote: &Path, refname: &str) -> bool {
-    Command::new("git")
-        .arg("--git-dir")
-        .arg(remote)
-        .args(["rev-parse", "--verify", "-q", refname])
-        .output()
-        .unwrap()
-        .status
-        .success()
 }
 
 #[test]

@@ -39,12 +39,7 @@ fn proposals(r: &TestRepo, state: &str) -> Vec<String> {
 }
 
 fn events(r: &TestRepo) -> Vec<Value> {
-    let p = r.root.join(".git/premerge/run/events.jsonl");
-    fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-        .collect()
+    crate::common::events_in(&r.state_dir().join("run"))
 }
 
 #[test]

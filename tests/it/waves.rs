@@ -748,9 +748,7 @@ fn schemas_are_published_and_artefacts_conform() {
 #[test]
 fn pre_push_fences_the_pushed_files_by_mode() {
     let mut fx = fenced_repo();
-    let remote = fx.repo.dir.path().join("remote.git");
-    fx.repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    fx.repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    fx.repo.add_bare_remote("origin");
     fx.repo.git(&["push", "-q", "origin", "main"]);
     let old = fx.repo.git(&["rev-parse", "HEAD"]);
     fx.repo.write("src/a.rs", "fixed\n");
@@ -766,10 +764,8 @@ fn pre_push_fences_the_pushed_files_by_mode() {
     let r = hook(&fx);
     r.expect_code(0);
     assert!(r.stderr.contains("shadow"), "{}", r.stderr);
-    let events = fs::read_to_string(fx.run.join("events.jsonl")).unwrap();
-    let shadow: Vec<Value> = events
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let shadow: Vec<Value> = crate::common::events_in(&fx.run)
+        .into_iter()
         .filter(|e| e["kind"] == "fence_pre_push" && e["mode"] == "shadow")
         .collect();
     assert_eq!(shadow.len(), 1);
