@@ -36,12 +36,8 @@ fn bg_dir(r: &TestRepo) -> PathBuf {
 }
 
 fn json_files(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = match fs::read_dir(dir) {
-        Ok(e) => e.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    };
+    let mut v = crate::common::file_names(dir);
     v.retain(|n| n.ends_with(".json"));
-    v.sort();
     v
 }
 

@@ -287,6 +287,17 @@ pub fn remote_has(remote: &Path, refname: &str) -> bool {
         .success()
 }
 
+/// The names of the entries of `dir`, byte-sorted; none when it does not exist.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = match fs::read_dir(dir) {
+        Ok(rd) => rd.map(|e| e.expect("directory entry").file_name().to_string_lossy().into_owned()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("{}: {e}", dir.display()),
+    };
+    v.sort();
+    v
+}
+
 /// The JSON values of a JSON-lines text, one a line.
 #[track_caller]
 pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
