@@ -211,6 +211,9 @@ impl Walk<'_> {
             }
             "function_item" | "function_signature_item" => {
                 self.bounds_of(&parts, &symbol);
+                if let Some(body) = parts.field("body").filter(|_| kind == "function_item") {
+                    super::checked::record(body, self.src, &symbol, &mut self.inv);
+                }
                 if let Some(params) = parts.field("parameters") {
                     let mut c = params.walk();
                     for p in params.named_children(&mut c).filter(|p| kind_of(p) == "parameter") {
