@@ -11,18 +11,20 @@
 //! [`db::search`] (full text, optionally restricted to files), [`db::list`].
 
 pub mod db;
+pub mod text;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::widen::catalogue;
 use crate::widen::engine::Finding;
 
-/// The instruction every guard memory carries.
+/// The instruction a memory carries when no more specific one fits its finding (a
+/// removed check, `unsafe` code, a value made optional or a member made public each
+/// have their own: see [`text::instruction`]).
 pub const INSTRUCTION: &str =
-    "Verify what now guarantees the old invariant before writing code that exploits the widened type.";
+    "Verify what now guarantees the old invariant before writing code that relies on the wider constraint.";
 
 /// The cycle a scan belongs to: the issue when known, else the head commit.
 pub fn cycle(issue: Option<u64>, commit: Option<&str>) -> String {
@@ -72,28 +74,39 @@ impl std::ops::Deref for Memory {
     }
 }
 
-fn shown(s: &str) -> String {
-    if s.is_empty() { "(removed)".to_string() } else { format!("`{s}`") }
-}
-
-/// The memory text for the findings on one `(file, symbol)`.
+/// The memory text for the findings on one `(file, symbol)`, written from the
+/// findings themselves: each one's change in its own words, the bound the old
+/// constraint implied where its text shows one, the rule's invariant, and an
+/// instruction that fits the kind of constraint lost.
 pub fn content(file: &str, symbol: &str, findings: &[&Finding], issue: Option<u64>, commit: Option<&str>) -> String {
     let mut s = format!("Guard memory for {file} `{symbol}`: ");
     let parts: Vec<String> = findings
         .iter()
         .map(|f| {
-            let why = catalogue::get(&f.rule).map(|r| r.invariant).unwrap_or("");
-            format!("{} became {} ({}; old invariant: {why})", shown(&f.before), shown(&f.after), f.rule)
+            let mut p = format!("{} ({})", text::change(f), f.rule);
+            if let Some(bound) = text::old_bound(f) {
+                p.push_str(&format!("; {bound}"));
+            }
+            p.push_str(&format!("; old invariant: {}", text::invariant(f)));
+            p
         })
         .collect();
-    s.push_str(&parts.join("; "));
+    s.push_str(&parts.join("; also "));
     match (issue, commit) {
         (Some(n), _) => s.push_str(&format!(". Removed in issue #{n}")),
         (None, Some(c)) => s.push_str(&format!(". Removed in commit {}", &c[..c.len().min(12)])),
         (None, None) => s.push_str(". Removed in uncommitted changes"),
     }
-    s.push_str(". ");
-    s.push_str(INSTRUCTION);
+    s.push('.');
+    let mut said = Vec::new();
+    for f in findings {
+        let i = text::instruction(f);
+        if !said.contains(&i) {
+            s.push(' ');
+            s.push_str(&i);
+            said.push(i);
+        }
+    }
     s
 }
 
@@ -180,7 +193,8 @@ mod tests {
         assert_eq!(p[0].metadata["rules"], json!(["rust-integer-widened", "rust-field-made-public"]));
         assert!(p[0].content.contains("`limit: u8` became `limit: u64`"));
         assert!(p[0].content.contains("issue #7"));
-        assert!(p[0].content.ends_with(INSTRUCTION));
+        assert!(p[0].content.contains("the old type `u8` kept the value between 0 and 255"), "{}", p[0].content);
+        assert!(p[0].content.contains(INSTRUCTION), "{}", p[0].content);
     }
 
     #[test]

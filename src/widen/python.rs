@@ -669,9 +669,32 @@ impl Walker<'_> {
         let Some(raise) = named_children(cons).into_iter().find(|s| kind_of(s) == "raise_statement") else {
             return;
         };
+        if in_handler_that_reraises(node) {
+            return;
+        }
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
         self.push_check(RuleId::PyRaiseGuardRemoved, &owner, cond, display);
     }
+}
+
+/// Whether `node` sits in an `except` handler whose body ends with a `raise`: every
+/// path through such a handler raises, so an `if ...: raise` inside it only chooses
+/// which exception leaves (error translation), and removing it lets nothing through.
+fn in_handler_that_reraises(node: Node) -> bool {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        match kind_of(n) {
+            "except_clause" | "except_group_clause" => {
+                let body = named_children(n).into_iter().rev().find(|c| kind_of(c) == "block");
+                return body
+                    .and_then(|b| named_children(b).into_iter().rev().find(|c| !kind_of(c).ends_with("comment")))
+                    .is_some_and(|last| kind_of(last) == "raise_statement");
+            }
+            "function_definition" | "class_definition" => return false,
+            _ => cur = n.parent(),
+        }
+    }
+    false
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ macro_rules! rule_ids {
 rule_ids! {
     // Rust
     RustAssertRemoved => "rust-assert-removed",
+    RustCheckedArithmeticRemoved => "rust-checked-arithmetic-removed",
     RustDenyUnknownFieldsRemoved => "rust-deny-unknown-fields-removed",
     RustEnumToString => "rust-enum-to-string",
     RustEnumVariantAdded => "rust-enum-variant-added",

@@ -203,6 +203,91 @@ fn every_rule_over_every_fixture() {
 /// Every fixture's old version against damaged copies of its new version (five bytes
 /// cut at a dozen points) and the other way round: the engine answers, and no
 /// detector fails (a panic would be noted as "the ... detector failed").
+/// Guard memory text is written from the finding itself: for every rule, the memory of
+/// each of its fixture findings quotes that finding's own constraint (before and after),
+/// names its symbol, rule and invariant, states the old bound where the finding shows
+/// one, and carries no other rule's invariant and none of the fixed sentences that used
+/// to misdescribe checks and `unsafe` code.
+#[test]
+fn guard_memory_text_comes_from_each_fixture_finding() {
+    use premerge::memory::{self, text::quoted};
+    use premerge::widen::{Family, RuleId};
+    let invariants: Vec<(&str, &str)> = catalogue::all().map(|r| (r.id.as_str(), r.invariant)).collect();
+    let mut checked: BTreeSet<String> = BTreeSet::new();
+    for case in cases() {
+        let report = run_case(&case);
+        for f in &report.findings {
+            let m = &memory::plan(std::slice::from_ref(f), "issue-9", Some(9), Some("abc"))[0];
+            let c = &m.content;
+            let rule = RuleId::parse(&f.rule).unwrap();
+            let own = rule.def().invariant;
+            let at = format!("{} {} {}", case.id(), f.rule, f.symbol);
+            assert!(c.contains(&format!("`{}`", f.symbol)) && c.contains(&f.rule), "{at}: {c}");
+            for side in [&f.before, &f.after] {
+                assert!(side.is_empty() || c.contains(&quoted(side)), "{at}: {side:?} not quoted: {c}");
+            }
+            let own = own.trim_end_matches('.');
+            assert!(c.contains(own), "{at}: its invariant is missing: {c}");
+            for (id, inv) in &invariants {
+                let inv = inv.trim_end_matches('.');
+                assert!(inv == own || !c.contains(inv), "{at}: carries {id}'s invariant: {c}");
+            }
+            for stale in ["exploits the widened type", "(removed) became", "became (removed)", ".. Removed", "``."] {
+                assert!(!c.contains(stale), "{at}: {stale:?} in {c}");
+            }
+            match rule.family() {
+                Family::CheckRemoved if f.after.is_empty() => {
+                    assert!(c.contains(&format!("the check {} was removed", quoted(&f.before))), "{at}: {c}");
+                    assert!(c.contains(&format!("Verify what now enforces {}", quoted(&f.before))), "{at}: {c}");
+                    assert!(!c.contains("widen"), "{at}: {c}");
+                }
+                Family::Unsafe if f.before.is_empty() => {
+                    assert!(c.contains("had no `unsafe` code and now has"), "{at}: {c}");
+                    assert!(!c.contains("widen"), "{at}: {c}");
+                }
+                _ => {}
+            }
+            if matches!(rule, RuleId::RustIntegerWidened | RuleId::GoIntWidened | RuleId::SqlNumericWidened) {
+                assert!(c.contains("the old type `"), "{at}: no bound: {c}");
+            }
+            checked.insert(f.rule.clone());
+        }
+    }
+    // Every rule's firing fixtures were read.
+    let missing: Vec<&str> = catalogue::all().map(|r| r.id.as_str()).filter(|id| !checked.contains(*id)).collect();
+    assert!(missing.is_empty(), "rules whose memory text no fixture exercised: {missing:?}");
+}
+
+/// The bound a finding implies is the one of its own types: `u16` to `u64` says "at
+/// most 65535", never another width's figure.
+#[test]
+fn guard_memory_states_the_bound_of_the_old_type() {
+    let mk = |before: &str, after: &str, rule: &str| engine::Finding {
+        rule: rule.into(),
+        language: premerge::widen::Language::Rust,
+        file: "src/q.rs".into(),
+        symbol: "Q.width".into(),
+        line: 3,
+        before: before.into(),
+        after: after.into(),
+        message: String::new(),
+        severity: premerge::widen::Severity::Medium,
+    };
+    let c = |f: engine::Finding| premerge::memory::plan(&[f], "issue-1", Some(1), None)[0].content.clone();
+    let m = c(mk("width: u16", "width: u64", "rust-integer-widened"));
+    assert!(m.contains("the old type `u16` kept the value between 0 and 65535 (at most 65535)"), "{m}");
+    assert!(m.contains("`u64` admits between 0 and 18446744073709551615"), "{m}");
+    assert!(!m.contains("255"), "{m}");
+    let m = c(mk("n: i8", "n: i32", "rust-integer-widened"));
+    assert!(m.contains("between -128 and 127"), "{m}");
+    let m = c(mk("qty SMALLINT NOT NULL", "ALTER COLUMN qty TYPE BIGINT", "sql-numeric-widened"));
+    assert!(m.contains("the old type `SMALLINT` kept the value between -32768 and 32767"), "{m}");
+    let m = c(mk("name VARCHAR(40) NOT NULL", "ALTER COLUMN name TYPE TEXT", "sql-varchar-widened"));
+    assert!(m.contains("at most 40 characters"), "{m}");
+    let m = c(mk("maximum: 100", "maximum: 10000", "schema-range-loosened"));
+    assert!(m.contains("values were at most 100"), "{m}");
+}
+
 #[test]
 fn damaged_fixtures_never_make_a_detector_fail() {
     let mut runs = 0;

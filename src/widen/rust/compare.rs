@@ -95,7 +95,12 @@ pub(super) fn compare_visibility(old: &Inventory, new: &Inventory, out: &mut Vec
     }
 }
 
+/// Separates a type parameter from the `impl` block its bounds belong to in the
+/// inventory's keys (never shown).
+pub(super) const IMPL_MARK: char = '\u{1}';
+
 pub(super) fn show_bound(param: &str, bounds: &[String]) -> String {
+    let param = param.split(IMPL_MARK).next().unwrap_or(param);
     if bounds.is_empty() { param.to_string() } else { format!("{param}: {}", bounds.join(" + ")) }
 }
 

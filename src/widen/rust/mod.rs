@@ -17,6 +17,7 @@ use tree_sitter::{Node, Tree};
 use super::window;
 use super::{DetectError, RawFinding, RuleDef, RuleId};
 
+mod checked;
 mod compare;
 mod rules;
 #[cfg(test)]
@@ -144,6 +145,7 @@ impl super::detector::Grammar for RustDetector {
         compare_unsafe(old, new, &mut out);
         compare_variants(old, new, &mut out);
         compare_forbid(old, new, &mut out);
+        checked::compare(old, new, &mut out);
         out
     }
 }
@@ -163,7 +165,8 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
             .chain(inv.statics.keys())
             .chain(inv.unsafe_sites.keys())
             .chain(inv.closed.iter())
-            .chain(inv.variants.keys());
+            .chain(inv.variants.keys())
+            .chain(inv.arith.keys());
         roots.extend(symbols.map(|s| window::root(s)));
     }
     if outside.may_declare_any(window::Lexer::Rust, &roots) {
@@ -313,6 +316,8 @@ pub(crate) struct Inventory {
     closed: BTreeSet<String>,
     /// Public enums: symbol -> (`#[non_exhaustive]`, variants with their lines).
     variants: BTreeMap<String, (bool, Vec<(String, u32)>)>,
+    /// Function symbol -> its checked arithmetic and squashed body ([`checked`]).
+    arith: BTreeMap<String, checked::Arith>,
 }
 
 struct Walk<'a> {
@@ -532,6 +537,7 @@ impl super::syntax::Part for Inventory {
             value_imported,
             closed,
             variants,
+            arith,
         } = o;
         self.slots.extend(slots);
         self.fields.extend(fields);
@@ -560,6 +566,7 @@ impl super::syntax::Part for Inventory {
         self.value_imported |= value_imported;
         self.closed.extend(closed);
         self.variants.extend(variants);
+        self.arith.extend(arith);
     }
 
     /// Moves every line this inventory records by `delta`.

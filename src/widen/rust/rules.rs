@@ -156,4 +156,5 @@ pub const RULES: &[RuleDef] = &[
         message: "{symbol}: `{before}` became `{after}`; exhaustive matches elsewhere were written for fewer values",
         invariant: "The enum held one of the listed variants, and every exhaustive match handled each of them.",
     },
+    super::checked::RULE,
 ];

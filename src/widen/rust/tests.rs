@@ -115,7 +115,9 @@ fn reused_declarations_give_the_full_inventories() {
         ),
         (format!("fn a() {{}}\n{helpers}"), format!("fn a() {{}}\nfn a() {{ let x = 1; }}\n{helpers}")),
     ];
-    pairs.extend(crate::widen::testing::pairs("rust-", &["rs"]).into_iter().map(|(_, b, a)| (b, a)));
+    // Fixtures in syntax newer than the grammar are compared as the detector reads them: repaired.
+    let fixed = |s: String| repair(&s).unwrap_or(s);
+    pairs.extend(crate::widen::testing::pairs("rust-", &["rs"]).into_iter().map(|(_, b, a)| (fixed(b), fixed(a))));
     let mut reused = 0;
     for (before, after) in &pairs {
         if before.is_empty() {
@@ -144,7 +146,7 @@ fn skipping_trigger_free_blocks_changes_no_inventory() {
             .to_string(),
     ];
     for (_, before, after) in crate::widen::testing::pairs("rust-", &["rs"]) {
-        sources.extend([before, after].into_iter().filter(|t| !t.is_empty()));
+        sources.extend([before, after].into_iter().filter(|t| !t.is_empty()).map(|s| repair(&s).unwrap_or(s)));
     }
     assert!(sources.len() > 40, "the Rust fixtures were read ({})", sources.len());
     let mut skipped = 0;

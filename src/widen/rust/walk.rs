@@ -21,13 +21,21 @@ impl Walk<'_> {
     }
 
     pub(super) fn bounds_of(&mut self, item: &Parts, symbol: &str) {
+        self.bounds_keyed(item, symbol, "");
+    }
+
+    /// The bounds of an item's type parameters, keyed `(symbol, param + impl)`: an
+    /// `impl` block's bounds are its own (`IMPL_MARK`, the implemented trait and the
+    /// self type), so deleting a whole `impl` (moved to another module) removes no bound
+    /// from the type's other `impl` blocks.
+    pub(super) fn bounds_keyed(&mut self, item: &Parts, symbol: &str, impl_key: &str) {
         let mut params = Vec::new();
         if let Some(tp) = item.field("type_parameters") {
             let mut c = tp.walk();
             for p in tp.named_children(&mut c).filter(|p| kind_of(p) == "type_parameter") {
                 let Some(name) = field(p, "name") else { continue };
                 params.push(self.t(name));
-                let key = (symbol.to_string(), self.t(name));
+                let key = (symbol.to_string(), format!("{}{impl_key}", self.t(name)));
                 let entry = self.inv.bounds.entry(key).or_default();
                 if let Some(b) = field(p, "bounds") {
                     let mut bc = b.walk();
@@ -44,7 +52,7 @@ impl Walk<'_> {
                 let left = compact(text(left, self.src));
                 let mut bc = b.walk();
                 let items: Vec<String> = b.named_children(&mut bc).map(|x| compact(text(x, self.src))).collect();
-                self.inv.bounds.entry((symbol.to_string(), left)).or_default().extend(items);
+                self.inv.bounds.entry((symbol.to_string(), format!("{left}{impl_key}"))).or_default().extend(items);
             }
         }
     }
@@ -211,6 +219,9 @@ impl Walk<'_> {
             }
             "function_item" | "function_signature_item" => {
                 self.bounds_of(&parts, &symbol);
+                if let Some(body) = parts.field("body").filter(|_| kind == "function_item") {
+                    super::checked::record(body, self.src, &symbol, &mut self.inv);
+                }
                 if let Some(params) = parts.field("parameters") {
                     let mut c = params.walk();
                     for p in params.named_children(&mut c).filter(|p| kind_of(p) == "parameter") {
@@ -234,7 +245,9 @@ impl Walk<'_> {
                 }
             }
             "impl_item" => {
-                self.bounds_of(&parts, &symbol);
+                let part = |f| parts.field(f).map(|t| compact(text(t, self.src))).unwrap_or_default();
+                let key = format!("{IMPL_MARK}{}{IMPL_MARK}{}", part("trait"), part("type"));
+                self.bounds_keyed(&parts, &symbol, &key);
                 let mut c = n.walk();
                 if n.children(&mut c).any(|ch| kind_of(ch) == "unsafe") {
                     let head = snippet(self.t(n).lines().next().unwrap_or(""));
