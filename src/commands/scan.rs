@@ -18,6 +18,7 @@ use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::memory::{self, db};
+use crate::store::scan_cache;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 use crate::widen::{Language, catalogue};
@@ -86,7 +87,9 @@ pub fn policy(config: &Config) -> Result<Policy> {
 
 /// Read both versions of every changed file the scan can look at. Files of no
 /// supported language, submodules and symlinks are not read at all.
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
+/// Also returns each file's scan-cache key: the path and both blob ids (`None` when a
+/// version comes from the working tree, which has no id).
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>)> {
     /// Where one version of a file comes from.
     enum Source<'d> {
         Absent,
@@ -138,20 +141,34 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
         })
     };
     let mut out = Vec::with_capacity(wanted.len());
+    let mut keys = Vec::with_capacity(wanted.len());
     for (path, before, after) in wanted {
+        keys.push(match (&before, &after) {
+            (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
+            (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
+            _ => None,
+        });
         let before = read(path, "old", before)?;
         let after = read(path, "new", after)?;
         out.push(FileInput { path: path.to_string(), before, after });
     }
-    Ok(out)
+    Ok((out, keys))
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
 pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
-    let files = inputs(repo, diff, &policy)?;
+    let (files, keys) = inputs(repo, diff, &policy)?;
     let (history, history_notes) = migration_history(repo, diff, &files);
-    let mut report = engine::scan_with_history(&files, &policy, &history);
+    // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
+    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path) {
+        Some(cache) => {
+            let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
+            let _ = cache.save();
+            report
+        }
+        None => engine::scan_with_history(&files, &policy, &history),
+    };
     if !history_notes.is_empty() {
         report.notes.extend(history_notes);
         report.notes.sort_by(|a, b| {

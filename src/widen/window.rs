@@ -28,6 +28,13 @@ use super::syntax::{compact, edit_between, point_at};
 static ENABLED: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0"));
 
+/// Whether the window is in use (`PREMERGE_SCAN_WINDOW` is not `0`). The window can
+/// scan a file whose untouched part does not parse, so what a scan finds may depend on
+/// it: the scan cache keeps the two modes apart.
+pub fn enabled() -> bool {
+    *ENABLED
+}
+
 /// Which lexer finds the declaration boundaries of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lexer {
