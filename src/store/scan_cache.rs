@@ -328,6 +328,18 @@ mod tests {
             std::fs::write(&path, junk).unwrap();
             assert!(ScanCache::open_with(dir.path(), "r".into()).is_empty());
         }
+        // Oversized (sparse, so the test writes nothing), or a symlink to a real
+        // cache: not read.
+        std::fs::write(&path, b"").unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+        assert!(ScanCache::open_with(dir.path(), "r".into()).is_empty());
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = ScanCache::open_with(elsewhere.path(), "r".into());
+        real.put(&good, &[finding("A.x")]);
+        real.save().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join(CACHE_FILE), &path).unwrap();
+        assert!(ScanCache::open_with(dir.path(), "r".into()).is_empty());
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         let c = ScanCache::open_with(dir.path(), "r".into());
