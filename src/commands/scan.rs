@@ -365,16 +365,50 @@ fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
                 "schema_version": 1,
                 "base": diff.base,
                 "head": diff.head,
-                "findings": out.findings,
                 "memories_written": out.memory.written,
                 "memories_skipped_duplicate": out.memory.duplicates,
                 "notes": out.notes,
             });
-            ctx.stdout.write_all(crate::canonical::to_line(&doc)?.as_bytes())?;
+            let mut w = std::io::BufWriter::new(&mut *ctx.stdout);
+            write_json_with_findings(&mut w, &doc, &out.findings)?;
+            w.flush()?;
         }
         Format::Text => write_text(ctx.stdout, out)?,
     }
     Ok(Exit::Ok)
+}
+
+/// `doc` (an object) with `"findings"` added, as one line of canonical JSON (sorted
+/// keys, compact, `\n`), byte for byte what `canonical::to_line` gives for the whole
+/// document, but written one finding at a time: a scan of tens of thousands of
+/// findings never holds the document as one JSON tree (that tree, twice over, was
+/// most of a large scan's peak memory).
+fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]) -> Result<()> {
+    let Value::Object(fields) = doc else { anyhow::bail!("scan output: not an object") };
+    let mut keys: Vec<&str> = fields.keys().map(String::as_str).chain(["findings"]).collect();
+    keys.sort_unstable();
+    w.write_all(b"{")?;
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(serde_json::to_string(key)?.as_bytes())?;
+        w.write_all(b":")?;
+        if *key == "findings" {
+            w.write_all(b"[")?;
+            for (j, f) in findings.iter().enumerate() {
+                if j > 0 {
+                    w.write_all(b",")?;
+                }
+                w.write_all(crate::canonical::to_compact(f)?.as_bytes())?;
+            }
+            w.write_all(b"]")?;
+        } else {
+            w.write_all(crate::canonical::to_compact(&fields[*key])?.as_bytes())?;
+        }
+    }
+    w.write_all(b"}\n")?;
+    Ok(())
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
@@ -489,6 +523,32 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::inline_diff;
+
+    /// The streamed document is byte for byte the canonical line of the whole one.
+    #[test]
+    fn findings_are_streamed_as_the_canonical_document() {
+        use crate::widen::{Language, Severity};
+        let finding = |file: &str, symbol: &str| super::Finding {
+            rule: "rust-integer-widened".into(),
+            language: Language::Rust,
+            file: file.into(),
+            symbol: symbol.into(),
+            line: 3,
+            before: "limit: u8 \"q\" \u{e9}".into(),
+            after: "limit: u64\n".into(),
+            message: "m".into(),
+            severity: Severity::Medium,
+        };
+        for findings in [vec![], vec![finding("a.rs", "A.b")], vec![finding("a.rs", "A.b"), finding("b/ü.rs", "x")]] {
+            let rest = serde_json::json!({"schema_version": 1, "base": "b", "head": null, "notes": [{"file": "z"}],
+                                          "memories_written": 0, "memories_skipped_duplicate": 0});
+            let mut whole = rest.clone();
+            whole["findings"] = serde_json::to_value(&findings).unwrap();
+            let mut out = Vec::new();
+            super::write_json_with_findings(&mut out, &rest, &findings).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), crate::canonical::to_line(&whole).unwrap());
+        }
+    }
 
     #[test]
     fn inline_diff_marks_changed_tokens() {
