@@ -10,8 +10,9 @@
 # 2. Each REPO:BASE: BASE..HEAD of a clone of that repository.
 # git and premerge run alternately, RUNS times each (default 9, after one warm-up of
 # each), so that a noisy neighbour slows both alike. premerge runs cold: its state
-# (`.git/premerge`) is removed before every run, as on the first scan of a pull; the
-# warm figure (state kept) is measured beside it. The script prints the median wall
+# (`.git/premerge`, the scan cache with it) is removed before every run, as on the
+# first scan of a pull; the warm figure (state kept: the range's answers come from the
+# scan cache) is measured beside it. The script prints the median wall
 # time of each (a monotonic clock, to the millisecond), the median of the per-pair
 # ratios, and the peak resident memory of one more run (GNU time's %M).
 set -euo pipefail

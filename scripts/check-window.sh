@@ -31,7 +31,7 @@ for c in commits:
         continue
     out = {}
     for mode, value in (("window", "1"), ("whole", "0")):
-        env = dict(os.environ, PREMERGE_SCAN_WINDOW=value)
+        env = dict(os.environ, PREMERGE_SCAN_WINDOW=value, PREMERGE_SCAN_CACHE="0")
         start = time.perf_counter()
         r = subprocess.run([binary, "scan", "--no-memory", "--format", "json", "--base", f"{c}~1", "--head", c],
                            capture_output=True, env=env)

@@ -21,6 +21,14 @@ fn main() -> ExitCode {
         use libmimalloc_sys as mi;
         tree_sitter::set_allocator(Some(mi::mi_malloc), Some(mi::mi_calloc), Some(mi::mi_realloc), Some(mi::mi_free));
     }
+    // No transparent huge pages: the allocator asks for them, and where the kernel
+    // compacts memory to find them (defrag on madvise, the default) a scan spent ~10%
+    // of its time faulting them in, for 25 MiB more peak memory (docs/benchmarks.md).
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with integer arguments only; it changes this process's THP policy.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {

@@ -18,6 +18,7 @@ use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::memory::{self, db};
+use crate::store::scan_cache;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 use crate::widen::{Language, catalogue};
@@ -86,7 +87,9 @@ pub fn policy(config: &Config) -> Result<Policy> {
 
 /// Read both versions of every changed file the scan can look at. Files of no
 /// supported language, submodules and symlinks are not read at all.
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
+/// Also returns each file's scan-cache key: the path and both blob ids (`None` when a
+/// version comes from the working tree, which has no id).
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>)> {
     /// Where one version of a file comes from.
     enum Source<'d> {
         Absent,
@@ -138,20 +141,34 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
         })
     };
     let mut out = Vec::with_capacity(wanted.len());
+    let mut keys = Vec::with_capacity(wanted.len());
     for (path, before, after) in wanted {
+        keys.push(match (&before, &after) {
+            (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
+            (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
+            _ => None,
+        });
         let before = read(path, "old", before)?;
         let after = read(path, "new", after)?;
         out.push(FileInput { path: path.to_string(), before, after });
     }
-    Ok(out)
+    Ok((out, keys))
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
 pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
-    let files = inputs(repo, diff, &policy)?;
+    let (files, keys) = inputs(repo, diff, &policy)?;
     let (history, history_notes) = migration_history(repo, diff, &files);
-    let mut report = engine::scan_with_history(&files, &policy, &history);
+    // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
+    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path) {
+        Some(cache) => {
+            let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
+            let _ = cache.save();
+            report
+        }
+        None => engine::scan_with_history(&files, &policy, &history),
+    };
     if !history_notes.is_empty() {
         report.notes.extend(history_notes);
         report.notes.sort_by(|a, b| {
@@ -348,16 +365,50 @@ fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
                 "schema_version": 1,
                 "base": diff.base,
                 "head": diff.head,
-                "findings": out.findings,
                 "memories_written": out.memory.written,
                 "memories_skipped_duplicate": out.memory.duplicates,
                 "notes": out.notes,
             });
-            ctx.stdout.write_all(crate::canonical::to_line(&doc)?.as_bytes())?;
+            let mut w = std::io::BufWriter::new(&mut *ctx.stdout);
+            write_json_with_findings(&mut w, &doc, &out.findings)?;
+            w.flush()?;
         }
         Format::Text => write_text(ctx.stdout, out)?,
     }
     Ok(Exit::Ok)
+}
+
+/// `doc` (an object) with `"findings"` added, as one line of canonical JSON (sorted
+/// keys, compact, `\n`), byte for byte what `canonical::to_line` gives for the whole
+/// document, but written one finding at a time: a scan of tens of thousands of
+/// findings never holds the document as one JSON tree (that tree, twice over, was
+/// most of a large scan's peak memory).
+fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]) -> Result<()> {
+    let Value::Object(fields) = doc else { anyhow::bail!("scan output: not an object") };
+    let mut keys: Vec<&str> = fields.keys().map(String::as_str).chain(["findings"]).collect();
+    keys.sort_unstable();
+    w.write_all(b"{")?;
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(serde_json::to_string(key)?.as_bytes())?;
+        w.write_all(b":")?;
+        if *key == "findings" {
+            w.write_all(b"[")?;
+            for (j, f) in findings.iter().enumerate() {
+                if j > 0 {
+                    w.write_all(b",")?;
+                }
+                w.write_all(crate::canonical::to_compact(f)?.as_bytes())?;
+            }
+            w.write_all(b"]")?;
+        } else {
+            w.write_all(crate::canonical::to_compact(&fields[*key])?.as_bytes())?;
+        }
+    }
+    w.write_all(b"}\n")?;
+    Ok(())
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
@@ -472,6 +523,32 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::inline_diff;
+
+    /// The streamed document is byte for byte the canonical line of the whole one.
+    #[test]
+    fn findings_are_streamed_as_the_canonical_document() {
+        use crate::widen::{Language, Severity};
+        let finding = |file: &str, symbol: &str| super::Finding {
+            rule: "rust-integer-widened".into(),
+            language: Language::Rust,
+            file: file.into(),
+            symbol: symbol.into(),
+            line: 3,
+            before: "limit: u8 \"q\" \u{e9}".into(),
+            after: "limit: u64\n".into(),
+            message: "m".into(),
+            severity: Severity::Medium,
+        };
+        for findings in [vec![], vec![finding("a.rs", "A.b")], vec![finding("a.rs", "A.b"), finding("b/ü.rs", "x")]] {
+            let rest = serde_json::json!({"schema_version": 1, "base": "b", "head": null, "notes": [{"file": "z"}],
+                                          "memories_written": 0, "memories_skipped_duplicate": 0});
+            let mut whole = rest.clone();
+            whole["findings"] = serde_json::to_value(&findings).unwrap();
+            let mut out = Vec::new();
+            super::write_json_with_findings(&mut out, &rest, &findings).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), crate::canonical::to_line(&whole).unwrap());
+        }
+    }
 
     #[test]
     fn inline_diff_marks_changed_tokens() {

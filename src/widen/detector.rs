@@ -199,8 +199,8 @@ pub(in crate::widen) fn windowed<G: Grammar>(
     let w = window::find(lexer, before, after)?;
     let outside = window::Outside::of(before, &w);
     let lang = g.grammar(path);
-    let old = g.build(&window::parse_range(&lang, before, w.start, w.old_end)?, before);
-    let new = g.build(&window::parse_range(&lang, after, w.start, w.new_end)?, after);
+    let old = g.build(&window::parse_ranges(&lang, before, &w.old)?, before);
+    let new = g.build(&window::parse_ranges(&lang, after, &w.new)?, after);
     g.stands_alone(&old, &new, &outside).then_some((old, new))
 }
 

@@ -142,6 +142,27 @@ pub struct Report {
     pub files_scanned: usize,
 }
 
+/// Earlier answers of the detectors: the raw findings of one file's pair of versions,
+/// by a key the caller derives from whatever identifies the pair (the path and both
+/// blob ids). The engine never opens a file: the command hands it a cache, and the
+/// cache decides what it keeps. A cache must be safe to call from the scan's threads.
+pub trait FindingsCache: Sync {
+    /// The findings stored for `key`, if any (a damaged entry is a miss).
+    fn get(&self, key: &str) -> Option<Vec<RawFinding>>;
+    /// Remember the findings of `key`.
+    fn put(&self, key: &str, findings: &[RawFinding]);
+}
+
+/// A cache that remembers nothing.
+struct NoCache;
+
+impl FindingsCache for NoCache {
+    fn get(&self, _key: &str) -> Option<Vec<RawFinding>> {
+        None
+    }
+    fn put(&self, _key: &str, _findings: &[RawFinding]) {}
+}
+
 /// Scan many files in parallel.
 pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
     scan_with_history(inputs, policy, &History::default())
@@ -149,8 +170,26 @@ pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
 
 /// [`scan`], judging each changed migration after the earlier ones of its sequence.
 pub fn scan_with_history(inputs: &[FileInput], policy: &Policy, history: &History) -> Report {
-    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
-        inputs.par_iter().map(|f| scan_one(f, policy, history)).collect();
+    scan_cached(inputs, &[], policy, history, &NoCache)
+}
+
+/// [`scan_with_history`] with a cache of the detectors' answers: `keys[i]` is the
+/// cache key of `inputs[i]` (`None`, or a missing entry: not cached, such as a version
+/// read from the working tree). SQL migrations are never cached: their findings depend
+/// on the earlier migrations too. Policies apply after the cache, so changing
+/// `premerge.toml` never needs a fresh scan.
+pub fn scan_cached(
+    inputs: &[FileInput],
+    keys: &[Option<String>],
+    policy: &Policy,
+    history: &History,
+    cache: &dyn FindingsCache,
+) -> Report {
+    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> = inputs
+        .par_iter()
+        .enumerate()
+        .map(|(i, f)| scan_one(f, policy, history, keys.get(i).and_then(Option::as_deref).map(|k| (k, cache))))
+        .collect();
     let mut r = Report::default();
     for (findings, note, scanned) in parts {
         r.findings.extend(findings);
@@ -255,7 +294,12 @@ pub fn is_test_path(path: &str) -> bool {
 }
 
 /// Returns (findings, note, whether a detector ran).
-fn scan_one(input: &FileInput, policy: &Policy, history: &History) -> (Vec<Finding>, Option<Note>, bool) {
+fn scan_one(
+    input: &FileInput,
+    policy: &Policy,
+    history: &History,
+    cached: Option<(&str, &dyn FindingsCache)>,
+) -> (Vec<Finding>, Option<Note>, bool) {
     let path = input.path.as_str();
     let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
     // A deleted file takes its constraints with it: not a widening.
@@ -291,9 +335,19 @@ fn scan_one(input: &FileInput, policy: &Policy, history: &History) -> (Vec<Findi
         // No old constraint to loosen: nothing to parse.
         return (Vec::new(), None, false);
     }
-    let raw = match lang {
-        Language::Sql => detector::run_sql_after(path, before, after, &history.earlier(path)),
-        _ => detector::run(lang, path, before, after, true),
+    let raw = match (lang, cached) {
+        (Language::Sql, _) => detector::run_sql_after(path, before, after, &history.earlier(path)),
+        (_, Some((key, cache))) => match cache.get(key) {
+            Some(found) => Ok(found),
+            None => {
+                let found = detector::run(lang, path, before, after, true);
+                if let Ok(found) = &found {
+                    cache.put(key, found);
+                }
+                found
+            }
+        },
+        (_, None) => detector::run(lang, path, before, after, true),
     };
     let raw = match raw {
         Ok(r) => r,

@@ -1,12 +1,15 @@
 //! The change window: the top-level declarations an edit touches, so that a detector
 //! can parse and walk those alone instead of the whole file.
 //!
-//! Two versions of a file differ only between their common prefix and their common
-//! suffix. A lexer (brackets, strings, comments: no grammar) finds the places where one
-//! top-level declaration ends and the next begins; the window runs from the last such
-//! place before the edit to the first one after it, in both versions. Everything
-//! outside it (the [`Outside`]) is the same text in both versions, at top level in
-//! both, so its declarations contribute the same constraints to both inventories.
+//! A lexer (brackets, strings, comments: no grammar) cuts each version into its
+//! top-level declarations: the places where one ends and the next begins. The two
+//! sequences of declarations are matched by a diff of their texts; the window is what
+//! the diff does not match, in each version a few runs of whole declarations. So an
+//! edit in several places (a range of many commits, a file edited throughout) leaves
+//! out every declaration between the edits, not only a common prefix and suffix.
+//! Everything outside (the [`Outside`]) is matched text, the same declarations in the
+//! same order in both versions, at top level in both, so it contributes the same
+//! constraints to both inventories.
 //!
 //! A detector uses the window only when it can also show, from the outside text alone,
 //! that nothing there could change what the window's declarations are compared with:
@@ -16,17 +19,25 @@
 //! it cannot classify for certain (a `/` in a script that is not a comment, an
 //! unterminated string, unbalanced brackets) means no window.
 //!
-//! The window's declarations are parsed with tree-sitter's included ranges, in the
-//! file's own coordinates, so byte offsets and line numbers are the file's.
+//! The window's declarations are parsed with tree-sitter's included ranges (one tree
+//! for all the runs of a version), in the file's own coordinates, so byte offsets and
+//! line numbers are the file's.
 
 use tree_sitter::{Parser, Range, Tree};
 
-use super::syntax::{compact, edit_between, point_at};
+use super::syntax::{compact, point_at};
 
 /// `PREMERGE_SCAN_WINDOW=0` parses every changed file whole: the same findings, slower
 /// (`scripts/check-window.sh` compares the two on a repository's history).
 static ENABLED: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0"));
+
+/// Whether the window is in use (`PREMERGE_SCAN_WINDOW` is not `0`). The window can
+/// scan a file whose untouched part does not parse, so what a scan finds may depend on
+/// it: the scan cache keeps the two modes apart.
+pub fn enabled() -> bool {
+    *ENABLED
+}
 
 /// Which lexer finds the declaration boundaries of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,60 +47,93 @@ pub(crate) enum Lexer {
     Script,
 }
 
-/// The declarations an edit touches: `[start, old_end)` of the old version and
-/// `[start, new_end)` of the new one. The text before `start` and from `old_end` on
-/// (`new_end` on) is the same in both versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The declarations an edit touches, in each version: sorted, disjoint byte ranges,
+/// each a run of whole top-level declarations. Every declaration outside them is
+/// matched, in order, by one of the same text in the other version.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Window {
-    pub start: usize,
-    pub old_end: usize,
-    pub new_end: usize,
+    pub old: Vec<std::ops::Range<usize>>,
+    pub new: Vec<std::ops::Range<usize>>,
 }
 
+/// More top-level declarations than this in either version and the window is not
+/// sought: the declarations are matched by a diff whose cost grows with their number.
+const MAX_PIECES: usize = 20_000;
+
 /// The window of an edit, or `None` when either version does not lex cleanly or the
-/// window would save no parsing (it holds most of the file).
+/// window would save little parsing (its declarations in both versions together hold
+/// at least as many bytes as the larger version).
+///
+/// Each version is cut into top-level declarations by its own lexer boundaries; the
+/// two sequences are matched by a diff of their texts, so that an edit in several
+/// places of a file (a range of many commits, one file edited throughout) leaves the
+/// declarations between the edits out of the window, not only a common prefix and
+/// suffix.
 pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<Window> {
     if !*ENABLED {
         return None;
     }
-    let edit = edit_between(before, after);
     let bounds = |src: &str| match lexer {
         Lexer::Rust => rust_boundaries(src),
         Lexer::Script => script_boundaries(src),
     };
     let (old, new) = (bounds(before)?, bounds(after)?);
-    // The common prefix lexes alike in both versions, but a boundary's test also looks
-    // at the token after it: it must hold in both.
-    let start =
-        old.iter().rev().find(|&&b| b <= edit.start_byte && new.binary_search(&b).is_ok()).copied().unwrap_or(0);
-    // Ends at the same distance from the end of each version, past the edit in both.
-    let (old_len, new_len) = (before.len(), after.len());
-    let old_end = old.iter().find(|&&b| {
-        b >= edit.old_end_byte && {
-            let from_end = old_len - b;
-            from_end <= new_len
-                && new_len - from_end >= edit.new_end_byte
-                && new.binary_search(&(new_len - from_end)).is_ok()
+    if old.len() > MAX_PIECES || new.len() > MAX_PIECES {
+        return None;
+    }
+    let pieces = |b: &[usize]| -> Vec<(usize, usize)> { b.windows(2).map(|w| (w[0], w[1])).collect() };
+    let (old_p, new_p) = (pieces(&old), pieces(&new));
+    let old_text: Vec<&str> = old_p.iter().map(|&(a, b)| &before[a..b]).collect();
+    let new_text: Vec<&str> = new_p.iter().map(|&(a, b)| &after[a..b]).collect();
+    let mut window = Window { old: Vec::new(), new: Vec::new() };
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_text, &new_text) {
+        let (tag, o, n) = op.as_tag_tuple();
+        if tag == similar::DiffTag::Equal {
+            continue;
         }
-    })?;
-    let new_end = new_len - (old_len - old_end);
-    let window = Window { start, old_end: *old_end, new_end };
-    let parsed = (window.old_end - start) + (window.new_end - start);
-    (parsed < old_len).then_some(window)
+        let span =
+            |p: &[(usize, usize)], r: std::ops::Range<usize>| (!r.is_empty()).then(|| p[r.start].0..p[r.end - 1].1);
+        push_merged(&mut window.old, span(&old_p, o));
+        push_merged(&mut window.new, span(&new_p, n));
+    }
+    let size = |v: &[std::ops::Range<usize>]| v.iter().map(|r| r.len()).sum::<usize>();
+    let parsed = size(&window.old) + size(&window.new);
+    let changed = !(window.old.is_empty() && window.new.is_empty());
+    (changed && parsed < before.len().max(after.len())).then_some(window)
 }
 
-/// Parses `[start, end)` of `src` alone, in the file's coordinates; `None` when the
-/// parser gives up or the range has a syntax error.
-pub(in crate::widen) fn parse_range(lang: &tree_sitter::Language, src: &str, start: usize, end: usize) -> Option<Tree> {
+/// Appends `r` to sorted ranges, joined to the last one where they touch.
+fn push_merged(v: &mut Vec<std::ops::Range<usize>>, r: Option<std::ops::Range<usize>>) {
+    let Some(r) = r else { return };
+    match v.last_mut() {
+        Some(last) if last.end == r.start => last.end = r.end,
+        _ => v.push(r),
+    }
+}
+
+/// Parses the `ranges` of `src` alone (sorted, disjoint), in the file's coordinates;
+/// `None` when the parser gives up or the ranges have a syntax error. With no range,
+/// an empty tree.
+pub(in crate::widen) fn parse_ranges(
+    lang: &tree_sitter::Language,
+    src: &str,
+    ranges: &[std::ops::Range<usize>],
+) -> Option<Tree> {
     let mut parser = Parser::new();
     parser.set_language(lang).ok()?;
-    let range = Range {
-        start_byte: start,
-        end_byte: end,
-        start_point: point_at(src.as_bytes(), start),
-        end_point: point_at(src.as_bytes(), end),
-    };
-    parser.set_included_ranges(&[range]).ok()?;
+    if ranges.is_empty() {
+        return parser.parse("", None);
+    }
+    let ranges: Vec<Range> = ranges
+        .iter()
+        .map(|r| Range {
+            start_byte: r.start,
+            end_byte: r.end,
+            start_point: point_at(src.as_bytes(), r.start),
+            end_point: point_at(src.as_bytes(), r.end),
+        })
+        .collect();
+    parser.set_included_ranges(&ranges).ok()?;
     let tree = parser.parse(src, None)?;
     (!tree.root_node().has_error()).then_some(tree)
 }
@@ -98,9 +142,9 @@ pub(in crate::widen) fn parse_range(lang: &tree_sitter::Language, src: &str, sta
 /// asks of it. Each test answers "maybe" whenever the outside could hold what is
 /// asked about, so a "no" is certain.
 pub(crate) struct Outside<'s> {
-    parts: [&'s str; 2],
-    compacted: std::cell::OnceCell<[String; 2]>,
-    impl_headers: std::cell::OnceCell<[Vec<std::ops::Range<usize>>; 2]>,
+    parts: Vec<&'s str>,
+    compacted: std::cell::OnceCell<Vec<String>>,
+    impl_headers: std::cell::OnceCell<Vec<Vec<std::ops::Range<usize>>>>,
 }
 
 /// More top-level names than this in a window and the outside is not searched for
@@ -109,13 +153,18 @@ pub(crate) struct Outside<'s> {
 const MAX_WINDOW_NAMES: usize = 256;
 
 impl<'s> Outside<'s> {
-    /// The outside of `window` in the old version `before`.
+    /// The outside of `window` in the old version `before`: the text between its
+    /// ranges (each part a run of whole declarations).
     pub fn of(before: &'s str, window: &Window) -> Outside<'s> {
-        Outside {
-            parts: [&before[..window.start], &before[window.old_end..]],
-            compacted: std::cell::OnceCell::new(),
-            impl_headers: std::cell::OnceCell::new(),
+        let mut parts = Vec::with_capacity(window.old.len() + 1);
+        let mut at = 0;
+        for r in &window.old {
+            parts.push(&before[at..r.start]);
+            at = r.end;
         }
+        parts.push(&before[at..]);
+        parts.retain(|p| !p.is_empty());
+        Outside { parts, compacted: std::cell::OnceCell::new(), impl_headers: std::cell::OnceCell::new() }
     }
 
     /// Whether `s` occurs in the outside text.
@@ -126,7 +175,7 @@ impl<'s> Outside<'s> {
     /// Whether `s` occurs in the outside text with every whitespace character removed
     /// (how a condition's formatting-blind key would appear there).
     pub fn contains_compact(&self, s: &str) -> bool {
-        let compacted = self.compacted.get_or_init(|| self.parts.map(compact));
+        let compacted = self.compacted.get_or_init(|| self.parts.iter().map(|p| compact(p)).collect());
         compacted.iter().any(|p| p.contains(s))
     }
 
@@ -164,7 +213,8 @@ impl<'s> Outside<'s> {
         self.parts.iter().enumerate().any(|(part, p)| {
             whole_words(p, name).any(|at| match lexer {
                 Lexer::Rust => {
-                    let headers = self.impl_headers.get_or_init(|| self.parts.map(rust_impl_headers));
+                    let headers =
+                        self.impl_headers.get_or_init(|| self.parts.iter().map(|p| rust_impl_headers(p)).collect());
                     rust_declares_at(p, at) || headers[part].iter().any(|r| r.contains(&at))
                 }
                 Lexer::Script => script_declares_at(p, at, name.len()),
@@ -607,13 +657,21 @@ pub(in crate::widen) mod check {
     }
 
     /// New versions of `text`, each with one edit: a line deleted (every `step`-th
-    /// line), or one occurrence of `from` replaced by `to` (three of each at most).
+    /// line), two lines half the file apart deleted, or one occurrence of `from`
+    /// replaced by `to` (three of each at most).
     pub fn edits(text: &str, replacements: &[(&str, &str)], budget: usize) -> Vec<String> {
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let mut out = Vec::new();
         let step = (lines.len() / budget.max(1)).max(1);
         for skip in (step / 2..lines.len()).step_by(step) {
             out.push(lines.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, l)| *l).collect());
+        }
+        // Two lines deleted half a file apart: the edits a range of several commits
+        // makes, which the window leaves the declarations between out of.
+        let half = lines.len() / 2;
+        for first in (step / 2..half).step_by(step * 4) {
+            let second = first + half;
+            out.push(lines.iter().enumerate().filter(|(i, _)| *i != first && *i != second).map(|(_, l)| *l).collect());
         }
         for (from, to) in replacements {
             // Up to three occurrences, spread over the file.
@@ -776,8 +834,29 @@ mod tests {
         let before = "fn a() {}\nfn b(x: u8) {}\nfn c() {}\n";
         let after = "fn a() {}\nfn b(x: u64) {}\nfn c() {}\n";
         let w = find(Lexer::Rust, before, after).unwrap();
-        assert_eq!(&before[w.start..w.old_end], "\nfn b(x: u8) {}");
-        assert_eq!(&after[w.start..w.new_end], "\nfn b(x: u64) {}");
+        assert_eq!(w.old.iter().map(|r| &before[r.clone()]).collect::<Vec<_>>(), ["\nfn b(x: u8) {}"]);
+        assert_eq!(w.new.iter().map(|r| &after[r.clone()]).collect::<Vec<_>>(), ["\nfn b(x: u64) {}"]);
+        // Edits in two places: the declarations between them stay outside, and so do
+        // declarations that only moved past an edit.
+        let decls: Vec<String> = (0..8).map(|i| format!("fn f{i}() {{}}\n")).collect();
+        let before = format!("{}fn a(x: u8) {{}}\n{}fn z(y: u8) {{}}\n", decls[..4].concat(), decls[4..].concat());
+        let after = format!("{}fn a(x: u64) {{}}\n{}fn z(y: u64) {{}}\n", decls[..4].concat(), decls[4..].concat());
+        let w = find(Lexer::Rust, &before, &after).unwrap();
+        let texts = |src: &str, v: &[std::ops::Range<usize>]| -> Vec<String> {
+            v.iter().map(|r| src[r.clone()].trim().to_string()).collect()
+        };
+        assert_eq!(texts(&before, &w.old), ["fn a(x: u8) {}", "fn z(y: u8) {}"]);
+        assert_eq!(texts(&after, &w.new), ["fn a(x: u64) {}", "fn z(y: u64) {}"]);
+        let outside = Outside::of(&before, &w);
+        assert!(outside.contains("fn f0()") && outside.contains("fn f7()") && !outside.contains("fn a("));
+        // An added declaration: nothing of the old version is in the window.
+        let added = format!("{before}fn n() {{}}\n");
+        let w = find(Lexer::Rust, &before, &added).unwrap();
+        assert_eq!((w.old.len(), texts(&added, &w.new)), (0, vec!["fn n() {}".to_string()]));
+        assert_eq!(
+            parse_ranges(&tree_sitter_rust::LANGUAGE.into(), &before, &w.old).unwrap().root_node().child_count(),
+            0
+        );
         // A change to most of the file parses it whole.
         assert_eq!(find(Lexer::Rust, "fn a(x: u8) {}\n", "fn a(x: u16) {}\n"), None);
     }
@@ -785,7 +864,7 @@ mod tests {
     #[test]
     fn outside_tests_answer_maybe_when_unsure() {
         let text = "fn set_ratio(r: f64) {}\nimpl Query<T> {}\n// describe(\"a b\")\n";
-        let w = Window { start: 0, old_end: 0, new_end: 0 };
+        let w = Window { old: Vec::new(), new: Vec::new() };
         let outside = Outside::of(text, &w);
         assert!(outside.may_name("set_ratio"));
         assert!(!outside.may_name("set"), "a whole word only");

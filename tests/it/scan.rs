@@ -857,3 +857,67 @@ fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
     );
     assert!(alone.findings.is_empty(), "{alone:?}");
 }
+
+/// The scan cache (`<state>/scan-cache`): a second scan of the same range reads the
+/// detectors' answers back and reports the same JSON byte for byte; the answer it
+/// serves is the stored one (an entry altered by hand shows through, so the test
+/// proves the cache is read); a damaged file or entry is a miss, never an error; and
+/// `PREMERGE_SCAN_CACHE=0` neither reads nor writes it.
+#[test]
+fn the_scan_cache_serves_identical_findings_and_ignores_damage() {
+    let (r, _, _) = widened_repo();
+    let cache = state_dir(&r).join("scan-cache");
+    let args = ["scan", "--no-memory", "--format", "json", "--base", "HEAD~1"];
+    let cold = r.premerge(&args).expect_code(0).stdout.clone();
+    assert_eq!(serde_json::from_str::<Value>(&cold).unwrap()["findings"].as_array().unwrap().len(), 2);
+    let text = fs::read_to_string(&cache).expect("the first scan writes the cache");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and the one Rust file: {text}");
+    assert!(lines[0].starts_with("premerge-scan-cache 1 "), "{text}");
+    let warm = r.premerge(&args).expect_code(0).stdout.clone();
+    assert_eq!(warm, cold, "a cache hit gives the same output");
+
+    // The entry, altered: the scan reports what the cache holds.
+    let (key, rest) = lines[1].split_once(' ').unwrap();
+    let generation = rest.split_once(' ').unwrap().0;
+    let forged = format!(
+        "{}\n{key} {generation} [[3,\"rust-integer-widened\",\"Forged.limit\",\"limit: u8\",\"limit: u64\",false]]\n",
+        lines[0]
+    );
+    fs::write(&cache, &forged).unwrap();
+    let served = r.premerge(&args).expect_code(0).json();
+    let symbols: Vec<&str> =
+        served["findings"].as_array().unwrap().iter().map(|f| f["symbol"].as_str().unwrap()).collect();
+    assert_eq!(symbols, ["Forged.limit"], "the stored answer is served");
+
+    // Damaged: a rule id no build knows, a torn line, garbage, another format.
+    let damaged = [
+        format!("{}\n{key} {generation} [[3,\"no-such-rule\",\"A.b\",\"x\",\"y\",false]]\n", lines[0]),
+        format!("{}\n{key} {generation} [[3,\"rust-int", lines[0]),
+        "\u{0}\u{1} not a cache".to_string(),
+        format!("premerge-scan-cache 999 {}", &lines[0]["premerge-scan-cache 1 ".len()..]),
+    ];
+    for junk in damaged {
+        fs::write(&cache, &junk).unwrap();
+        let out = r.premerge(&args);
+        out.expect_code(0);
+        assert_eq!(out.stdout, cold, "damaged cache {junk:?}");
+        assert!(!out.stderr.contains("scan-cache"), "{}", out.stderr);
+    }
+
+    // Switched off: not read (the forged answer is not served), not written.
+    fs::write(&cache, &forged).unwrap();
+    let mut off = r.at(&r.root);
+    off.env.push(("PREMERGE_SCAN_CACHE".into(), "0".into()));
+    assert_eq!(off.premerge(&args).expect_code(0).stdout, cold);
+    assert_eq!(fs::read_to_string(&cache).unwrap(), forged);
+    fs::remove_file(&cache).unwrap();
+    off.premerge(&args).expect_code(0);
+    assert!(!cache.exists());
+
+    // Without the window the cache is another one: the forged entry is not served.
+    fs::write(&cache, &forged).unwrap();
+    let mut whole = r.at(&r.root);
+    whole.env.push(("PREMERGE_SCAN_WINDOW".into(), "0".into()));
+    assert_eq!(whole.premerge(&args).expect_code(0).stdout, cold);
+}
