@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
+use crate::input::InputError;
 use crate::memory::{self, db};
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
@@ -86,7 +87,10 @@ pub fn policy(config: &Config) -> Result<Policy> {
 
 /// Read both versions of every changed file the scan can look at. Files of no
 /// supported language, submodules and symlinks are not read at all.
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
+/// A working-tree file that is not a regular file (a FIFO, a device) or is over
+/// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
+/// on the opened file before a byte is read, so it never hangs or blocks a hook).
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Note>)> {
     /// Where one version of a file comes from.
     enum Source<'d> {
         Absent,
@@ -124,8 +128,9 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
     let mut blobs: Vec<Option<Vec<u8>>> =
         repo.blobs(&oids).context("reading the changed files")?.into_iter().map(Some).collect();
     let mut root = None;
-    let mut read = |path: &str, side: &str, src: Source| -> Result<Option<Vec<u8>>> {
-        Ok(match src {
+    // The inner `Err` is why a version is skipped.
+    let mut read = |path: &str, side: &str, src: Source| -> Result<Result<Option<Vec<u8>>, String>> {
+        Ok(Ok(match src {
             Source::Absent => None,
             Source::Blob(i) => Some(blobs[i].take().with_context(|| format!("{path}: {side} version read twice"))?),
             Source::Worktree(p) => {
@@ -133,24 +138,48 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<Vec<FileInput>> {
                     Some(r) => r,
                     None => root.insert(repo.require_workdir()?),
                 };
-                Some(std::fs::read(root.join(p)).with_context(|| format!("{p}: cannot read"))?)
+                match crate::input::read_file(&root.join(p), crate::input::Kind::Source, policy.max_file_bytes) {
+                    Ok(bytes) => Some(bytes),
+                    Err(InputError::NotRegular { what, .. }) => {
+                        return Ok(Err(format!("{side} version is not a regular file ({what})")));
+                    }
+                    Err(InputError::TooLarge { limit, .. }) => {
+                        return Ok(Err(format!("{side} version is over scan.max_file_bytes ({limit})")));
+                    }
+                    Err(e) => return Err(anyhow::Error::new(e).context(format!("{p}: cannot read"))),
+                }
             }
-        })
+        }))
     };
     let mut out = Vec::with_capacity(wanted.len());
+    let mut notes = Vec::new();
     for (path, before, after) in wanted {
-        let before = read(path, "old", before)?;
-        let after = read(path, "new", after)?;
+        let skip = |reason| Note { file: path.to_string(), kind: NoteKind::Skipped, reason };
+        let before = match read(path, "old", before)? {
+            Ok(b) => b,
+            Err(why) => {
+                notes.push(skip(why));
+                continue;
+            }
+        };
+        let after = match read(path, "new", after)? {
+            Ok(a) => a,
+            Err(why) => {
+                notes.push(skip(why));
+                continue;
+            }
+        };
         out.push(FileInput { path: path.to_string(), before, after });
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
 pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
-    let files = inputs(repo, diff, &policy)?;
-    let (history, history_notes) = migration_history(repo, diff, &files);
+    let (files, read_notes) = inputs(repo, diff, &policy)?;
+    let (history, mut history_notes) = migration_history(repo, diff, &files);
+    history_notes.extend(read_notes);
     let mut report = engine::scan_with_history(&files, &policy, &history);
     if !history_notes.is_empty() {
         report.notes.extend(history_notes);

@@ -410,3 +410,94 @@ fn a_pull_cannot_make_the_hooks_signals_write_outside() {
     assert!(third.stderr.contains("scan:widening_repeat:"), "{}", third.stderr);
     assert_eq!(tree(&outside.join("open")).len(), 1, "{}", third.stderr);
 }
+
+// ------------------------------------------------- install and working-tree readers
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// Regression (issue 15): a committed `.premerge/pins.json` that is a symlink to
+/// `/dev/zero` made `install --agent-docs` read without end; a FIFO there hangs a plain
+/// read. Both are refused at once: the pins are treated as empty with a warning naming
+/// the file, and the install goes on.
+#[test]
+fn pins_that_are_a_device_or_fifo_are_refused_at_once() {
+    let r = TestRepo::new();
+    r.write("AGENTS.md", "# Agents\n");
+    r.commit_all("init");
+    std::fs::create_dir(r.root.join(".premerge")).unwrap();
+    let pins = r.root.join(".premerge/pins.json");
+    symlink("/dev/zero", &pins).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("pins.json: unreadable, treated as empty: ") && err.contains("(a device)"), "{err}");
+    assert!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap().contains("premerge"));
+    std::fs::remove_file(&pins).unwrap();
+    mkfifo(&pins);
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(a FIFO)"), "{err}");
+}
+
+/// An agent file that is a FIFO or a device is refused with exit 2 and nothing is
+/// changed; one that a committed symlink takes outside the work tree is refused before
+/// anything is read or written there.
+#[test]
+fn agent_files_that_are_special_or_lead_outside_are_refused() {
+    let (r, outside) = repo_and_outside();
+    r.write("AGENTS.md", "# Agents\n");
+    mkfifo(&r.root.join("CLAUDE.md"));
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CLAUDE.md: not a regular file (a FIFO)") && err.ends_with("nothing was changed\n"), "{err}");
+    assert_eq!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap(), "# Agents\n", "nothing was changed");
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    symlink("/dev/zero", r.root.join("CLAUDE.md")).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CLAUDE.md: a symlink to /dev/zero, outside the work tree"), "{err}");
+    // A committed `CLAUDE.md -> ../outside/profile`: the file outside keeps its bytes.
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    std::fs::write(outside.join("profile"), "export A=1\n").unwrap();
+    symlink("../outside/profile", r.root.join("CLAUDE.md")).unwrap();
+    r.commit_all("claude elsewhere");
+    for args in [&["install", "--agent-docs"][..], &["uninstall", "--agent-docs"][..]] {
+        let (code, err) = run_bounded(&r, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("outside the work tree; premerge edits agent files only inside it"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(outside.join("profile")).unwrap(), "export A=1\n");
+    assert_eq!(tree(&outside), ["profile"]);
+    // A symlink that stays inside (CLAUDE.md -> AGENTS.md) is edited through, as before.
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    symlink("AGENTS.md", r.root.join("CLAUDE.md")).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap().contains("premerge"));
+}
+
+/// A working-tree file over its reader's limit is skipped with a note, its size taken
+/// with `fstat` before a byte is read: `scan.max_file_bytes` for the scan, 1 MiB for
+/// the seam detector.
+#[test]
+fn a_working_tree_file_over_the_limit_is_skipped_before_it_is_read() {
+    let r = TestRepo::new();
+    r.write("premerge.toml", "[scan]\nmax_file_bytes = 400\n");
+    r.write("src/big.rs", "pub struct A { a: u8 }\n");
+    r.commit_all("initial");
+    r.write("src/big.rs", format!("pub struct A {{ a: u64 }}\n{}", "// padding\n".repeat(50)));
+    let run = r.premerge(&["scan", "--worktree", "--no-memory", "--format", "json"]);
+    run.expect_code(0);
+    let v = run.json();
+    assert_eq!(v["notes"][0]["file"], "src/big.rs", "{v}");
+    assert_eq!(v["notes"][0]["reason"], "new version is over scan.max_file_bytes (400)", "{v}");
+    assert_eq!(v["findings"], serde_json::json!([]));
+    r.write("src/big.rs", "// a line of padding, repeated\n".repeat(40_000));
+    let run = r.premerge(&["seams", "--worktree", "--format", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["skipped"], serde_json::json!({"too_large": 1}), "{}", run.stdout);
+}
