@@ -95,6 +95,21 @@ fn control_characters_in_errors_are_escaped() {
     assert!(out.stderr.contains("no\\nsuch\\u{202e}file.json"), "{}", out.stderr);
 }
 
+/// Regression (issue 15): a bidi control character in an agent's session id was printed
+/// raw by `gate log`, reordering what the terminal showed.
+#[test]
+fn gate_log_escapes_a_session_id() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let payload = serde_json::json!({"session_id": "ab\u{202e}cd\u{2066}e", "hook_event_name": "Stop"});
+    r.premerge_stdin(&["gate", "evaluate"], payload.to_string().as_bytes()).expect_code(0);
+    let log = r.premerge(&["gate", "log"]);
+    log.expect_code(0);
+    assert!(log.stdout.contains("session=ab\\u{202e}cd\\u{2066}e "), "{}", log.stdout);
+    assert!(!log.stdout.contains('\u{202e}') && !log.stdout.contains('\u{2066}'), "{}", log.stdout);
+}
+
 /// Regression (issue 15): `premerge completions bash | head -1` panicked with a backtrace.
 #[test]
 fn a_closed_pipe_is_a_quiet_exit() {
