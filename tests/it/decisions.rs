@@ -64,3 +64,50 @@ fn the_fence_quotes_a_path_with_a_quote_or_backslash() {
     assert_eq!(display_path("a\\b"), "\"a\\\\b\"", "a backslash cannot start an escape");
     assert_eq!(display_path("a\nb"), "\"a\\nb\"");
 }
+
+// ---------------------------------------------------------------- the gate's built-in authority
+
+use premerge::gate::builtin;
+use premerge::gate::{Decision, Evidence, PlanArtefact, Rule, SessionCommit};
+
+/// A committed plan with `steps` unchecked steps, predating the session.
+fn durable_plan(steps: usize) -> PlanArtefact {
+    PlanArtefact {
+        path: "docs/plans/p.md".into(),
+        introducing_commit: Some("a".repeat(40)),
+        latest_commit: Some("a".repeat(40)),
+        created_this_session: false,
+        modified_this_session: false,
+        exists: true,
+        worktree_blob: Some("b".repeat(40)),
+        unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
+        unchecked_count: steps,
+    }
+}
+
+fn evidence(plans: Vec<PlanArtefact>, commits: usize, uncommitted: Option<usize>) -> Evidence {
+    Evidence {
+        head: Some("c".repeat(40)),
+        session_start_head: Some("a".repeat(40)),
+        plan_files: plans,
+        commits_since_start: (0..commits)
+            .map(|i| SessionCommit { sha: ["c", "d"][i % 2].repeat(40), summary: format!("commit {i}") })
+            .collect(),
+        truncated: false,
+        uncommitted,
+    }
+}
+
+/// "Everything is committed" is a completion only when the working tree agrees: with
+/// uncommitted paths the claim is false and the agent is sent back to its plan.
+#[test]
+fn a_claim_that_everything_is_committed_is_checked_against_the_working_tree() {
+    let msg = Some("All done, everything is committed.");
+    let clean = builtin::decide(msg, &evidence(vec![durable_plan(2)], 1, Some(0)));
+    assert_eq!((clean.decision, clean.rule), (Decision::Allow, Rule::LegitCompletion));
+    let dirty = builtin::decide(msg, &evidence(vec![durable_plan(2)], 1, Some(3)));
+    assert_eq!(dirty.decision, Decision::Continue, "{dirty:?}");
+    assert!(dirty.rationale.contains("false excuse"), "{}", dirty.rationale);
+    let unknown = builtin::decide(msg, &evidence(vec![durable_plan(2)], 1, None));
+    assert_eq!(unknown.rule, Rule::LegitCompletion, "an unknown tree refutes nothing");
+}
