@@ -111,3 +111,47 @@ fn a_claim_that_everything_is_committed_is_checked_against_the_working_tree() {
     let unknown = builtin::decide(msg, &evidence(vec![durable_plan(2)], 1, None));
     assert_eq!(unknown.rule, Rule::LegitCompletion, "an unknown tree refutes nothing");
 }
+
+/// Without a durable artefact the built-in authority escalates either way, and the
+/// rationale recorded in the gate log (`gate log --format json`) says which case it
+/// was: halfway-stop talk, or nothing at all to go on.
+#[test]
+fn without_a_durable_artefact_the_logged_rationale_says_why() {
+    use premerge::gate::reasons;
+    let none = evidence(vec![], 0, Some(0));
+    // Only drift: no stated continuation, no false excuse, no reason to stop.
+    let drift = "Good checkpoint, pausing here.";
+    let r = reasons::read(drift, Some(false));
+    assert!(r.drift && !r.stated_continuation && !r.false_excuse && r.reason.is_none(), "{r:?}");
+    let v = builtin::decide(Some(drift), &none);
+    assert_eq!((v.decision, v.rule), (Decision::Escalate, Rule::AmbiguousInsufficientSignal));
+    assert_eq!(v.rationale, "built-in: halfway-stop talk but no durable artefact to continue from");
+    let neutral = "Here is a summary of the diff.";
+    let r = reasons::read(neutral, Some(false));
+    assert!(!r.drift && !r.stated_continuation && !r.false_excuse && r.reason.is_none(), "{r:?}");
+    let v = builtin::decide(Some(neutral), &none);
+    assert_eq!((v.decision, v.rule), (Decision::Escalate, Rule::AmbiguousInsufficientSignal));
+    assert_eq!(v.rationale, "built-in: no legitimate reason and no durable artefact");
+}
+
+/// A continue cites what the evidence holds and nothing else: the plan's commit when
+/// it is known (U2 carries it), and never U1 when the plan's commit is unknown (a
+/// history walk that stopped at its bound, a shallow clone): that is U2 without it.
+#[test]
+fn a_continue_cites_the_plan_commit_only_when_known() {
+    use premerge::gate::rules::validate;
+    let drift = Some("Good checkpoint, pausing here.");
+    let ev = evidence(vec![durable_plan(2)], 0, Some(0));
+    let v = builtin::decide(drift, &ev);
+    assert_eq!((v.decision, v.rule), (Decision::Continue, Rule::U2PlanFileNextStepExplicit));
+    assert_eq!(v.pointer.plan_file.as_deref(), Some("docs/plans/p.md"));
+    assert_eq!(v.pointer.plan_commit_sha, Some("a".repeat(40)));
+    validate(&v, &ev).unwrap();
+    let mut unknown = durable_plan(2);
+    unknown.latest_commit = None;
+    let ev = evidence(vec![unknown], 1, Some(0));
+    let v = builtin::decide(drift, &ev);
+    assert_eq!(v.rule, Rule::U2PlanFileNextStepExplicit, "{v:?}");
+    assert_eq!(v.pointer.plan_commit_sha, None);
+    assert_eq!(v.pointer.incremental_commit_sha, None);
+}
