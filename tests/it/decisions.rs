@@ -155,3 +155,30 @@ fn a_continue_cites_the_plan_commit_only_when_known() {
     assert_eq!(v.pointer.plan_commit_sha, None);
     assert_eq!(v.pointer.incremental_commit_sha, None);
 }
+
+/// An external authority's answer: `escalate` is one of its three decisions; a
+/// `continue` under U2 must name the plan file; the decision names in the gate log and
+/// in a refusal's detail are the documented ones (`gate log --format json` readers
+/// match on them).
+#[test]
+fn an_external_authoritys_answer_is_read_and_checked_as_documented() {
+    use premerge::gate::FailureKind;
+    use premerge::gate::rules::parse_answer;
+    let ev = evidence(vec![durable_plan(2)], 1, Some(0));
+    let v = parse_answer(r#"{"decision":"escalate","rule":"U_AMBIGUOUS_INSUFFICIENT_SIGNAL"}"#, &ev).unwrap();
+    assert_eq!((v.decision, v.rule), (Decision::Escalate, Rule::AmbiguousInsufficientSignal));
+    let f = parse_answer(r#"{"decision":"continue","rule":"U2_PLAN_FILE_NEXT_STEP_EXPLICIT"}"#, &ev).unwrap_err();
+    assert_eq!(f.kind, FailureKind::MissingPointer, "{f:?}");
+    assert_eq!(f.detail, "U2_PLAN_FILE_NEXT_STEP_EXPLICIT requires `plan_file`");
+    let ok = parse_answer(
+        r#"{"decision":"continue","rule":"U2_PLAN_FILE_NEXT_STEP_EXPLICIT","evidence":{"plan_file":"docs/plans/p.md"}}"#,
+        &ev,
+    )
+    .unwrap();
+    assert_eq!(ok.rule, Rule::U2PlanFileNextStepExplicit);
+    let f = parse_answer(r#"{"decision":"allow","rule":"U2_PLAN_FILE_NEXT_STEP_EXPLICIT"}"#, &ev).unwrap_err();
+    assert_eq!(f.detail, "decision `allow` disagrees with the class of U2_PLAN_FILE_NEXT_STEP_EXPLICIT");
+    let names: Vec<&str> =
+        [Decision::Continue, Decision::Allow, Decision::Escalate, Decision::ForceAllow].map(Decision::as_str).into();
+    assert_eq!(names, ["continue", "allow", "escalate", "force_allow"]);
+}
