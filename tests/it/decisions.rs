@@ -182,3 +182,27 @@ fn an_external_authoritys_answer_is_read_and_checked_as_documented() {
         [Decision::Continue, Decision::Allow, Decision::Escalate, Decision::ForceAllow].map(Decision::as_str).into();
     assert_eq!(names, ["continue", "allow", "escalate", "force_allow"]);
 }
+
+/// A `continue` under U2 must cite a plan that still has an unchecked step; and what an
+/// authority sent is echoed into a refusal's detail (the gate log) clipped to 80
+/// characters with its control characters removed, so it cannot forge log lines.
+#[test]
+fn an_authoritys_refusal_detail_is_clipped_and_u2_needs_a_next_step() {
+    use premerge::gate::FailureKind;
+    use premerge::gate::rules::parse_answer;
+    let ev = evidence(vec![durable_plan(0)], 1, Some(0));
+    let f = parse_answer(
+        r#"{"decision":"continue","rule":"U2_PLAN_FILE_NEXT_STEP_EXPLICIT","evidence":{"plan_file":"docs/plans/p.md"}}"#,
+        &ev,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (f.kind, f.detail.as_str()),
+        (FailureKind::InvalidEvidence, "the cited plan file has no unchecked step")
+    );
+    let f = parse_answer(r#"{"decision":"nope\u001b[31m\nforged","rule":"x"}"#, &ev).unwrap_err();
+    assert_eq!(f.detail, "unknown decision `nope[31mforged`");
+    let long = "R".repeat(200);
+    let f = parse_answer(&format!(r#"{{"decision":"allow","rule":"{long}"}}"#), &ev).unwrap_err();
+    assert_eq!(f.detail, format!("rule `{}` is not enumerated", "R".repeat(80)));
+}
