@@ -206,3 +206,13 @@ fn an_authoritys_refusal_detail_is_clipped_and_u2_needs_a_next_step() {
     let f = parse_answer(&format!(r#"{{"decision":"allow","rule":"{long}"}}"#), &ev).unwrap_err();
     assert_eq!(f.detail, format!("rule `{}` is not enumerated", "R".repeat(80)));
 }
+
+/// The parts of a stripe id, as the proposal's front matter (`scope:`, `signal:`) and
+/// the generator's `{signal}` placeholder carry them.
+#[test]
+fn a_stripe_id_gives_back_its_parts() {
+    use premerge::stripe::StripeId;
+    let id = StripeId::parse("scan/rust:TRACE-001:0123abcd").unwrap();
+    assert_eq!((id.scope(), id.signal(), id.hash()), ("scan/rust", "TRACE-001", "0123abcd"));
+    assert_eq!(id.file_stem(), "scan--rust:TRACE-001:0123abcd");
+}
