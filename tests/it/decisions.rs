@@ -216,3 +216,18 @@ fn a_stripe_id_gives_back_its_parts() {
     assert_eq!((id.scope(), id.signal(), id.hash()), ("scan/rust", "TRACE-001", "0123abcd"));
     assert_eq!(id.file_stem(), "scan--rust:TRACE-001:0123abcd");
 }
+
+/// Wave numbers are 1-based, as the plan's readers print them (`wave 1`, `wave 2`).
+#[test]
+fn a_wave_plans_entries_carry_one_based_wave_numbers() {
+    use premerge::waves::{WaveEntry, WavePlan};
+    let entry = |f: &str| WaveEntry { file: f.into(), findings: Vec::new(), owner: format!("fixer-{f}") };
+    let plan = WavePlan {
+        attempt: 1,
+        max_per_wave: 1,
+        schema_version: 1,
+        waves: vec![vec![entry("a.rs")], vec![entry("b.rs")]],
+    };
+    let got: Vec<(usize, &str)> = plan.entries().map(|(n, e)| (n, e.file.as_str())).collect();
+    assert_eq!(got, [(1, "a.rs"), (2, "b.rs")]);
+}
