@@ -231,3 +231,76 @@ fn a_wave_plans_entries_carry_one_based_wave_numbers() {
     let got: Vec<(usize, &str)> = plan.entries().map(|(n, e)| (n, e.file.as_str())).collect();
     assert_eq!(got, [(1, "a.rs"), (2, "b.rs")]);
 }
+
+// ---------------------------------------------------------------- classification and carried blockers
+
+use premerge::findings::Finding;
+use premerge::waves::{self, Severity, carry::CarryRow};
+
+fn finding(index: usize, severity: &str, file: &str, title: &str) -> Finding {
+    Finding {
+        index,
+        lens: None,
+        severity: Some(severity.into()),
+        file: file.into(),
+        line: Some(3),
+        title: title.into(),
+        description: None,
+        category: None,
+        verdict: None,
+        suggestion: None,
+    }
+}
+
+/// `plan`'s lenient reading keeps the good findings and lists each bad one; the
+/// findings limit admits exactly `max` findings; a finding's severity is what it says.
+#[test]
+fn classification_keeps_good_findings_lists_bad_ones_and_admits_exactly_max() {
+    let fs = vec![
+        finding(0, "blocker", "src/a.rs", "Null deref"),
+        finding(1, "catastrophic", "src/b.rs", "Unknown severity"),
+        finding(2, "suggestion", "src/c.rs", "Rename"),
+    ];
+    let (kept, dropped) = waves::classify_lenient(&fs, 3).unwrap();
+    let files: Vec<&str> = kept.iter().map(|c| c.file.as_str()).collect();
+    assert_eq!(files, ["src/a.rs", "src/c.rs"]);
+    assert_eq!(dropped.len(), 1);
+    assert_eq!((dropped[0].index, dropped[0].reason.as_str()), (1, "invalid_finding"));
+    assert!(waves::classify(&fs[..2], 2).is_err(), "the unknown severity refuses the strict reading");
+    assert_eq!(waves::classify(&[fs[0].clone(), fs[2].clone()], 2).unwrap().len(), 2, "exactly max is admitted");
+    let too_many = waves::classify_lenient(&fs, 2).unwrap_err().to_string();
+    assert!(too_many.contains('3') && too_many.contains('2'), "{too_many}");
+    assert_eq!(waves::severity_of(&fs[0]), Some(Severity::Blocker));
+    assert_eq!(waves::severity_of(&fs[2]), Some(Severity::Suggestion));
+    assert_eq!(waves::severity_of(&fs[1]), None);
+    // The files a plan owns: those with a blocker, and only those.
+    let owned = waves::blocker_files(&kept);
+    assert_eq!(owned, ["src/a.rs".to_string()].into());
+}
+
+/// Carried blocked-on rows become one blocker per file, in the order the files first
+/// appear, ranked from `base`; one row keeps its reason as it is, several name who
+/// reported each.
+#[test]
+fn carried_rows_become_one_ranked_blocker_per_file() {
+    let row = |file: &str, from: &str, reason: &str| CarryRow {
+        file: file.into(),
+        from_file: from.into(),
+        reason: reason.into(),
+    };
+    let rows = vec![
+        row("src/x.rs", "src/a.rs", "needs the new signature"),
+        row("src/y.rs", "src/b.rs", "type changed"),
+        row("src/x.rs", "src/c.rs", "also needed here"),
+    ];
+    let out = waves::synthesise_all(&rows, 5);
+    let got: Vec<(&str, usize)> = out.iter().map(|c| (c.file.as_str(), c.rank)).collect();
+    assert_eq!(got, [("src/x.rs", 5), ("src/y.rs", 6)]);
+    assert!(out.iter().all(|c| c.severity == Severity::Blocker && c.carried));
+    assert_eq!(
+        out[0].failure_scenario.as_deref(),
+        Some("src/a.rs: needs the new signature\nsrc/c.rs: also needed here")
+    );
+    assert_eq!(out[1].failure_scenario.as_deref(), Some("type changed"));
+    assert_eq!(waves::blocker_files(&out), ["src/x.rs".to_string(), "src/y.rs".to_string()].into());
+}
