@@ -304,3 +304,36 @@ fn carried_rows_become_one_ranked_blocker_per_file() {
     assert_eq!(out[1].failure_scenario.as_deref(), Some("type changed"));
     assert_eq!(waves::blocker_files(&out), ["src/x.rs".to_string(), "src/y.rs".to_string()].into());
 }
+
+/// The counts of a plan and its `PREMERGE_TRIAGE` line, which pipelines parse:
+/// `JOINED=` and `INVALID=` appear only when non-zero.
+#[test]
+fn counts_and_the_triage_line_are_exact() {
+    let classified = waves::classify(
+        &[
+            finding(0, "suggestion", "src/a.rs", "One"),
+            finding(1, "suggestion", "src/b.rs", "Two"),
+            finding(2, "suggestion", "src/c.rs", "Three"),
+        ],
+        10,
+    )
+    .unwrap();
+    let carried = waves::synthesise_all(
+        &[CarryRow { file: "src/x.rs".into(), from_file: "src/a.rs".into(), reason: "r".into() }],
+        3,
+    );
+    let all: Vec<_> = classified.into_iter().chain(carried).collect();
+    let mut c = waves::count(&all);
+    assert_eq!((c.total, c.blocker, c.suggestion, c.carried), (4, 1, 3, 1));
+    assert_eq!(
+        waves::triage_line(2, &c, 1),
+        "PREMERGE_TRIAGE TOTAL=4 BLOCKER=1 SUGGESTION=3 WAVES=1 ATTEMPT=2 BLOCKED=0 DROPPED=0"
+    );
+    c.blocked_on_joined = 2;
+    c.findings_dropped.insert("invalid_finding".into(), 1);
+    c.findings_dropped.insert("duplicate_finding".into(), 2);
+    assert_eq!(
+        waves::triage_line(2, &c, 1),
+        "PREMERGE_TRIAGE TOTAL=4 BLOCKER=1 SUGGESTION=3 WAVES=1 ATTEMPT=2 BLOCKED=0 DROPPED=0 JOINED=2 INVALID=3"
+    );
+}
