@@ -35,6 +35,14 @@ pub enum Kind {
     PrePushLines,
     /// A fixer's blocked-on return (`premerge blocked record`).
     BlockedOn,
+    /// An agent instruction file (`AGENTS.md`, `CLAUDE.md`, ...) that
+    /// `install --agent-docs` edits.
+    AgentDoc,
+    /// A git hook already in place (kept, chained or read back by `install`).
+    Hook,
+    /// A working-tree file the scan or the seam detector reads (each passes its own
+    /// limit: `scan.max_file_bytes`, the detector's 1 MiB).
+    Source,
 }
 
 impl Kind {
@@ -60,6 +68,12 @@ impl Kind {
             Kind::PrePushLines => 1 << 20,
             // 1 MiB: at most 64 rows are recorded, each a few hundred bytes.
             Kind::BlockedOn => 1 << 20,
+            // 4 MiB: instruction files are prose of a few KiB to a few hundred KiB.
+            Kind::AgentDoc => 4 << 20,
+            // 64 MiB: a hook may be a compiled program, not only a script.
+            Kind::Hook => 64 << 20,
+            // 1 MiB: `scan.max_file_bytes`' default.
+            Kind::Source => 1 << 20,
         }
     }
 
@@ -75,6 +89,9 @@ impl Kind {
             Kind::Config => "configuration",
             Kind::PrePushLines => "pre-push lines",
             Kind::BlockedOn => "blocked-on rows",
+            Kind::AgentDoc => "agent instruction files",
+            Kind::Hook => "git hooks",
+            Kind::Source => "working-tree files",
         }
     }
 }
@@ -132,8 +149,8 @@ fn is_bidi_control(c: char) -> bool {
 }
 
 /// Open `path` for reading without blocking and check, on the open descriptor, that
-/// it is a regular file.
-fn open_regular(path: &Path, kind: Kind) -> Result<File, InputError> {
+/// it is a regular file; returns it with its size.
+fn open_regular(path: &Path, kind: Kind) -> Result<(File, u64), InputError> {
     let file =
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(
             |e| match e.kind() {
@@ -144,7 +161,7 @@ fn open_regular(path: &Path, kind: Kind) -> Result<File, InputError> {
     let meta = file.metadata().map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
     let ft = meta.file_type();
     let what = if ft.is_file() {
-        return Ok(file);
+        return Ok((file, meta.len()));
     } else if ft.is_dir() {
         "a directory"
     } else if ft.is_fifo() {
@@ -171,9 +188,14 @@ fn read_limited(r: impl Read, limit: u64, path: &str, kind: Kind) -> Result<Vec<
     Ok(bytes)
 }
 
-/// Read a whole regular file of `kind`, at most `limit` bytes.
+/// Read a whole regular file of `kind`, at most `limit` bytes. The size is checked with
+/// `fstat` before a byte is read; a file that grows while it is read is still cut off
+/// at the limit.
 pub fn read_file(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
-    let file = open_regular(path, kind)?;
+    let (file, len) = open_regular(path, kind)?;
+    if len > limit {
+        return Err(InputError::TooLarge { path: shown(path), limit, kind: kind.name() });
+    }
     read_limited(file, limit, &shown(path), kind)
 }
 
@@ -200,8 +222,7 @@ pub fn read_text_if_present(path: &Path, kind: Kind) -> Result<Option<String>, I
 /// end, and only its end matters). The first partial line is dropped when the read
 /// did not start at the beginning.
 pub fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
-    let mut file = open_regular(path, kind)?;
-    let len = file.metadata().map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?.len();
+    let (mut file, len) = open_regular(path, kind)?;
     let start = len.saturating_sub(limit);
     file.seek(SeekFrom::Start(start)).map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
     let mut bytes = Vec::new();

@@ -885,6 +885,7 @@ fn log(a: LogArgs, ctx: &mut Ctx) -> CmdResult {
             Format::Json => ctx.stdout.write_all(crate::canonical::to_line(&e)?.as_bytes())?,
             Format::Text => {
                 let session: String = e.session_id.as_deref().unwrap_or("-").chars().take(12).collect();
+                let session = crate::input::escape_for_message(&session);
                 writeln!(
                     ctx.stdout,
                     "#{} {} session={} mode={} decision={}{} rule={} failure={}{} {}ms",

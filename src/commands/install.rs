@@ -203,10 +203,11 @@ const MANAGER_CONFIG_MAX_BYTES: u64 = 1 << 20;
 /// A manager's configuration file under `root`, when it is a regular file within the limit.
 fn read_manager_config(path: &Path) -> Option<String> {
     let meta = fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MANAGER_CONFIG_MAX_BYTES {
+    if !meta.is_file() {
         return None;
     }
-    fs::read_to_string(path).ok()
+    let bytes = crate::input::read_file(path, crate::input::Kind::Settings, MANAGER_CONFIG_MAX_BYTES).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The snippet `--print-config` prints for the repository at `root` (none: outside one).
@@ -339,7 +340,7 @@ pub(crate) fn observe(path: &Path) -> Result<Observed> {
     } else if ft.is_dir() {
         Ok(Observed::Directory)
     } else if ft.is_file() {
-        Ok(Observed::File(fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?))
+        Ok(Observed::File(crate::input::read(path, crate::input::Kind::Hook)?))
     } else {
         Ok(Observed::Special)
     }
@@ -555,7 +556,7 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
                     line
                 }
                 InstallAction::Rechain { manager, .. } => {
-                    let orphan = fs::read(&chained).with_context(|| format!("{}: cannot read", chained.display()))?;
+                    let orphan = crate::input::read(&chained, crate::input::Kind::Hook)?;
                     done.push(Done::Wrote(chained.clone(), Some(orphan)));
                     fs::rename(&path, &chained).with_context(|| format!("{}: cannot move aside", path.display()))?;
                     done.push(Done::Renamed(path.clone(), chained.clone()));
@@ -697,12 +698,12 @@ fn remove_config_hook(repo: &Repo, hook: Hook) -> Result<bool> {
 /// Read `.premerge/pins.json`; missing is empty, malformed is empty with a warning.
 fn read_pins(root: &Path, ctx: &mut Ctx) -> std::collections::BTreeMap<String, agent_docs::Pin> {
     let path = root.join(agent_docs::PINS_PATH);
-    match fs::read_to_string(&path) {
+    match crate::input::read_text(&path, crate::input::Kind::Settings) {
         Ok(text) => agent_docs::parse_pins(&text).unwrap_or_else(|why| {
             ctx.warn(format_args!("{}: malformed, treated as empty: {why}", agent_docs::PINS_PATH));
             Default::default()
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
+        Err(e) if e.is_missing() => Default::default(),
         Err(e) => {
             ctx.warn(format_args!("{}: unreadable, treated as empty: {e}", agent_docs::PINS_PATH));
             Default::default()
@@ -710,12 +711,25 @@ fn read_pins(root: &Path, ctx: &mut Ctx) -> std::collections::BTreeMap<String, a
     }
 }
 
+/// Refuse an agent file that a symlink takes outside the work tree: a committed
+/// `CLAUDE.md -> ~/.profile` must not get premerge's blocks written into it.
+fn agent_file_inside(path: &Path, file: &str, root: &Path) -> Result<()> {
+    let (real, inside) = crate::store::contain::resolves_inside(path, &[root])?;
+    if !inside {
+        bail!(
+            "{file}: a symlink to {}, outside the work tree; premerge edits agent files only inside it (replace the link with the file to let it); nothing was changed",
+            real.display()
+        );
+    }
+    Ok(())
+}
+
 /// An agent file's text, `None` when it does not exist.
 fn read_agent_file(path: &Path, file: &str) -> Result<Option<String>> {
-    match fs::read(path) {
+    match crate::input::read(path, crate::input::Kind::AgentDoc) {
         Ok(b) => Ok(Some(String::from_utf8(b).map_err(|_| anyhow!("{file}: not UTF-8; nothing was changed"))?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => bail!("{file}: cannot read: {e}; nothing was changed"),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => bail!("{e}; nothing was changed"),
     }
 }
 
@@ -730,6 +744,7 @@ fn agent_docs_install(repo: &Repo, create: bool, ctx: &mut Ctx) -> CmdResult {
         if same_file_as_earlier(&path, file, &mut seen, ctx)? {
             continue;
         }
+        agent_file_inside(&path, file, &root)?;
         let (mut text, existed) = match read_agent_file(&path, file)? {
             Some(t) => (t, true),
             None if create => (String::new(), false),
@@ -770,6 +785,7 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
         if same_file_as_earlier(&path, file, &mut seen, ctx)? {
             continue;
         }
+        agent_file_inside(&path, file, &root)?;
         let Some(mut text) = read_agent_file(&path, file)? else { continue };
         let original = text.clone();
         for block in agent_docs::BLOCKS {
@@ -849,7 +865,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     let un = |agent_docs| UninstallArgs { repo: None, hooks: DEFAULT_HOOKS.to_string(), agent_docs, agent_hook: false };
     d.with_ctx(b"", |ctx| run_uninstall(un(false), ctx))?;
     d.with_ctx(b"", |ctx| run_uninstall(un(true), ctx))?;
-    let back = fs::read_to_string(&user_hook)?;
+    let back = crate::input::read_text(&user_hook, crate::input::Kind::Hook)?;
     d.say(format_args!("  .git/hooks/pre-push is the team's again: {}", back.lines().nth(1).unwrap_or("")))?;
     Ok(())
 }

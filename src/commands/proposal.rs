@@ -400,7 +400,7 @@ pub fn emit_for_repo(
 pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf> {
     match cfg.str("proposal.signal_root") {
         "" => Ok(run_dir.join("proposals")),
-        rel => Ok(repo.require_workdir()?.join(rel)),
+        _ => store::contain::config_root(repo, cfg, "proposal.signal_root", "git config premerge.proposal.signalRoot"),
     }
 }
 
@@ -441,7 +441,7 @@ pub fn emit_own_signal(
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.
 pub fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
-    Ok(repo.require_workdir()?.join(cfg.str("proposal.root")))
+    store::contain::config_root(repo, cfg, "proposal.root", "git config premerge.proposal.root, or --root")
 }
 
 fn halt(

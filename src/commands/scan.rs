@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
+use crate::input::InputError;
 use crate::memory::{self, db};
 use crate::store::scan_cache;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
@@ -89,7 +90,11 @@ pub fn policy(config: &Config) -> Result<Policy> {
 /// supported language, submodules and symlinks are not read at all.
 /// Also returns each file's scan-cache key: the path and both blob ids (`None` when a
 /// version comes from the working tree, which has no id).
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>)> {
+/// A working-tree file that is not a regular file (a FIFO, a device) or is over
+/// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
+/// on the opened file before a byte is read, so it never hangs or blocks a hook).
+#[allow(clippy::type_complexity)]
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>, Vec<Note>)> {
     /// Where one version of a file comes from.
     enum Source<'d> {
         Absent,
@@ -127,8 +132,9 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, 
     let mut blobs: Vec<Option<Vec<u8>>> =
         repo.blobs(&oids).context("reading the changed files")?.into_iter().map(Some).collect();
     let mut root = None;
-    let mut read = |path: &str, side: &str, src: Source| -> Result<Option<Vec<u8>>> {
-        Ok(match src {
+    // The inner `Err` is why a version is skipped.
+    let mut read = |path: &str, side: &str, src: Source| -> Result<Result<Option<Vec<u8>>, String>> {
+        Ok(Ok(match src {
             Source::Absent => None,
             Source::Blob(i) => Some(blobs[i].take().with_context(|| format!("{path}: {side} version read twice"))?),
             Source::Worktree(p) => {
@@ -136,30 +142,55 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, 
                     Some(r) => r,
                     None => root.insert(repo.require_workdir()?),
                 };
-                Some(std::fs::read(root.join(p)).with_context(|| format!("{p}: cannot read"))?)
+                match crate::input::read_file(&root.join(p), crate::input::Kind::Source, policy.max_file_bytes) {
+                    Ok(bytes) => Some(bytes),
+                    Err(InputError::NotRegular { what, .. }) => {
+                        return Ok(Err(format!("{side} version is not a regular file ({what})")));
+                    }
+                    Err(InputError::TooLarge { limit, .. }) => {
+                        return Ok(Err(format!("{side} version is over scan.max_file_bytes ({limit})")));
+                    }
+                    Err(e) => return Err(anyhow::Error::new(e).context(format!("{p}: cannot read"))),
+                }
             }
-        })
+        }))
     };
     let mut out = Vec::with_capacity(wanted.len());
     let mut keys = Vec::with_capacity(wanted.len());
+    let mut notes = Vec::new();
     for (path, before, after) in wanted {
-        keys.push(match (&before, &after) {
+        let key = match (&before, &after) {
             (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
             (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
             _ => None,
-        });
-        let before = read(path, "old", before)?;
-        let after = read(path, "new", after)?;
+        };
+        let skip = |reason| Note { file: path.to_string(), kind: NoteKind::Skipped, reason };
+        let before = match read(path, "old", before)? {
+            Ok(b) => b,
+            Err(why) => {
+                notes.push(skip(why));
+                continue;
+            }
+        };
+        let after = match read(path, "new", after)? {
+            Ok(a) => a,
+            Err(why) => {
+                notes.push(skip(why));
+                continue;
+            }
+        };
+        keys.push(key);
         out.push(FileInput { path: path.to_string(), before, after });
     }
-    Ok((out, keys))
+    Ok((out, keys, notes))
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
 pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
-    let (files, keys) = inputs(repo, diff, &policy)?;
-    let (history, history_notes) = migration_history(repo, diff, &files);
+    let (files, keys, read_notes) = inputs(repo, diff, &policy)?;
+    let (history, mut history_notes) = migration_history(repo, diff, &files);
+    history_notes.extend(read_notes);
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
     let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path) {
         Some(cache) => {

@@ -71,7 +71,23 @@ pub fn detect(repo: &Repo, diff: &Diff, t: Thresholds) -> Result<Report> {
         }
         let bytes = match &f.new_oid {
             Some(oid) => repo.blob(oid)?,
-            None => std::fs::read(repo.require_workdir()?.join(&f.path))?,
+            // A working-tree file: a FIFO or a device is skipped, never read or waited on.
+            None => match crate::input::read_file(
+                &repo.require_workdir()?.join(&f.path),
+                crate::input::Kind::Source,
+                MAX_FILE_BYTES as u64,
+            ) {
+                Ok(b) => b,
+                Err(crate::input::InputError::NotRegular { .. }) => {
+                    *skipped.entry("not_regular").or_default() += 1;
+                    continue;
+                }
+                Err(crate::input::InputError::TooLarge { .. }) => {
+                    *skipped.entry("too_large").or_default() += 1;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
         if bytes.len() > MAX_FILE_BYTES {
             *skipped.entry("too_large").or_default() += 1;

@@ -6,6 +6,7 @@
 //! directory, fsync, rename, fsync of the directory. A reader never sees a torn file.
 
 pub mod background;
+pub mod contain;
 pub mod fix_loop;
 pub mod scan_cache;
 

@@ -95,6 +95,21 @@ fn control_characters_in_errors_are_escaped() {
     assert!(out.stderr.contains("no\\nsuch\\u{202e}file.json"), "{}", out.stderr);
 }
 
+/// Regression (issue 15): a bidi control character in an agent's session id was printed
+/// raw by `gate log`, reordering what the terminal showed.
+#[test]
+fn gate_log_escapes_a_session_id() {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let payload = serde_json::json!({"session_id": "ab\u{202e}cd\u{2066}e", "hook_event_name": "Stop"});
+    r.premerge_stdin(&["gate", "evaluate"], payload.to_string().as_bytes()).expect_code(0);
+    let log = r.premerge(&["gate", "log"]);
+    log.expect_code(0);
+    assert!(log.stdout.contains("session=ab\\u{202e}cd\\u{2066}e "), "{}", log.stdout);
+    assert!(!log.stdout.contains('\u{202e}') && !log.stdout.contains('\u{2066}'), "{}", log.stdout);
+}
+
 /// Regression (issue 15): `premerge completions bash | head -1` panicked with a backtrace.
 #[test]
 fn a_closed_pipe_is_a_quiet_exit() {
@@ -210,4 +225,294 @@ fn a_transcript_that_is_a_device_or_fifo_fails_open_at_once() {
         };
         assert_eq!(status.code(), Some(0), "the gate fails open ({transcript})");
     }
+}
+
+// ------------------------------------------------- containment of write roots
+
+const ROWS: &str = r#"[{"id":"r1","title":"Missing error handling","summary":"src/a.rs"}]"#;
+
+/// `proposal emit` of one seam row in `r`, with `extra` arguments.
+fn emit_in(r: &TestRepo, extra: &[&str]) -> crate::common::Run {
+    let ev = r.dir.path().join("ev.json");
+    std::fs::write(&ev, ROWS).unwrap();
+    let mut args =
+        vec!["proposal", "emit", "--scope", "review", "--signal", "repeat_seam", "--evidence", ev.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    r.premerge(&args)
+}
+
+/// Every file under `dir` (relative names, sorted); empty when it does not exist.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    fn walk(base: &std::path::Path, d: &std::path::Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, dir, &mut v);
+    v.sort();
+    v
+}
+
+/// A repository with one commit and an empty directory `outside` beside it.
+fn repo_and_outside() -> (TestRepo, std::path::PathBuf) {
+    let r = TestRepo::new();
+    r.write("a.rs", "fn a() {}\n");
+    r.commit_all("init");
+    let outside = r.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    (r, outside)
+}
+
+/// The refusal of a root from repository content: exit 2, one line naming the key,
+/// the path, where it came from and how to allow it; nothing written outside.
+#[track_caller]
+fn assert_refused(run: &crate::common::Run, key: &str, from: &str, outside: &std::path::Path) {
+    run.expect_code(2);
+    let err = &run.stderr;
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("premerge: {key}: ")), "{err}");
+    assert!(err.contains(from), "{err}");
+    assert!(err.contains("outside the work tree and the state directory"), "{err}");
+    assert!(err.contains(&format!("git config premerge.{}", key.replace("signal_root", "signalRoot"))), "{err}");
+    assert_eq!(tree(outside), Vec::<String>::new(), "nothing may be written outside");
+}
+
+/// Regression (issue 15): a committed symlink `docs/proposals -> /elsewhere` made
+/// `proposal emit` write outside the repository.
+#[test]
+fn a_committed_symlink_proposal_root_is_refused() {
+    let (r, outside) = repo_and_outside();
+    std::fs::create_dir(r.root.join("docs")).unwrap();
+    symlink(&outside, r.root.join("docs/proposals")).unwrap();
+    r.commit_all("proposals elsewhere");
+    let run = emit_in(&r, &[]);
+    assert_refused(&run, "proposal.root", "(from default, through a symlink in the repository)", &outside);
+    assert!(
+        run.stderr.contains(&format!("resolves to {}", outside.canonicalize().unwrap().display())),
+        "{}",
+        run.stderr
+    );
+    // Listing and draining the same root are refused the same way.
+    r.premerge(&["proposal", "list"]).expect_code(2);
+    r.premerge(&["drain"]).expect_code(2);
+}
+
+/// Regression (issue 15): a committed `premerge.toml` with an absolute `proposal.root`
+/// or a `../x` root, or a root through a committed `.premerge -> /elsewhere`.
+#[test]
+fn a_proposal_root_from_premerge_toml_must_stay_inside() {
+    let (r, outside) = repo_and_outside();
+    for root in [outside.display().to_string(), "../outside".to_string(), "a/../../outside/p".to_string()] {
+        r.write("premerge.toml", format!("[proposal]\nroot = {:?}\n", root));
+        assert_refused(&emit_in(&r, &[]), "proposal.root", "(from premerge.toml)", &outside);
+    }
+    // A symlink in the middle of the path.
+    symlink(&outside, r.root.join(".premerge")).unwrap();
+    r.write("premerge.toml", "[proposal]\nroot = \".premerge/proposals\"\n");
+    r.commit_all("premerge dir elsewhere");
+    assert_refused(&emit_in(&r, &[]), "proposal.root", "(from premerge.toml)", &outside);
+    // A `..` after a symlink is taken from the symlink's target, as the kernel does:
+    // `.premerge/../repo/x` is `<outside>/../repo/x`, not `<work tree>/repo/x`.
+    r.write("premerge.toml", "[proposal]\nroot = \".premerge/../x\"\n");
+    assert_refused(&emit_in(&r, &[]), "proposal.root", "(from premerge.toml)", &outside);
+    assert!(!r.dir.path().join("x").exists());
+}
+
+/// Roots inside the work tree (also through a symlink that stays inside) or the state
+/// directory are written as before.
+#[test]
+fn roots_that_resolve_inside_are_written() {
+    let (r, outside) = repo_and_outside();
+    std::fs::create_dir_all(r.root.join("notes/real")).unwrap();
+    symlink("real", r.root.join("notes/link")).unwrap();
+    r.write("premerge.toml", "[proposal]\nroot = \"notes/link/proposals\"\n");
+    emit_in(&r, &[]).expect_code(0);
+    assert_eq!(tree(&r.root.join("notes/real/proposals/open")).len(), 1);
+    r.write("premerge.toml", "[proposal]\nroot = \".git/premerge/proposals\"\n");
+    emit_in(&r, &["--workflow", "w2"]).expect_code(0);
+    assert_eq!(tree(&r.root.join(".git/premerge/proposals/open")).len(), 1);
+    assert_eq!(tree(&outside), Vec::<String>::new());
+}
+
+/// A root outside is the user's to give: on the command line or in git config.
+#[test]
+fn a_root_outside_given_by_the_user_is_accepted() {
+    let (r, outside) = repo_and_outside();
+    r.write("premerge.toml", "[proposal]\nroot = \"/nonexistent-premerge-root\"\n");
+    let flag = outside.join("flag");
+    emit_in(&r, &["--root", flag.to_str().unwrap()]).expect_code(0);
+    assert_eq!(tree(&flag).len(), 1, "--root wins over premerge.toml and is written");
+    let cfg = outside.join("cfg");
+    r.git(&["config", "premerge.proposal.root", cfg.to_str().unwrap()]);
+    emit_in(&r, &[]).expect_code(0);
+    assert_eq!(tree(&cfg).len(), 1, "git config is the user's: written");
+    // A committed symlink followed from a root the user set in git config is theirs too.
+    std::fs::create_dir(r.root.join("docs")).unwrap();
+    symlink(&outside, r.root.join("docs/elsewhere")).unwrap();
+    r.git(&["config", "premerge.proposal.root", "docs/elsewhere/via-config"]);
+    emit_in(&r, &[]).expect_code(0);
+    assert_eq!(tree(&outside.join("via-config")).len(), 1);
+}
+
+/// A run directory that is a symlink (a committed `run -> /etc`, or one placed in the
+/// state directory) is refused before anything is written through it.
+#[test]
+fn a_run_directory_that_resolves_elsewhere_is_refused() {
+    let (r, outside) = repo_and_outside();
+    symlink(&outside, r.root.join("run")).unwrap();
+    r.commit_all("run elsewhere");
+    let run = emit_in(&r, &["--run-dir", "run"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("run: is a symlink"), "{}", run.stderr);
+    assert!(run.stderr.contains("premerge writes only into a real directory"), "{}", run.stderr);
+    let mut env_run = r.at(&r.root);
+    env_run.env.push(("PREMERGE_RUN_DIR".into(), r.root.join("run").display().to_string()));
+    emit_in(&env_run, &[]).expect_code(2);
+    assert_eq!(tree(&outside), Vec::<String>::new());
+}
+
+/// Regression (issue 15): a pull that brings a `premerge.toml` whose `signal_root`
+/// points outside made the post-merge hook's own signals write there. Through the
+/// installed hook and a real `git merge`: the signal is refused with a one-line
+/// warning, the merge succeeds, nothing is written outside; allowed by git config,
+/// the same signal is written there.
+#[test]
+fn a_pull_cannot_make_the_hooks_signals_write_outside() {
+    let r = TestRepo::new();
+    let outside = r.dir.path().join("outside");
+    r.write("src/q.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    r.commit_all("query");
+    r.premerge(&["install"]).expect_code(0);
+    // Each "pull" merges a branch that widens `Query.limit` again.
+    let pull = |ty: &str, extra: Option<&str>| {
+        r.git(&["checkout", "-q", "-b", &format!("up-{ty}")]);
+        r.write("src/q.rs", format!("pub struct Query {{\n    pub limit: {ty},\n}}\n"));
+        if let Some(toml) = extra {
+            r.write("premerge.toml", toml);
+        }
+        r.commit_all(&format!("limit {ty}"));
+        r.git(&["checkout", "-q", "main"]);
+        let run =
+            crate::common::run_with_stdin(&mut r.git_cmd(["merge", "--no-ff", "--no-edit", &format!("up-{ty}")]), b"");
+        run.expect_code(0);
+        run
+    };
+    pull("u16", Some("[proposal]\nsignal_root = \"../outside\"\n"));
+    let second = pull("u32", None);
+    let warning: Vec<&str> = second.stderr.lines().filter(|l| l.contains("proposal.signal_root")).collect();
+    assert_eq!(warning.len(), 1, "{}", second.stderr);
+    assert!(
+        warning[0].starts_with("premerge: warning: proposal scan:widening_repeat: proposal.signal_root: "),
+        "{}",
+        warning[0]
+    );
+    assert!(
+        warning[0].contains("(from premerge.toml)") && warning[0].contains("signal not recorded"),
+        "{}",
+        warning[0]
+    );
+    assert!(!outside.exists(), "nothing written outside: {:?}", tree(&outside));
+    // The user allows it in git config: the next repeat is written there.
+    r.git(&["config", "premerge.proposal.signalRoot", "../outside"]);
+    let third = pull("u64", None);
+    assert!(third.stderr.contains("scan:widening_repeat:"), "{}", third.stderr);
+    assert_eq!(tree(&outside.join("open")).len(), 1, "{}", third.stderr);
+}
+
+// ------------------------------------------------- install and working-tree readers
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// Regression (issue 15): a committed `.premerge/pins.json` that is a symlink to
+/// `/dev/zero` made `install --agent-docs` read without end; a FIFO there hangs a plain
+/// read. Both are refused at once: the pins are treated as empty with a warning naming
+/// the file, and the install goes on.
+#[test]
+fn pins_that_are_a_device_or_fifo_are_refused_at_once() {
+    let r = TestRepo::new();
+    r.write("AGENTS.md", "# Agents\n");
+    r.commit_all("init");
+    std::fs::create_dir(r.root.join(".premerge")).unwrap();
+    let pins = r.root.join(".premerge/pins.json");
+    symlink("/dev/zero", &pins).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("pins.json: unreadable, treated as empty: ") && err.contains("(a device)"), "{err}");
+    assert!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap().contains("premerge"));
+    std::fs::remove_file(&pins).unwrap();
+    mkfifo(&pins);
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(a FIFO)"), "{err}");
+}
+
+/// An agent file that is a FIFO or a device is refused with exit 2 and nothing is
+/// changed; one that a committed symlink takes outside the work tree is refused before
+/// anything is read or written there.
+#[test]
+fn agent_files_that_are_special_or_lead_outside_are_refused() {
+    let (r, outside) = repo_and_outside();
+    r.write("AGENTS.md", "# Agents\n");
+    mkfifo(&r.root.join("CLAUDE.md"));
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CLAUDE.md: not a regular file (a FIFO)") && err.ends_with("nothing was changed\n"), "{err}");
+    assert_eq!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap(), "# Agents\n", "nothing was changed");
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    symlink("/dev/zero", r.root.join("CLAUDE.md")).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CLAUDE.md: a symlink to /dev/zero, outside the work tree"), "{err}");
+    // A committed `CLAUDE.md -> ../outside/profile`: the file outside keeps its bytes.
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    std::fs::write(outside.join("profile"), "export A=1\n").unwrap();
+    symlink("../outside/profile", r.root.join("CLAUDE.md")).unwrap();
+    r.commit_all("claude elsewhere");
+    for args in [&["install", "--agent-docs"][..], &["uninstall", "--agent-docs"][..]] {
+        let (code, err) = run_bounded(&r, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("outside the work tree; premerge edits agent files only inside it"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(outside.join("profile")).unwrap(), "export A=1\n");
+    assert_eq!(tree(&outside), ["profile"]);
+    // A symlink that stays inside (CLAUDE.md -> AGENTS.md) is edited through, as before.
+    std::fs::remove_file(r.root.join("CLAUDE.md")).unwrap();
+    symlink("AGENTS.md", r.root.join("CLAUDE.md")).unwrap();
+    let (code, err) = run_bounded(&r, &["install", "--agent-docs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap().contains("premerge"));
+}
+
+/// A working-tree file over its reader's limit is skipped with a note, its size taken
+/// with `fstat` before a byte is read: `scan.max_file_bytes` for the scan, 1 MiB for
+/// the seam detector.
+#[test]
+fn a_working_tree_file_over_the_limit_is_skipped_before_it_is_read() {
+    let r = TestRepo::new();
+    r.write("premerge.toml", "[scan]\nmax_file_bytes = 400\n");
+    r.write("src/big.rs", "pub struct A { a: u8 }\n");
+    r.commit_all("initial");
+    r.write("src/big.rs", format!("pub struct A {{ a: u64 }}\n{}", "// padding\n".repeat(50)));
+    let run = r.premerge(&["scan", "--worktree", "--no-memory", "--format", "json"]);
+    run.expect_code(0);
+    let v = run.json();
+    assert_eq!(v["notes"][0]["file"], "src/big.rs", "{v}");
+    assert_eq!(v["notes"][0]["reason"], "new version is over scan.max_file_bytes (400)", "{v}");
+    assert_eq!(v["findings"], serde_json::json!([]));
+    r.write("src/big.rs", "// a line of padding, repeated\n".repeat(40_000));
+    let run = r.premerge(&["seams", "--worktree", "--format", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["skipped"], serde_json::json!({"too_large": 1}), "{}", run.stdout);
 }
