@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod events;
 pub mod exec;
 pub mod findings;
 pub mod gate;

@@ -186,8 +186,12 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     store::atomic_write(&path, crate::canonical::to_pretty(&doc)?.as_bytes())?;
     store::append_event(
         &run_dir,
-        &json!({"kind": "blocked_recorded", "attempt": args.attempt, "from_file": args.from_file, "added": added,
-                "dropped": dropped}),
+        &crate::events::Event::BlockedRecorded {
+            attempt: args.attempt,
+            from_file: args.from_file.clone(),
+            added,
+            dropped,
+        },
     )?;
     writeln!(
         ctx.stdout,

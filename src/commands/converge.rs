@@ -36,7 +36,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         let _lock = store::RunLock::acquire(&run_dir)?;
         store::append_event(
             &run_dir,
-            &json!({"kind": "converge", "attempt": args.attempt, "decision": v.decision.as_str()}),
+            &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision.as_str().to_string() },
         )?;
     }
     // Blockers that survived two attempts are a stripe (`premerge`, `blocker_recurring`,

@@ -10,7 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use serde_json::json;
 
 use super::Ctx;
 use super::hook::HookRun;
@@ -284,7 +283,6 @@ fn decide(
     attempt: u32,
     outcome: Result<Vec<Vec<u8>>>,
 ) -> CmdResult {
-    let mode_name = if mode == Mode::Shadow { "shadow" } else { "enforce" };
     let loop_name = l.map_or_else(|| "(unreadable)".to_string(), |l| l.id.clone());
     let (strays, why) = match outcome {
         Ok(s) if s.is_empty() => {
@@ -302,8 +300,14 @@ fn decide(
     };
     let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();
     let logged: Vec<String> = strays.iter().map(|p| json_path(p).0).collect();
-    let event = json!({"kind": "fence_pre_push", "mode": mode_name, "attempt": attempt, "loop": loop_name,
-                       "strays": logged, "refused": mode == Mode::Enforce, "why": why});
+    let event = crate::events::Event::FencePrePush {
+        mode: if mode == Mode::Shadow { Mode::Shadow } else { Mode::Enforce },
+        attempt,
+        loop_id: loop_name.clone(),
+        strays: logged,
+        refused: mode == Mode::Enforce,
+        why: why.clone(),
+    };
     if let Err(e) = store::append_event(log_dir, &event) {
         run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }

@@ -5,7 +5,7 @@
 //! The decision logic is pure (`crate::gate`); this module collects evidence, runs
 //! the authority, persists state and events, and prints the hook answer.
 
-mod db;
+pub(crate) mod db;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -271,10 +271,7 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
         row.blocked = false;
         row.failure_kind.get_or_insert_with(|| FailureKind::DatabaseError.as_str().to_string());
         row.detail.get_or_insert_with(|| format!("{e:#}"));
-        let mut v = serde_json::to_value(&row).unwrap_or_default();
-        if let Some(m) = v.as_object_mut() {
-            m.insert("kind".into(), json!("gate-evaluation"));
-        }
+        let v = crate::events::Event::GateEvaluation(Box::new(row.clone()));
         // 0600: the row holds the agent's own words.
         let _ = crate::store::append_private_event(&repo.state_dir().path, &v);
         return None;

@@ -10,7 +10,6 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::Ctx;
 use crate::error::{CmdResult, Exit};
@@ -394,12 +393,17 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let line = waves::triage_line(args.attempt, &doc.counts, plan.waves.len());
     store::append_event(
         &run_dir,
-        &json!({"kind": "plan", "attempt": args.attempt, "waves": plan.waves.len(),
-                "blocker": doc.counts.blocker, "blocked_on_admitted": admitted,
-                "blocked_on_dropped": doc.counts.dropped(), "blocked_on_joined": joined,
-                "blocked_on_dropped_reasons": doc.counts.blocked_on_dropped,
-                "findings_dropped": doc.counts.findings_dropped,
-                "suggestions_carried": doc.counts.suggestions_carried}),
+        &crate::events::Event::Plan {
+            attempt: args.attempt,
+            waves: plan.waves.len(),
+            blocker: doc.counts.blocker,
+            blocked_on_admitted: admitted,
+            blocked_on_dropped: doc.counts.dropped(),
+            blocked_on_joined: joined,
+            blocked_on_dropped_reasons: doc.counts.blocked_on_dropped.clone(),
+            findings_dropped: doc.counts.findings_dropped.clone(),
+            suggestions_carried: doc.counts.suggestions_carried,
+        },
     )?;
     writeln!(ctx.stdout, "{line}")?;
     Ok(Exit::Ok)

@@ -283,16 +283,15 @@ pub fn emit_in_mode(
     let ids: Vec<&str> = projection.contributing.iter().map(|c| c.row_id.as_str()).collect();
     store::append_event(
         events_dir,
-        &json!({
-            "kind": "refinement_proposal_emitted",
-            "stripe": stripe.to_string(),
-            "scope": scope,
-            "signal": signal,
-            "algorithm": ALGORITHM,
-            "evidence_row_ids": ids,
-            "proposal_path": path.display().to_string(),
-            "workflow_id": workflow,
-        }),
+        &crate::events::Event::ProposalEmitted {
+            stripe: stripe.to_string(),
+            scope: scope.to_string(),
+            signal: signal.to_string(),
+            algorithm: ALGORITHM.to_string(),
+            evidence_row_ids: ids.iter().map(|s| s.to_string()).collect(),
+            proposal_path: path.display().to_string(),
+            workflow_id: workflow.map(str::to_string),
+        },
     )?;
     Ok(EmitOutcome { outcome: Outcome::Emitted, stripe: Some(stripe), path: Some(path), warnings, mode, reason: None })
 }
@@ -455,14 +454,13 @@ fn halt(
     let ids: Vec<&str> = projection.contributing.iter().map(|c| c.row_id.as_str()).collect();
     store::append_event(
         events_dir,
-        &json!({
-            "kind": "stripe_repeat_halt",
-            "stripe": stripe.to_string(),
-            "existing_proposal_path": existing.display().to_string(),
-            "new_evidence_row_ids": ids,
-            "halted_workflow_id": workflow,
-            "mode": mode,
-        }),
+        &crate::events::Event::StripeRepeatHalt {
+            stripe: stripe.to_string(),
+            existing_proposal_path: existing.display().to_string(),
+            new_evidence_row_ids: ids.iter().map(|s| s.to_string()).collect(),
+            halted_workflow_id: workflow.map(str::to_string),
+            mode,
+        },
     )?;
     Ok(EmitOutcome {
         outcome: Outcome::StripeRepeatHalt,
@@ -947,15 +945,16 @@ fn resolve_open(
         store::atomic_write(&from, doc::append_rejection(&text, reason).as_bytes())?;
     }
     fs::rename(&from, &to).with_context(|| format!("{}: cannot move to {}", from.display(), to.display()))?;
-    let mut ev = json!({
-        "kind": format!("proposal_{state}"),
-        "stripe": stripe,
-        "from": from.display().to_string(),
-        "proposal_path": to.display().to_string(),
-    });
-    if let Some(r) = reason {
-        ev["reason"] = json!(r.trim());
-    }
+    let (from_s, to_s, reason) =
+        (from.display().to_string(), to.display().to_string(), reason.map(|r| r.trim().to_string()));
+    let ev = match state {
+        "applied" => {
+            crate::events::Event::ProposalApplied { stripe: stripe.clone(), from: from_s, proposal_path: to_s, reason }
+        }
+        _ => {
+            crate::events::Event::ProposalRejected { stripe: stripe.clone(), from: from_s, proposal_path: to_s, reason }
+        }
+    };
     store::append_event(events_dir, &ev)?;
     Ok((stripe, to))
 }

@@ -195,13 +195,13 @@ fn step_back(
     let brief_file = format!("step-back-{nn}.md");
     let handoff = stepback::handoff(r.round, issue, &brief_file, &brief, &r.seam_clusters, &dispatch);
     store::atomic_write(&handoff_path, crate::canonical::to_pretty(&handoff)?.as_bytes())?;
-    let mut ev = json!({
-        "kind": "step-back-handoff", "round": r.round, "status": handoff["status"],
-        "brief": brief_file, "handoff": format!("handoff-{nn}.json"),
-    });
-    if let Some(n) = issue {
-        ev["issue"] = json!(n);
-    }
+    let ev = crate::events::Event::StepBackHandoff {
+        round: r.round,
+        status: handoff["status"].clone(),
+        brief: brief_file,
+        handoff: format!("handoff-{nn}.json"),
+        issue,
+    };
     store::append_event(run_dir, &ev)?;
     // Not configured is an ordinary setup (a person reads the brief); anything else
     // that went wrong with a configured dispatch deserves a warning.

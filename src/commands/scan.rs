@@ -247,15 +247,22 @@ fn write_memories(
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     for (m, write) in planned.iter().zip(writes) {
-        let event = |kind: &str, id: i64| json!({"kind": kind, "id": id, "cycle": m.cycle, "file": m.file, "symbol": m.symbol, "rule": m.rule});
+        let event = |id: i64| crate::events::GuardMemory {
+            id,
+            cycle: m.cycle.clone(),
+            file: m.file.clone(),
+            symbol: m.symbol.clone(),
+            rule: m.rule.clone(),
+            error: None,
+        };
         match write {
             db::Write::Duplicate(id) => {
                 out.duplicates += 1;
-                crate::store::append_event(&state.path, &event("guard-memory-duplicate-skipped", id))?;
+                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryDuplicateSkipped(event(id)))?;
             }
             db::Write::Written(id) => {
                 out.written += 1;
-                crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
+                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryWritten(event(id)))?;
                 let earlier: i64 = conn.query_row(
                     "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
                     rusqlite::params![m.file, m.symbol, m.cycle],
@@ -275,9 +282,11 @@ fn write_memories(
                         Err(e) => {
                             let why = e.to_string();
                             db::set_backend(&conn, id, &format!("failed: {why}"))?;
-                            let mut ev = event("guard-memory-backend-failed", id);
-                            ev["error"] = Value::String(why.clone());
-                            crate::store::append_event(&state.path, &ev)?;
+                            let ev = crate::events::GuardMemory { error: Some(why.clone()), ..event(id) };
+                            crate::store::append_event(
+                                &state.path,
+                                &crate::events::Event::GuardMemoryBackendFailed(ev),
+                            )?;
                             out.warnings.push(format!(
                                 "memory backend failed for {} `{}`: {why} (kept in the embedded store)",
                                 m.file, m.symbol

@@ -234,8 +234,8 @@ impl RunLock {
 /// The event gets a `ts` field (RFC 3339, UTC) when it has none: an event log is one
 /// of the places where a timestamp is the point. One `write` call per line with
 /// `O_APPEND`, so concurrent appenders never interleave within a line.
-pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
-    let mut ev = event.clone();
+pub fn append_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
+    let mut ev = event.to_value()?;
     if let Value::Object(map) = &mut ev {
         map.entry("ts").or_insert_with(|| Value::String(crate::store::now_rfc3339()));
     }
@@ -255,7 +255,7 @@ pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
 
 /// [`append_event`] for events that may hold an agent's text: the file is created
 /// with mode 0600 and an existing file is set to 0600.
-pub fn append_private_event(dir: &Path, event: &Value) -> Result<()> {
+pub fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     let path = dir.join(EVENTS_FILE);
     let f = OpenOptions::new()
@@ -479,13 +479,14 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &run).unwrap();
         let e = RunLock::acquire(&run).unwrap_err().to_string();
         assert!(e.contains("is a symlink") && e.contains("--run-dir"), "{e}");
-        assert!(append_event(&run, &serde_json::json!({"kind": "x"})).is_err());
+        let ev = crate::events::Event::Converge { attempt: 1, decision: "CONTINUE".into() };
+        assert!(append_event(&run, &ev).is_err());
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing was written through the link");
         // A real directory, and one reached through a symlinked parent, are fine.
         let parent_link = d.path().join("parent");
         std::os::unix::fs::symlink(&elsewhere, &parent_link).unwrap();
         RunLock::acquire(&parent_link.join("run")).unwrap();
-        append_event(&parent_link.join("run"), &serde_json::json!({"kind": "x"})).unwrap();
+        append_event(&parent_link.join("run"), &ev).unwrap();
     }
 
     #[test]

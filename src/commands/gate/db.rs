@@ -119,7 +119,7 @@ pub fn save_breaker(conn: &Connection, authority: &str, b: Breaker) -> Result<()
 }
 
 /// One evaluation, as stored and as printed by `gate log --format json`.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema, Default)]
 pub struct EventRow {
     pub id: i64,
     pub ts: String,
