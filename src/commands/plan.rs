@@ -41,8 +41,9 @@ pub struct Args {
 }
 
 /// `classified-NN.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Classified {
+    #[schemars(range(min = 1))]
     pub attempt: u32,
     /// Suggestions of earlier attempts (1..N-1) that this attempt's findings do not
     /// repeat: a suggestion is never fixed by the loop, so it must not be lost.
@@ -54,13 +55,15 @@ pub struct Classified {
     #[serde(default)]
     pub dropped_findings: Vec<waves::DroppedFinding>,
     pub findings: Vec<ClassifiedFinding>,
+    #[schemars(extend("const" = 1))]
     pub schema_version: u32,
     /// The findings document's shape: `lens`, `reviewer` or `sarif`.
+    #[schemars(extend("enum" = ["lens", "reviewer", "sarif"]))]
     pub shape: String,
 }
 
 /// What carry read, under `carry` in `classified-NN.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CarryInfo {
     /// Most rows admitted: min(MAX_BLOCKED_ON, max_per_wave).
     pub cap: usize,
@@ -68,6 +71,7 @@ pub struct CarryInfo {
     /// Whether that file existed.
     pub present: bool,
     /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub source: Option<String>,
 }
 

@@ -16,5 +16,6 @@ mod install;
 mod managers;
 mod review;
 mod scan;
+mod schemas;
 mod stripes;
 mod waves;
