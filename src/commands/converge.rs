@@ -24,10 +24,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
-    let now = blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt)?.findings);
+    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
+    let now = blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt)?.findings);
     let previous = if args.attempt > 1 {
-        Some(blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt - 1)?.findings))
+        Some(blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt - 1)?.findings))
     } else {
         None
     };

@@ -7,6 +7,7 @@
 
 pub mod background;
 pub mod fix_loop;
+pub mod run_dir;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
