@@ -7,6 +7,7 @@
 
 pub mod background;
 pub mod fix_loop;
+pub mod gate_db;
 pub mod run_dir;
 
 use std::fs::{self, File, OpenOptions};
