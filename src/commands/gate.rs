@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::store::Db as Connection;
 use anyhow::{Context as _, Result, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
-use rusqlite::Connection;
 use serde_json::json;
 
 use super::Ctx;

@@ -250,7 +250,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
         return Ok(Vec::new());
     }
     let conn = state.open_db()?;
-    let mut out: Vec<GuardMemory> = crate::memory::db::search_by_files(&conn, files)?
+    let mut out: Vec<GuardMemory> = crate::store::memory_db::search_by_files(&conn, files)?
         .into_iter()
         .map(|m| GuardMemory { file: m.file.clone(), symbol: Some(m.symbol.clone()), text: m.content.clone() })
         .collect();

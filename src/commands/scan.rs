@@ -17,7 +17,8 @@ use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::memory::{self, db};
+use crate::memory;
+use crate::store::memory_db as db;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 use crate::widen::{Language, catalogue};
@@ -256,11 +257,7 @@ fn write_memories(
             db::Write::Written(id) => {
                 out.written += 1;
                 crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
-                let earlier: i64 = conn.query_row(
-                    "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
-                    rusqlite::params![m.file, m.symbol, m.cycle],
-                    |r| r.get(0),
-                )?;
+                let earlier = db::earlier_cycles(&conn, &m.file, &m.symbol, &m.cycle)?;
                 if earlier > 0 {
                     out.repeated.push(json!({
                         "id": format!("memory-{id}"), "file": m.file, "symbol": m.symbol, "rule": m.rule,

@@ -325,7 +325,7 @@ pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
 pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for f in files {
-        let found = crate::memory::db::search_by_files(conn, std::slice::from_ref(f))?;
+        let found = super::memory_db::search_by_files(conn, std::slice::from_ref(f))?;
         out.extend(found.into_iter().take(per_file).map(|m| (f.clone(), m.content.clone())));
     }
     Ok(out)

@@ -8,6 +8,7 @@
 pub mod background;
 pub mod fix_loop;
 pub mod gate_db;
+pub mod memory_db;
 pub mod run_dir;
 
 use std::fs::{self, File, OpenOptions};
@@ -18,6 +19,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use rusqlite::Connection;
+
+/// An open connection to `premerge.db`, as the store hands it out: callers outside
+/// `src/store/` name this type, never the SQLite crate.
+pub type Db = Connection;
 use serde_json::Value;
 
 /// Name of the per-clone state directory inside the git common directory.
