@@ -52,7 +52,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             .iter()
             .map(|fp| json!({"id": format!("attempt-{}:{fp}", args.attempt), "fingerprint": fp}))
             .collect();
-        stripe = super::proposal::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
+        stripe =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {

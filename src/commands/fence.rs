@@ -175,7 +175,9 @@ fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, attempt: u32, stray: &
     let nn = store::nn(attempt);
     let rows: Vec<serde_json::Value> =
         stray.iter().map(|p| serde_json::json!({"id": format!("attempt-{nn}:stray:{p}"), "path": p})).collect();
-    if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows) {
+    if let Some(o) =
+        crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows)
+    {
         let _ = writeln!(
             ctx.stderr,
             "premerge: fence: stripe {}",

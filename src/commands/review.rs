@@ -154,7 +154,8 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
                 json!({"id": format!("{cycle}round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files})
             })
             .collect();
-        if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
+        if let Some(o) =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
         {
             if o.halts() {
                 exit = Exit::Policy;

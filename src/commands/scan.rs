@@ -317,9 +317,15 @@ fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
         return;
     }
     let run_dir = repo.state_dir().run_dir(None);
-    if let Some(o) =
-        super::proposal::emit_own_signal(ctx, repo, config, &run_dir, "scan", "widening_repeat", &out.memory.repeated)
-    {
+    if let Some(o) = crate::stripe::emit::emit_own_signal(
+        ctx,
+        repo,
+        config,
+        &run_dir,
+        "scan",
+        "widening_repeat",
+        &out.memory.repeated,
+    ) {
         let line = crate::canonical::to_compact(&o.to_json()).unwrap_or_default();
         let _ = writeln!(ctx.stderr, "premerge: scan: widened again in a later cycle: stripe {line}");
     }
