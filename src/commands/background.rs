@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::Ctx;
-use super::hook::{HookKind, HookRun};
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::git::{Detail, Repo};
+use crate::hook::{HookKind, HookRun};
 use crate::store::background::{
     Background, JOB_TIME_LIMIT, JobResult, JobState, MAX_ATTEMPTS, Outcome, Pending, Range, capture_lines,
 };
@@ -158,9 +158,9 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
         work.scope
     )?;
     let mut run = HookRun { ctx, repo: &repo, config, kind: work.kind.clone(), diff: &diff };
-    super::hook::signal(&mut run, "widening scan", super::scan::hook_stage);
+    crate::hook::signal(&mut run, "widening scan", super::hook_stages::WIDENING_SCAN);
     if pre_push {
-        super::hook::signal(&mut run, "copy detector", super::seams::hook_stage);
+        crate::hook::signal(&mut run, "copy detector", super::hook_stages::COPY_DETECTOR);
     }
     Ok(())
 }

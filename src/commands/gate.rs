@@ -219,7 +219,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
 /// Evaluate a stop. Never fails and never panics outward: every error allows the stop.
 fn evaluate(ctx: &mut Ctx) {
     // PREMERGE=0: premerge does nothing, so every stop is allowed and nothing is written.
-    if super::hook::master_switch_off() {
+    if crate::hook::master_switch_off() {
         return;
     }
     let t0 = Instant::now();
@@ -597,7 +597,7 @@ fn call_external(
 // session-start
 
 fn session_start(ctx: &mut Ctx) {
-    if super::hook::master_switch_off() {
+    if crate::hook::master_switch_off() {
         return;
     }
     let input = ctx.read_stdin(crate::input::Kind::HookPayload).unwrap_or_default();

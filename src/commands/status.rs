@@ -31,7 +31,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                 continue;
             }
             // With the hooks switched off nothing runs the queue, this included.
-            if bg.pending_count()? == 0 || super::hook::master_switch_off() {
+            if bg.pending_count()? == 0 || crate::hook::master_switch_off() {
                 break;
             }
             background::drain(&ctx.cwd, &bg)?;
