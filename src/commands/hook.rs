@@ -7,7 +7,7 @@
 //! 3. the signals (the widening scan, and for pre-push the copy detector) on a worker
 //!    thread, when their estimated cost fits in `hooks.budget_ms`; otherwise, or when
 //!    the budget runs out first, they are queued for the background job
-//!    ([`super::background`]), which records what they find for the next hook or
+//!    ([`crate::hook::background`]), which records what they find for the next hook or
 //!    `premerge status`. Their errors are warnings and never block;
 //! 4. for pre-push, the commit fence on the pushed paths: an authority, always here,
 //!    never deferred, which decides whether the push goes on.
@@ -18,11 +18,11 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use super::Ctx;
-use super::background::{self, InHook, Work, Worker};
 use crate::config::Config;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
 use crate::git::{Repo, parse_push_lines};
+use crate::hook::background::{self, InHook, Work, Worker};
 use crate::hook::{HookKind, HookRun, master_switch_off, signal};
 use crate::stage;
 use crate::store::background::{Background, Range};

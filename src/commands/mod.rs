@@ -4,7 +4,6 @@
 //! writes to the injected writers of [`Ctx`], never straight to stdout, so tests can
 //! run it in-process and `premerge demo` can chain stages.
 
-pub mod background;
 pub mod blocked;
 pub mod collisions;
 pub mod completions;

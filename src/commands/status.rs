@@ -5,9 +5,9 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use super::background;
 use super::diff::Format;
 use crate::error::{CmdResult, Exit};
+use crate::hook::background;
 use crate::store::background::Background;
 
 #[derive(Debug, ClapArgs)]

@@ -3,6 +3,8 @@
 //! hook), and the master switch (`PREMERGE=0`). The stage list itself is
 //! `commands/hook.rs`; the stages are named in `commands/mod.rs` (`hook_stages`).
 
+pub mod background;
+
 use anyhow::Result;
 
 use crate::commands::Ctx;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Ctx;
+use crate::commands::Ctx;
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::git::{Detail, Repo};
@@ -158,9 +158,9 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
         work.scope
     )?;
     let mut run = HookRun { ctx, repo: &repo, config, kind: work.kind.clone(), diff: &diff };
-    crate::hook::signal(&mut run, "widening scan", super::hook_stages::WIDENING_SCAN);
+    crate::hook::signal(&mut run, "widening scan", crate::commands::hook_stages::WIDENING_SCAN);
     if pre_push {
-        crate::hook::signal(&mut run, "copy detector", super::hook_stages::COPY_DETECTOR);
+        crate::hook::signal(&mut run, "copy detector", crate::commands::hook_stages::COPY_DETECTOR);
     }
     Ok(())
 }
@@ -366,7 +366,7 @@ fn run_entry(cwd: &Path, entry: &Pending) -> JobResult {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         capture(cwd, |c| {
             let repo = c.repo()?;
-            let config = super::load_config(&repo)?;
+            let config = crate::commands::load_config(&repo)?;
             signal_work(c, &config, &work)
         })
     }));
