@@ -170,7 +170,7 @@ pub enum Event {
     BackgroundJobFinished { pid: u32, entries_done: u64 },
     /// A stop-gate evaluation the database could not store: the row as `gate log` shows it.
     #[serde(rename = "gate-evaluation")]
-    GateEvaluation(Box<crate::commands::gate::db::EventRow>),
+    GateEvaluation(Box<crate::store::gate_db::EventRow>),
 }
 
 /// The fields of a guard-memory event.
@@ -272,9 +272,9 @@ mod tests {
                 rule: "r".into(),
                 error: Some("exit 1".into()),
             }),
-            Event::GateEvaluation(Box::new(crate::commands::gate::db::EventRow {
+            Event::GateEvaluation(Box::new(crate::store::gate_db::EventRow {
                 ts: "2026-11-30T00:00:00Z".into(),
-                mode: "shadow".into(),
+                mode: Mode::Shadow,
                 ..Default::default()
             })),
             Event::BackgroundJobFinished { pid: 7, entries_done: 2 },

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod findings;
 pub mod gate;
 pub mod git;
+pub mod hook;
 pub mod input;
 pub mod install;
 pub mod memory;

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::WavePlan;
 use super::carry::{ARTIFACT_INVALID, DROP_REASONS};
-use crate::commands::plan::Classified;
 use crate::events::Event;
+use crate::store::run_dir::Classified;
 
 /// Artefact names `premerge schema` accepts.
 pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings", "fix-waves"];
