@@ -40,7 +40,7 @@ pub enum Event {
     BlockedRecorded { attempt: u32, from_file: String, added: usize, dropped: BTreeMap<String, usize> },
     /// `converge` decided.
     #[serde(rename = "converge")]
-    Converge { attempt: u32, decision: String },
+    Converge { attempt: u32, decision: crate::waves::converge::Decision },
     /// The pre-push fence judged a push inside an open fix loop.
     #[serde(rename = "fence_pre_push")]
     FencePrePush {
@@ -131,7 +131,7 @@ pub enum Event {
     CapHit {
         cap: String,
         #[serde(rename = "nextStep")]
-        next_step: String,
+        next_step: crate::review::route::NextStep,
         round: u32,
         /// Findings of the round (the round cap).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn kind_is_the_tag_written() {
-        let e = Event::Converge { attempt: 2, decision: "CONTINUE".into() };
+        let e = Event::Converge { attempt: 2, decision: crate::waves::converge::Decision::Continue };
         assert_eq!(line(&e), r#"{"attempt":2,"decision":"CONTINUE","kind":"converge"}"#);
         assert_eq!(e.to_value().unwrap()["kind"], e.kind());
     }
@@ -238,7 +238,7 @@ mod tests {
     fn renamed_fields_and_absent_options_keep_the_old_keys() {
         let e = Event::CapHit {
             cap: "round-cap".into(),
-            next_step: "handoff".into(),
+            next_step: crate::review::route::NextStep::Handoff,
             round: 5,
             findings: Some(3),
             files: None,

@@ -34,10 +34,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let v = decide(args.attempt, &now, previous.as_ref());
     {
         let _lock = store::RunLock::acquire(&run_dir)?;
-        store::append_event(
-            &run_dir,
-            &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision.as_str().to_string() },
-        )?;
+        store::append_event(&run_dir, &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision })?;
     }
     // Blockers that survived two attempts are a stripe (`premerge`, `blocker_recurring`,
     // keyed by their fingerprints): a proposal the first time, a halt when the same set
@@ -57,7 +54,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {
-        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, v.decision.as_str())?,
+        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, &v.decision.to_string())?,
         Err(_) => None,
     };
     let halts = stripe.as_ref().is_some_and(|o| o.halts());
@@ -71,7 +68,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         }
         write!(ctx.stdout, "{}", crate::canonical::to_line(&out)?)?;
     } else {
-        writeln!(ctx.stdout, "{}", v.decision.as_str())?;
+        writeln!(ctx.stdout, "{}", v.decision)?;
         writeln!(
             ctx.stderr,
             "premerge: converge: attempt {}: {} blocker(s), previous {}, fixed {}, new {}",

@@ -30,7 +30,7 @@ pub const ROUND_CAP: u32 = 3;
 pub const SEAM_ESCALATION_ROUND: u32 = 1;
 
 /// What the cycle does next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum NextStep {
     Done,
@@ -39,14 +39,10 @@ pub enum NextStep {
     Handoff,
 }
 
-impl NextStep {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NextStep::Done => "done",
-            NextStep::LensFix => "lens-fix",
-            NextStep::StepBack => "step-back",
-            NextStep::Handoff => "handoff",
-        }
+/// The serde name (`lens-fix`): serde writes a unit variant's name into a formatter.
+impl std::fmt::Display for NextStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.serialize(f)
     }
 }
 
@@ -108,7 +104,7 @@ pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Opt
         r.cap = Some(ROUND_CAP_NAME);
         r.events.push(Event::CapHit {
             cap: ROUND_CAP_NAME.into(),
-            next_step: NextStep::Handoff.as_str().into(),
+            next_step: NextStep::Handoff,
             round,
             findings: Some(findings.len()),
             files: None,
@@ -128,7 +124,7 @@ pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Opt
         });
         r.events.push(Event::CapHit {
             cap: REPEAT_FINDING_SEAM.into(),
-            next_step: NextStep::StepBack.as_str().into(),
+            next_step: NextStep::StepBack,
             round,
             findings: None,
             files: Some(files.len()),

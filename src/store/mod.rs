@@ -501,7 +501,7 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &run).unwrap();
         let e = RunLock::acquire(&run).unwrap_err().to_string();
         assert!(e.contains("is a symlink") && e.contains("--run-dir"), "{e}");
-        let ev = crate::events::Event::Converge { attempt: 1, decision: "CONTINUE".into() };
+        let ev = crate::events::Event::Converge { attempt: 1, decision: crate::waves::converge::Decision::Continue };
         assert!(append_event(&run, &ev).is_err());
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing was written through the link");
         // A real directory, and one reached through a symlinked parent, are fine.
