@@ -27,5 +27,8 @@ pub mod stripe;
 pub mod waves;
 pub mod widen;
 
+#[cfg(test)]
+mod layering_tests;
+
 /// Version string shown by `--version` and written into hook shims.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
