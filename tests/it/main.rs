@@ -4,9 +4,11 @@
 mod common;
 
 mod budget;
+mod cli_snapshots;
 mod crash;
 mod decisions;
 mod fence_loop;
+mod fixtures;
 mod foundation;
 mod fuzz;
 mod gate;
