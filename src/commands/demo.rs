@@ -57,6 +57,15 @@ impl DemoRun<'_, '_> {
         f(&mut sub)
     }
 
+    /// Run another command in-process through the dispatcher, as `premerge <argv...>`
+    /// in the scratch repository: a stage runs other commands without importing them.
+    pub fn cli(&mut self, stdin: &[u8], argv: &[&str]) -> CmdResult {
+        let cli =
+            <crate::cli::Cli as clap::Parser>::try_parse_from(std::iter::once("premerge").chain(argv.iter().copied()))
+                .with_context(|| format!("demo: premerge {}", argv.join(" ")))?;
+        self.with_ctx(stdin, |c| super::dispatch(cli, c))
+    }
+
     /// Print a line of the demo's narrative.
     pub fn say(&mut self, line: impl std::fmt::Display) -> Result<()> {
         writeln!(self.ctx.stdout, "{line}")?;

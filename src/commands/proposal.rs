@@ -290,7 +290,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     let second = d.with_ctx(b"", |c| run_emit(emit_args(), c))?;
     d.say(format!("  (exit {}: stripe repeat, the workflow halts for a human)", second.code()))?;
     d.say("$ premerge drain")?;
-    let drained = d.with_ctx(b"", |c| super::drain::run(super::drain::Args { root: here() }, c))?;
+    let drained = d.cli(b"", &["drain", "--run-dir", &run_dir.to_string_lossy()])?;
     d.say(format!("  (exit {})", drained.code()))?;
     d.say("$ premerge proposal list")?;
     d.with_ctx(b"", |c| run_list(ListArgs { format: Format::Text, root: here() }, c))?;
@@ -301,7 +301,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say(format!("$ premerge proposal apply {stripe}"))?;
     d.with_ctx(b"", |c| run_apply(IdArgs { id: stripe.clone(), root: here() }, c))?;
     d.say("$ premerge drain")?;
-    let drained = d.with_ctx(b"", |c| super::drain::run(super::drain::Args { root: here() }, c))?;
+    let drained = d.cli(b"", &["drain", "--run-dir", &run_dir.to_string_lossy()])?;
     d.say(format!("  (exit {}: the halt is resolved)", drained.code()))?;
     Ok(())
 }

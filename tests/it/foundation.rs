@@ -168,9 +168,7 @@ fn staged_and_worktree() {
 /// A bare remote with `main` pushed; returns (work repo, remote path).
 fn with_remote() -> (TestRepo, std::path::PathBuf) {
     let r = seeded();
-    let remote = r.dir.path().join("remote.git");
-    r.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let remote = r.add_bare_remote("origin");
     r.git(&["push", "-q", "origin", "main"]);
     (r, remote)
 }
