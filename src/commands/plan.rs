@@ -350,7 +350,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 
 /// Demo: plan attempt 1 from a reviewer's findings, record what a fixer was blocked
 /// on, plan attempt 2 with carry, show the waves, and fence a change with one stray.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let run_dir = d.run_dir.clone();
     d.write("src/handlers.rs", "pub fn page(limit: u64) -> u64 {\n    limit\n}\n")?;
     d.write("src/ratio.rs", "pub fn clamp(r: f64) -> f64 {\n    r\n}\n")?;
