@@ -16,7 +16,7 @@ use serde::Serialize;
 pub const CONFIG_FILE_NAME: &str = "premerge.toml";
 
 /// The three-position switch every authority has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Off,

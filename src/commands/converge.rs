@@ -24,20 +24,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
-    let now = blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt)?.findings);
+    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
+    let now = blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt)?.findings);
     let previous = if args.attempt > 1 {
-        Some(blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt - 1)?.findings))
+        Some(blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt - 1)?.findings))
     } else {
         None
     };
     let v = decide(args.attempt, &now, previous.as_ref());
     {
         let _lock = store::RunLock::acquire(&run_dir)?;
-        store::append_event(
-            &run_dir,
-            &json!({"kind": "converge", "attempt": args.attempt, "decision": v.decision.as_str()}),
-        )?;
+        store::append_event(&run_dir, &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision })?;
     }
     // Blockers that survived two attempts are a stripe (`premerge`, `blocker_recurring`,
     // keyed by their fingerprints): a proposal the first time, a halt when the same set
@@ -52,11 +49,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             .iter()
             .map(|fp| json!({"id": format!("attempt-{}:{fp}", args.attempt), "fingerprint": fp}))
             .collect();
-        stripe = super::proposal::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
+        stripe =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {
-        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, v.decision.as_str())?,
+        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, &v.decision.to_string())?,
         Err(_) => None,
     };
     let halts = stripe.as_ref().is_some_and(|o| o.halts());
@@ -70,7 +68,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         }
         write!(ctx.stdout, "{}", crate::canonical::to_line(&out)?)?;
     } else {
-        writeln!(ctx.stdout, "{}", v.decision.as_str())?;
+        writeln!(ctx.stdout, "{}", v.decision)?;
         writeln!(
             ctx.stderr,
             "premerge: converge: attempt {}: {} blocker(s), previous {}, fixed {}, new {}",

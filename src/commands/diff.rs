@@ -152,7 +152,7 @@ pub fn json_model(diff: &Diff) -> serde_json::Value {
             let mut v = json!({
                 "path": path,
                 "old_path": old.as_ref().map(|o| o.0.clone()),
-                "status": f.status.as_str(),
+                "status": f.status,
                 "binary": f.binary,
                 "submodule": f.is_submodule(),
                 "old_oid": f.old_oid,

@@ -10,13 +10,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
-use serde_json::json;
 
 use super::Ctx;
-use super::hook::HookRun;
 use crate::config::Mode;
 use crate::diff::json_path;
 use crate::error::{CmdResult, Exit};
+use crate::hook::HookRun;
 use crate::store;
 use crate::store::fix_loop::{self, FixLoop, LoopRecord};
 use crate::waves::fence::{allowed, display_path_bytes, strays};
@@ -84,13 +83,13 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn allowed_of(run_dir: &Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
-    let plan = super::plan::read_plan(run_dir, attempt)?;
+    let plan = crate::store::run_dir::read_plan(run_dir, attempt)?;
     allowed(&plan, owner)
         .ok_or_else(|| anyhow!("owner `{}` is not in the plan of attempt {attempt}", owner.unwrap_or("")))
 }
 
 fn run_allowed(a: AllowedArgs, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+    let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
     let set = allowed_of(&run_dir, a.attempt, a.owner.as_deref())?;
     let sep = if a.nul { b'\0' } else { b'\n' };
     for p in set {
@@ -114,7 +113,7 @@ fn changed_paths(ctx: &Ctx, a: &CheckArgs) -> Result<Vec<Vec<u8>>> {
 }
 
 fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+    let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
     let changed = changed_paths(ctx, &a)?;
     let set = match allowed_of(&run_dir, a.attempt, a.owner.as_deref()) {
         Ok(s) => s,
@@ -175,7 +174,9 @@ fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, attempt: u32, stray: &
     let nn = store::nn(attempt);
     let rows: Vec<serde_json::Value> =
         stray.iter().map(|p| serde_json::json!({"id": format!("attempt-{nn}:stray:{p}"), "path": p})).collect();
-    if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows) {
+    if let Some(o) =
+        crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows)
+    {
         let _ = writeln!(
             ctx.stderr,
             "premerge: fence: stripe {}",
@@ -284,7 +285,6 @@ fn decide(
     attempt: u32,
     outcome: Result<Vec<Vec<u8>>>,
 ) -> CmdResult {
-    let mode_name = if mode == Mode::Shadow { "shadow" } else { "enforce" };
     let loop_name = l.map_or_else(|| "(unreadable)".to_string(), |l| l.id.clone());
     let (strays, why) = match outcome {
         Ok(s) if s.is_empty() => {
@@ -302,8 +302,14 @@ fn decide(
     };
     let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();
     let logged: Vec<String> = strays.iter().map(|p| json_path(p).0).collect();
-    let event = json!({"kind": "fence_pre_push", "mode": mode_name, "attempt": attempt, "loop": loop_name,
-                       "strays": logged, "refused": mode == Mode::Enforce, "why": why});
+    let event = crate::events::Event::FencePrePush {
+        mode: if mode == Mode::Shadow { Mode::Shadow } else { Mode::Enforce },
+        attempt,
+        loop_id: loop_name.clone(),
+        strays: logged,
+        refused: mode == Mode::Enforce,
+        why: why.clone(),
+    };
     if let Err(e) = store::append_event(log_dir, &event) {
         run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }

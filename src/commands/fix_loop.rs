@@ -48,7 +48,11 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Cmd::Close(a) => {
             let closed = fix_loop::close(&state, "operator", None)?;
             if let Some(l) = &closed {
-                let ev = json!({"kind": "loop_closed", "loop": l.id, "by": "operator", "attempt": l.attempt});
+                let ev = crate::events::Event::LoopClosed {
+                    loop_id: l.id.clone(),
+                    by: "operator".into(),
+                    attempt: l.attempt,
+                };
                 if let Err(e) = crate::store::append_event(&state.path, &ev) {
                     ctx.warn(format!("loop: cannot log the close: {e:#}"));
                 }
@@ -116,8 +120,12 @@ pub fn on_plan(ctx: &mut Ctx, repo: &crate::git::Repo, run_dir: &std::path::Path
         "premerge: plan: fix loop {} {verb} (run directory {}, attempt {}): the pre-push fence is active until converge says STOP_* or `premerge loop close`",
         l.id, l.run_dir, l.attempt
     )?;
-    let ev = json!({"kind": if o.new { "loop_opened" } else { "loop_advanced" }, "loop": l.id, "attempt": attempt,
-                    "run_dir": l.run_dir});
+    let (loop_id, run_dir) = (l.id.clone(), l.run_dir.clone());
+    let ev = if o.new {
+        crate::events::Event::LoopOpened { loop_id, attempt, run_dir }
+    } else {
+        crate::events::Event::LoopAdvanced { loop_id, attempt, run_dir }
+    };
     if let Err(e) = crate::store::append_event(&state.path, &ev) {
         ctx.warn(format!("loop: cannot log: {e:#}"));
     }
@@ -139,7 +147,7 @@ pub fn on_converge(
     let by = format!("converge {decision}");
     let Some(l) = fix_loop::close(&state, &by, Some(run_dir))? else { return Ok(None) };
     writeln!(ctx.stderr, "premerge: converge: {decision}: closed fix loop {} (run directory {})", l.id, l.run_dir)?;
-    let ev = json!({"kind": "loop_closed", "loop": l.id, "by": by, "attempt": l.attempt});
+    let ev = crate::events::Event::LoopClosed { loop_id: l.id.clone(), by, attempt: l.attempt };
     if let Err(e) = crate::store::append_event(&state.path, &ev) {
         ctx.warn(format!("loop: cannot log the close: {e:#}"));
     }

@@ -154,7 +154,8 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
                 json!({"id": format!("{cycle}round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files})
             })
             .collect();
-        if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
+        if let Some(o) =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
         {
             if o.halts() {
                 exit = Exit::Policy;
@@ -195,13 +196,13 @@ fn step_back(
     let brief_file = format!("step-back-{nn}.md");
     let handoff = stepback::handoff(r.round, issue, &brief_file, &brief, &r.seam_clusters, &dispatch);
     store::atomic_write(&handoff_path, crate::canonical::to_pretty(&handoff)?.as_bytes())?;
-    let mut ev = json!({
-        "kind": "step-back-handoff", "round": r.round, "status": handoff["status"],
-        "brief": brief_file, "handoff": format!("handoff-{nn}.json"),
-    });
-    if let Some(n) = issue {
-        ev["issue"] = json!(n);
-    }
+    let ev = crate::events::Event::StepBackHandoff {
+        round: r.round,
+        status: handoff["status"].clone(),
+        brief: brief_file,
+        handoff: format!("handoff-{nn}.json"),
+        issue,
+    };
     store::append_event(run_dir, &ev)?;
     // Not configured is an ordinary setup (a person reads the brief); anything else
     // that went wrong with a configured dispatch deserves a warning.
@@ -250,7 +251,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
         return Ok(Vec::new());
     }
     let conn = state.open_db()?;
-    let mut out: Vec<GuardMemory> = crate::memory::db::search_by_files(&conn, files)?
+    let mut out: Vec<GuardMemory> = crate::store::memory_db::search_by_files(&conn, files)?
         .into_iter()
         .map(|m| GuardMemory { file: m.file.clone(), symbol: Some(m.symbol.clone()), text: m.content.clone() })
         .collect();
@@ -260,7 +261,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
 
 /// Demo: three handlers each re-implement the page-limit check; round 1 of the review
 /// reports it once per file and routes to a step-back.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     for (name, var) in [("users", "n"), ("orders", "count"), ("items", "size")] {
         d.write(&format!("src/handlers/{name}.rs"), &demo_handler(name, var))?;
     }
@@ -284,8 +285,9 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say("$ premerge review route --round 1 --findings lens-findings-01.json")?;
     let args = RouteArgs { round: 1, findings: findings_path, issue: Some(42), run_dir: Some(d.run_dir.clone()) };
     d.with_ctx(b"", |c| run(Cmd::Route(args), c).map(|_| ()))?;
-    let handoff: Value = serde_json::from_str(&std::fs::read_to_string(d.run_dir.join("handoff-01.json"))?)?;
-    let brief = std::fs::read_to_string(d.run_dir.join("step-back-01.md"))?;
+    let artefact = |name: &str| crate::input::read_text(&d.run_dir.join(name), crate::input::Kind::Artefact);
+    let handoff: Value = serde_json::from_str(&artefact("handoff-01.json")?)?;
+    let brief = artefact("step-back-01.md")?;
     for line in brief.lines().filter(|l| l.starts_with("## Seam") || l.contains("` [")) {
         d.say(format!("  brief> {line}"))?;
     }

@@ -18,7 +18,8 @@ use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::input::InputError;
-use crate::memory::{self, db};
+use crate::memory;
+use crate::store::memory_db as db;
 use crate::store::scan_cache;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
@@ -295,20 +296,23 @@ fn write_memories(
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     for (m, write) in planned.iter().zip(writes) {
-        let event = |kind: &str, id: i64| json!({"kind": kind, "id": id, "cycle": m.cycle, "file": m.file, "symbol": m.symbol, "rule": m.rule});
+        let event = |id: i64| crate::events::GuardMemory {
+            id,
+            cycle: m.cycle.clone(),
+            file: m.file.clone(),
+            symbol: m.symbol.clone(),
+            rule: m.rule.clone(),
+            error: None,
+        };
         match write {
             db::Write::Duplicate(id) => {
                 out.duplicates += 1;
-                crate::store::append_event(&state.path, &event("guard-memory-duplicate-skipped", id))?;
+                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryDuplicateSkipped(event(id)))?;
             }
             db::Write::Written(id) => {
                 out.written += 1;
-                crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
-                let earlier: i64 = conn.query_row(
-                    "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
-                    rusqlite::params![m.file, m.symbol, m.cycle],
-                    |r| r.get(0),
-                )?;
+                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryWritten(event(id)))?;
+                let earlier = db::earlier_cycles(&conn, &m.file, &m.symbol, &m.cycle)?;
                 if earlier > 0 {
                     out.repeated.push(json!({
                         "id": format!("memory-{id}"), "file": m.file, "symbol": m.symbol, "rule": m.rule,
@@ -323,9 +327,11 @@ fn write_memories(
                         Err(e) => {
                             let why = e.to_string();
                             db::set_backend(&conn, id, &format!("failed: {why}"))?;
-                            let mut ev = event("guard-memory-backend-failed", id);
-                            ev["error"] = Value::String(why.clone());
-                            crate::store::append_event(&state.path, &ev)?;
+                            let ev = crate::events::GuardMemory { error: Some(why.clone()), ..event(id) };
+                            crate::store::append_event(
+                                &state.path,
+                                &crate::events::Event::GuardMemoryBackendFailed(ev),
+                            )?;
                             out.warnings.push(format!(
                                 "memory backend failed for {} `{}`: {why} (kept in the embedded store)",
                                 m.file, m.symbol
@@ -368,9 +374,15 @@ fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
         return;
     }
     let run_dir = repo.state_dir().run_dir(None);
-    if let Some(o) =
-        super::proposal::emit_own_signal(ctx, repo, config, &run_dir, "scan", "widening_repeat", &out.memory.repeated)
-    {
+    if let Some(o) = crate::stripe::emit::emit_own_signal(
+        ctx,
+        repo,
+        config,
+        &run_dir,
+        "scan",
+        "widening_repeat",
+        &out.memory.repeated,
+    ) {
         let line = crate::canonical::to_compact(&o.to_json()).unwrap_or_default();
         let _ = writeln!(ctx.stderr, "premerge: scan: widened again in a later cycle: stripe {line}");
     }
@@ -492,7 +504,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 }
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
-pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
+pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     if !run.config.bool("scan.enabled") {
         return Ok(());
     }
@@ -525,7 +537,7 @@ pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
 }
 
 /// The demo: scan the change under review, then read the memories back.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("$ premerge scan --base HEAD~1 --issue 4")?;
     let out = d.with_ctx(b"", |c| {
         let repo = c.repo()?;

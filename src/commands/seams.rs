@@ -161,7 +161,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 }
 
 /// The pre-push signal: report copies in the pushed commits; silent when there are none.
-pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
+pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     if !run.config.bool("clones.enabled") {
         return Ok(());
     }
@@ -175,7 +175,7 @@ pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
 
 /// Demo: the review stage committed three handlers that each paste the same
 /// page-limit check; the detector finds it in the commit.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("the last commit pasted one page-limit helper into three handlers (names and messages differ)")?;
     d.say("$ premerge seams --base HEAD~1 --head HEAD")?;
     let args = Args {

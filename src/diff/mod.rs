@@ -15,17 +15,14 @@ pub enum Status {
     Typechange,
 }
 
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Added => "added",
-            Status::Modified => "modified",
-            Status::Deleted => "deleted",
-            Status::Renamed => "renamed",
-            Status::Copied => "copied",
-            Status::Typechange => "typechange",
-        }
+/// The serde name (`modified`): serde writes a unit variant's name into a formatter.
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.serialize(f)
     }
+}
+
+impl Status {
     /// One-letter code, as `git diff --name-status` prints it.
     pub fn letter(self) -> char {
         match self {

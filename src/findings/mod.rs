@@ -10,7 +10,7 @@
 //! Pure: the caller reads the file (and enforces its size limit) and passes the text
 //! and the repository root used to make absolute paths and `file://` URIs relative.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// Which shape a findings document had.
@@ -163,58 +163,176 @@ fn parse_record(
         }
         _ => {}
     }
-    let (file_key, title_key, desc_key) = match this {
-        Shape::Lens => ("path", "title", "description"),
-        _ => ("file", "summary", "failure_scenario"),
-    };
-    let file_raw = req_str(o, file_key, &p).map_err(invalid)?;
-    let file = relativise(&file_raw, root)
+    let rec = match this {
+        Shape::Lens => typed::<LensRecord>(item, &p).map(Record::from),
+        _ => typed::<ReviewerRecord>(item, &p).map(Record::from),
+    }
+    .map_err(invalid)?;
+    let file_key = if this == Shape::Lens { "path" } else { "file" };
+    let file = relativise(&rec.file, root)
         .ok_or_else(|| (OUTSIDE_REPO, err(&format!("{p}.{file_key}"), "path is outside the repository")))?;
     if file.is_empty() {
         return Err(invalid(err(&format!("{p}.{file_key}"), "must not be empty")));
     }
     let f = Finding {
         index: i,
-        lens: if this == Shape::Lens { opt_str(o, "lens", &p).map_err(invalid)? } else { None },
-        severity: opt_str(o, "severity", &p).map_err(invalid)?,
+        lens: rec.lens,
+        severity: rec.severity,
         file,
-        line: opt_line(o, &p).map_err(invalid)?,
-        title: req_str(o, title_key, &p).map_err(invalid)?,
-        description: opt_str(o, desc_key, &p).map_err(invalid)?,
-        category: opt_str(o, "category", &p).map_err(invalid)?,
-        verdict: opt_str(o, "verdict", &p).map_err(invalid)?,
-        suggestion: opt_str(o, "suggestion", &p).map_err(invalid)?,
+        line: rec.line,
+        title: rec.title,
+        description: rec.description,
+        category: rec.category,
+        verdict: rec.verdict,
+        suggestion: rec.suggestion,
     };
     // The document's shape is the shape of its first well-formed record.
     shape.get_or_insert(this);
     Ok(f)
 }
 
-fn req_str(o: &Map<String, Value>, key: &str, p: &str) -> Result<String, FindingsError> {
-    match o.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(err(&format!("{p}.{key}"), "must be a string")),
-        None => Err(err(&format!("{p}.{key}"), "is required")),
+/// A lens finding as it is read. (The fields both shapes share are repeated rather
+/// than flattened: `serde(flatten)` would lose the JSON path of an error in them.)
+#[derive(Deserialize)]
+struct LensRecord {
+    #[serde(deserialize_with = "string")]
+    path: String,
+    #[serde(deserialize_with = "string")]
+    title: String,
+    #[serde(default, deserialize_with = "opt_string")]
+    lens: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    description: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    severity: Option<String>,
+    #[serde(default, deserialize_with = "opt_line")]
+    line: Option<u64>,
+    #[serde(default, deserialize_with = "opt_string")]
+    category: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    verdict: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    suggestion: Option<String>,
+}
+
+/// A reviewer finding as it is read.
+#[derive(Deserialize)]
+struct ReviewerRecord {
+    #[serde(deserialize_with = "string")]
+    file: String,
+    #[serde(deserialize_with = "string")]
+    summary: String,
+    #[serde(default, deserialize_with = "opt_string")]
+    failure_scenario: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    severity: Option<String>,
+    #[serde(default, deserialize_with = "opt_line")]
+    line: Option<u64>,
+    #[serde(default, deserialize_with = "opt_string")]
+    category: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    verdict: Option<String>,
+    #[serde(default, deserialize_with = "opt_string")]
+    suggestion: Option<String>,
+}
+
+/// Either record shape, normalised.
+struct Record {
+    file: String,
+    title: String,
+    description: Option<String>,
+    lens: Option<String>,
+    severity: Option<String>,
+    line: Option<u64>,
+    category: Option<String>,
+    verdict: Option<String>,
+    suggestion: Option<String>,
+}
+
+impl From<LensRecord> for Record {
+    fn from(r: LensRecord) -> Record {
+        Record {
+            file: r.path,
+            title: r.title,
+            description: r.description,
+            lens: r.lens,
+            severity: r.severity,
+            line: r.line,
+            category: r.category,
+            verdict: r.verdict,
+            suggestion: r.suggestion,
+        }
     }
 }
 
-fn opt_str(o: &Map<String, Value>, key: &str, p: &str) -> Result<Option<String>, FindingsError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(err(&format!("{p}.{key}"), "must be a string")),
+impl From<ReviewerRecord> for Record {
+    fn from(r: ReviewerRecord) -> Record {
+        Record {
+            file: r.file,
+            title: r.summary,
+            description: r.failure_scenario,
+            lens: None,
+            severity: r.severity,
+            line: r.line,
+            category: r.category,
+            verdict: r.verdict,
+            suggestion: r.suggestion,
+        }
     }
 }
 
-fn opt_line(o: &Map<String, Value>, p: &str) -> Result<Option<u64>, FindingsError> {
-    match o.get("line") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
+/// Deserialize `item` as `T`, naming the offending value by its JSON path under `p`
+/// (`$.findings[3].line: must be a positive integer`, `$[0].path: is required`).
+fn typed<T: for<'de> Deserialize<'de>>(item: &Value, p: &str) -> Result<T, FindingsError> {
+    serde_path_to_error::deserialize(item).map_err(|e| {
+        let mut path = p.to_string();
+        for seg in e.path().iter() {
+            match seg {
+                serde_path_to_error::Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+                serde_path_to_error::Segment::Map { key } => {
+                    path.push('.');
+                    path.push_str(key);
+                }
+                serde_path_to_error::Segment::Enum { variant } => {
+                    path.push('.');
+                    path.push_str(variant);
+                }
+                serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        let why = e.inner().to_string();
+        // A missing field is reported at its parent: name the field itself.
+        match why.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
+            Some(field) => err(&format!("{path}.{field}"), "is required"),
+            None => err(&path, why),
+        }
+    })
+}
+
+fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        _ => Err(serde::de::Error::custom("must be a string")),
+    }
+}
+
+fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        _ => Err(serde::de::Error::custom("must be a string")),
+    }
+}
+
+fn opt_line<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
             .as_u64()
             .filter(|n| *n >= 1)
             .map(Some)
-            .ok_or_else(|| err(&format!("{p}.line"), "must be a positive integer")),
-        Some(_) => Err(err(&format!("{p}.line"), "must be a positive integer or null")),
+            .ok_or_else(|| serde::de::Error::custom("must be a positive integer")),
+        _ => Err(serde::de::Error::custom("must be a positive integer or null")),
     }
 }
 
@@ -244,27 +362,9 @@ fn clean(p: &str) -> String {
     p.split('/').filter(|c| !c.is_empty() && *c != ".").collect::<Vec<_>>().join("/")
 }
 
+/// `%XX` decoded (an invalid escape stays as written; bytes that are not UTF-8 become U+FFFD).
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// The local path a SARIF URI names: `file://[host]/abs` or a relative reference,
@@ -444,6 +544,47 @@ mod tests {
         assert_eq!(e.path, "$[1]");
         let e = parse(r#"[{"file":"/elsewhere/a","summary":"s"}]"#, "/r").unwrap_err();
         assert_eq!(e.path, "$[0].file");
+    }
+
+    /// The typed record parse names each bad field by its path, in the words the
+    /// hand-written walk used: every field of both shapes, each kind of mistake.
+    #[test]
+    fn typed_records_keep_the_path_messages() {
+        let cases = [
+            (r#"[{"lens":"A","title":"t"}]"#, "$[0].path: is required"),
+            (
+                r#"{"findings":[{"path":"a","title":"t"},{"path":"b","title":"t","line":0}]}"#,
+                "$.findings[1].line: must be a positive integer",
+            ),
+            (r#"[{"file":"a","summary":3}]"#, "$[0].summary: must be a string"),
+            (r#"[{"file":"a"}]"#, "$[0].summary: is required"),
+            (r#"[{"file":"a","summary":"s","line":"x"}]"#, "$[0].line: must be a positive integer or null"),
+            (r#"[{"file":"a","summary":"s","line":-1}]"#, "$[0].line: must be a positive integer"),
+            (r#"[{"file":"a","summary":"s","line":1.5}]"#, "$[0].line: must be a positive integer"),
+            (r#"[{"file":"a","summary":"s","severity":5}]"#, "$[0].severity: must be a string"),
+            (r#"[{"file":"a","summary":"s","failure_scenario":{}}]"#, "$[0].failure_scenario: must be a string"),
+            (r#"[{"path":"a","title":"t","lens":1}]"#, "$[0].lens: must be a string"),
+            (r#"[{"path":"a","title":"t","description":true}]"#, "$[0].description: must be a string"),
+            (r#"[{"path":"a","title":"t","verdict":[1]}]"#, "$[0].verdict: must be a string"),
+            (r#"[{"path":"a","title":"t","suggestion":2}]"#, "$[0].suggestion: must be a string"),
+            (r#"[{"path":"a","title":"t","category":2}]"#, "$[0].category: must be a string"),
+            (r#"[{"file":null,"summary":"s"}]"#, "$[0].file: must be a string"),
+            (r#"[{"file":"","summary":"s"}]"#, "$[0].file: must not be empty"),
+        ];
+        for (doc, want) in cases {
+            assert_eq!(parse(doc, "/r").unwrap_err().to_string(), want, "{doc}");
+        }
+        // Nulls of optional fields and unknown keys are accepted, as before.
+        let f = parse(r#"[{"file":"a","summary":"s","line":null,"verdict":null,"extra":1}]"#, "/r").unwrap();
+        assert_eq!((f.findings[0].line, f.findings[0].verdict.as_deref()), (None, None));
+    }
+
+    #[test]
+    fn percent_decoding_keeps_invalid_escapes() {
+        assert_eq!(percent_decode("a%20b%2Fc"), "a b/c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%ff"), "\u{fffd}");
     }
 
     #[test]

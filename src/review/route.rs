@@ -13,8 +13,8 @@
 //! | some     | 1, 2             |  -   |     -      | `lens-fix`  | -                     |
 //! | some     | >= [`ROUND_CAP`] |  -   |     -      | `handoff`   | `round-cap`           |
 
+use crate::events::Event;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::caps::{REPEAT_FINDING_SEAM, ROUND_CAP_NAME};
 use super::seam::{Cluster, seams};
@@ -30,7 +30,7 @@ pub const ROUND_CAP: u32 = 3;
 pub const SEAM_ESCALATION_ROUND: u32 = 1;
 
 /// What the cycle does next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum NextStep {
     Done,
@@ -39,14 +39,10 @@ pub enum NextStep {
     Handoff,
 }
 
-impl NextStep {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NextStep::Done => "done",
-            NextStep::LensFix => "lens-fix",
-            NextStep::StepBack => "step-back",
-            NextStep::Handoff => "handoff",
-        }
+/// The serde name (`lens-fix`): serde writes a unit variant's name into a formatter.
+impl std::fmt::Display for NextStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.serialize(f)
     }
 }
 
@@ -69,7 +65,7 @@ pub struct Route {
     pub next_step: NextStep,
     pub cap: Option<&'static str>,
     pub seams: Vec<SeamSummary>,
-    pub events: Vec<Value>,
+    pub events: Vec<crate::events::Event>,
     /// The full seam clusters (with their findings), for the step-back brief.
     #[serde(skip)]
     pub seam_clusters: Vec<Cluster>,
@@ -101,34 +97,39 @@ pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Opt
         events: Vec::new(),
         seam_clusters: Vec::new(),
     };
-    let with_issue = |mut v: Value| {
-        if let (Some(n), Value::Object(m)) = (issue, &mut v) {
-            m.insert("issue".into(), json!(n));
-        }
-        v
-    };
     if findings.is_empty() {
         r.next_step = NextStep::Done;
     } else if round >= ROUND_CAP {
         r.next_step = NextStep::Handoff;
         r.cap = Some(ROUND_CAP_NAME);
-        r.events.push(with_issue(json!({
-            "kind": "cap-hit", "cap": ROUND_CAP_NAME, "nextStep": "handoff",
-            "round": round, "findings": findings.len(),
-        })));
+        r.events.push(Event::CapHit {
+            cap: ROUND_CAP_NAME.into(),
+            next_step: NextStep::Handoff,
+            round,
+            findings: Some(findings.len()),
+            files: None,
+            issue,
+        });
     } else if round == SEAM_ESCALATION_ROUND && !clusters.is_empty() {
         let mut files: Vec<&str> = clusters.iter().flat_map(|c| c.files.iter().map(String::as_str)).collect();
         files.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         files.dedup();
         r.next_step = NextStep::StepBack;
         r.cap = Some(REPEAT_FINDING_SEAM);
-        r.events.push(with_issue(json!({
-            "kind": "step-back-triggered", "round": round, "seams": clusters.len(), "files": files,
-        })));
-        r.events.push(with_issue(json!({
-            "kind": "cap-hit", "cap": REPEAT_FINDING_SEAM, "nextStep": "step-back",
-            "round": round, "files": files.len(),
-        })));
+        r.events.push(Event::StepBackTriggered {
+            round,
+            seams: clusters.len(),
+            files: files.iter().map(|f| f.to_string()).collect(),
+            issue,
+        });
+        r.events.push(Event::CapHit {
+            cap: REPEAT_FINDING_SEAM.into(),
+            next_step: NextStep::StepBack,
+            round,
+            findings: None,
+            files: Some(files.len()),
+            issue,
+        });
         r.seam_clusters = clusters;
     }
     r
@@ -138,6 +139,7 @@ pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Opt
 mod tests {
     use super::*;
     use crate::review::seam::tests::lens;
+    use serde_json::Value;
 
     fn seam3() -> Vec<Finding> {
         ["a.rs", "b.rs", "c.rs"].iter().map(|f| lens("ARCH", f, &format!("Duplicated filter in {f}"))).collect()
@@ -148,9 +150,10 @@ mod tests {
         assert_eq!(route(1, &[], true, None).next_step, NextStep::Done);
         let r = route(1, &seam3(), true, Some(7));
         assert_eq!((r.next_step, r.cap), (NextStep::StepBack, Some(REPEAT_FINDING_SEAM)));
-        assert_eq!(r.events[0]["kind"], "step-back-triggered");
-        assert_eq!(r.events[1]["files"], 3);
-        assert_eq!(r.events[1]["issue"], 7);
+        let ev: Vec<Value> = r.events.iter().map(|e| e.to_value().unwrap()).collect();
+        assert_eq!(ev[0]["kind"], "step-back-triggered");
+        assert_eq!(ev[1]["files"], 3);
+        assert_eq!(ev[1]["issue"], 7);
         let r2 = route(2, &seam3(), true, None);
         assert_eq!((r2.next_step, r2.cap, r2.events.len()), (NextStep::LensFix, None, 0));
         assert_eq!(r2.seams.len(), 1, "the seam is still reported as a signal");

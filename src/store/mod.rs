@@ -8,6 +8,10 @@
 pub mod background;
 pub mod contain;
 pub mod fix_loop;
+pub mod gate_db;
+pub mod memory_db;
+pub mod proposals;
+pub mod run_dir;
 pub mod scan_cache;
 
 use std::fs::{self, File, OpenOptions};
@@ -18,6 +22,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use rusqlite::Connection;
+
+/// An open connection to `premerge.db`, as the store hands it out: callers outside
+/// `src/store/` name this type, never the SQLite crate.
+pub type Db = Connection;
 use serde_json::Value;
 
 /// Name of the per-clone state directory inside the git common directory.
@@ -186,7 +194,10 @@ pub fn ensure_real_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))
 }
 
-/// An exclusive lock on a run directory, held until dropped.
+/// The store's one lock type: an exclusive `flock`, held until dropped. A run
+/// directory is locked through its lock file ([`RunLock::acquire`]); a proposal root
+/// through its `open/` directory itself ([`RunLock::acquire_dir`]), which leaves no
+/// file behind in a tree that usually lives inside the working tree.
 #[derive(Debug)]
 pub struct RunLock {
     _file: File,
@@ -209,6 +220,17 @@ impl RunLock {
             .write(true)
             .open(&path)
             .with_context(|| format!("{}: cannot open lock file", path.display()))?;
+        RunLock::hold(file, path, "run directory lock", wait, Duration::from_millis(20))
+    }
+
+    /// Take an exclusive lock on the directory `dir` itself (no lock file), waiting at
+    /// most `wait`; `what` names the lock in the message of a timeout.
+    pub fn acquire_dir(dir: &Path, what: &str, wait: Duration) -> Result<RunLock> {
+        let file = File::open(dir).with_context(|| format!("{}: cannot open to lock", dir.display()))?;
+        RunLock::hold(file, dir.to_path_buf(), what, wait, Duration::from_millis(10))
+    }
+
+    fn hold(file: File, path: PathBuf, what: &str, wait: Duration, poll: Duration) -> Result<RunLock> {
         let start = Instant::now();
         loop {
             match file.try_lock() {
@@ -216,12 +238,12 @@ impl RunLock {
                 Err(fs::TryLockError::WouldBlock) => {
                     if start.elapsed() >= wait {
                         return Err(anyhow!(
-                            "{}: another premerge process holds the run directory lock (waited {} ms); retry when it finishes",
+                            "{}: another premerge process holds the {what} (waited {} ms); retry when it finishes",
                             path.display(),
                             wait.as_millis()
                         ));
                     }
-                    std::thread::sleep(Duration::from_millis(20));
+                    std::thread::sleep(poll);
                 }
                 Err(fs::TryLockError::Error(e)) => {
                     return Err(anyhow!("{}: cannot lock: {e}", path.display()));
@@ -236,8 +258,8 @@ impl RunLock {
 /// The event gets a `ts` field (RFC 3339, UTC) when it has none: an event log is one
 /// of the places where a timestamp is the point. One `write` call per line with
 /// `O_APPEND`, so concurrent appenders never interleave within a line.
-pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
-    let mut ev = event.clone();
+pub fn append_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
+    let mut ev = event.to_value()?;
     if let Value::Object(map) = &mut ev {
         map.entry("ts").or_insert_with(|| Value::String(crate::store::now_rfc3339()));
     }
@@ -257,7 +279,7 @@ pub fn append_event(dir: &Path, event: &Value) -> Result<()> {
 
 /// [`append_event`] for events that may hold an agent's text: the file is created
 /// with mode 0600 and an existing file is set to 0600.
-pub fn append_private_event(dir: &Path, event: &Value) -> Result<()> {
+pub fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     let path = dir.join(EVENTS_FILE);
     let f = OpenOptions::new()
@@ -272,16 +294,29 @@ pub fn append_private_event(dir: &Path, event: &Value) -> Result<()> {
     append_event(dir, event)
 }
 
-/// Read every event of `<dir>/events.jsonl` (missing file: none). Lines that do not
-/// parse are skipped: the log is append-only and a torn last line must not stop a reader.
+/// How much of the end of an `events.jsonl` a reader takes: the artefact limit,
+/// 32 MiB, about a hundred thousand events of a few hundred bytes. The log only grows,
+/// and its readers (drain's pending halts, the stripe check's recorded observations)
+/// want the recent events; a log beyond this is read from its end, never whole.
+pub const EVENTS_TAIL_BYTES: u64 = 32 << 20;
+
+/// Read the events of `<dir>/events.jsonl` (missing file: none), at most its last
+/// [`EVENTS_TAIL_BYTES`], through `src/input.rs` (a FIFO or device there is an error,
+/// never a hang). Lines that do not parse are skipped: the log is append-only and a
+/// torn last line must not stop a reader.
 pub fn read_events(dir: &Path) -> Result<Vec<Value>> {
+    read_events_within(dir, EVENTS_TAIL_BYTES)
+}
+
+/// [`read_events`] with at most the last `limit` bytes.
+pub fn read_events_within(dir: &Path, limit: u64) -> Result<Vec<Value>> {
     let path = dir.join(EVENTS_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(anyhow!("{}: cannot read: {e}", path.display())),
+    let bytes = match crate::input::read_tail(&path, crate::input::Kind::Artefact, limit) {
+        Ok(b) => b,
+        Err(e) if e.is_missing() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
     };
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    Ok(bytes.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice(l).ok()).collect())
 }
 
 /// Environment variable that pins the clock (RFC 3339), for reproducible tests and demos.
@@ -418,6 +453,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn events_are_read_from_the_end_of_a_long_log_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..100 {
+            let ev = crate::events::Event::BackgroundJobFinished { pid: 1, entries_done: n };
+            append_event(dir.path(), &ev).unwrap();
+        }
+        let all = read_events(dir.path()).unwrap();
+        assert_eq!(all.len(), 100);
+        // 200 bytes hold the last few events; the line cut at the start is dropped,
+        // never parsed as half an event.
+        let tail = read_events_within(dir.path(), 200).unwrap();
+        assert!(!tail.is_empty() && tail.len() < 100);
+        assert_eq!(tail.last().unwrap()["entries_done"], 99);
+        let first = tail[0]["entries_done"].as_i64().unwrap();
+        let want: Vec<i64> = (first..100).collect();
+        assert_eq!(tail.iter().map(|e| e["entries_done"].as_i64().unwrap()).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn an_events_log_that_is_a_fifo_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = std::ffi::CString::new(dir.path().join(EVENTS_FILE).to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_events(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        assert!(read_events(&dir.path().join("missing")).unwrap().is_empty());
+    }
+
+    #[test]
     fn atomic_write_replaces_whole_file() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.json");
@@ -481,13 +546,14 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &run).unwrap();
         let e = RunLock::acquire(&run).unwrap_err().to_string();
         assert!(e.contains("is a symlink") && e.contains("--run-dir"), "{e}");
-        assert!(append_event(&run, &serde_json::json!({"kind": "x"})).is_err());
+        let ev = crate::events::Event::Converge { attempt: 1, decision: crate::waves::converge::Decision::Continue };
+        assert!(append_event(&run, &ev).is_err());
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing was written through the link");
         // A real directory, and one reached through a symlinked parent, are fine.
         let parent_link = d.path().join("parent");
         std::os::unix::fs::symlink(&elsewhere, &parent_link).unwrap();
         RunLock::acquire(&parent_link.join("run")).unwrap();
-        append_event(&parent_link.join("run"), &serde_json::json!({"kind": "x"})).unwrap();
+        append_event(&parent_link.join("run"), &ev).unwrap();
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub const REGRESSION_RATIO: (usize, usize) = (3, 2);
 
 /// One decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Decision {
     /// Blockers remain and progress was made: run another attempt.
@@ -35,15 +35,10 @@ pub enum Decision {
     StopExhausted,
 }
 
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Continue => "CONTINUE",
-            Decision::StopGreen => "STOP_GREEN",
-            Decision::StopNoProgress => "STOP_NO_PROGRESS",
-            Decision::StopRegressed => "STOP_REGRESSED",
-            Decision::StopExhausted => "STOP_EXHAUSTED",
-        }
+/// The serde name (`STOP_GREEN`): serde writes a unit variant's name into a formatter.
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.serialize(f)
     }
 }
 

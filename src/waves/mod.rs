@@ -104,7 +104,7 @@ pub enum WavesError {
 }
 
 /// Blocker or suggestion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Blocker,
@@ -112,7 +112,7 @@ pub enum Severity {
 }
 
 /// What decided a finding's severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SeveritySource {
     /// The producer's own severity.
@@ -126,68 +126,87 @@ pub enum SeveritySource {
 }
 
 /// One classified finding, as written into `classified-NN.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassifiedFinding {
     pub carried: bool,
     /// For carried findings: the file whose fixer reported the block (the first, when
     /// several did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "string"))]
     pub carried_from: Option<String>,
     /// For carried findings: every blocked-on row merged into this one, in row order,
     /// each with the file that reported it and its reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carried_reasons: Vec<CarriedReason>,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub category: Option<String>,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub failure_scenario: Option<String>,
+    #[schemars(length(min = 1))]
     pub file: String,
     /// First 16 hex digits of SHA-256 of `file 0x1f folded-summary`: line-independent.
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     pub fingerprint: String,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub lens: Option<String>,
+    #[schemars(required, extend("type" = ["integer", "null"]), range(min = 1))]
     pub line: Option<u64>,
     /// Position in the input (carried rows come after every input finding).
     pub rank: usize,
     pub severity: Severity,
     pub severity_source: SeveritySource,
     pub summary: String,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub verdict: Option<String>,
 }
 
 /// One blocked-on row behind a carried finding: who needs this file changed, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CarriedReason {
     pub from_file: String,
     pub reason: String,
 }
 
 /// One finding as a fixer receives it in the wave plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WaveFinding {
     pub carried: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "string"))]
     pub carried_from: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carried_reasons: Vec<CarriedReason>,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub category: Option<String>,
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub failure_scenario: Option<String>,
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     pub fingerprint: String,
+    #[schemars(required, extend("type" = ["integer", "null"]), range(min = 1))]
     pub line: Option<u64>,
     pub summary: String,
 }
 
 /// One file of a wave and its only owner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WaveEntry {
+    #[schemars(length(min = 1))]
     pub file: String,
     pub findings: Vec<WaveFinding>,
+    #[schemars(regex(pattern = r"^w[0-9]{2,}-[0-9]{2,}$"))]
     pub owner: String,
 }
 
 /// `fix-waves-NN.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WavePlan {
+    #[schemars(range(min = 1))]
     pub attempt: u32,
+    #[schemars(range(min = 1))]
     pub max_per_wave: usize,
+    #[schemars(extend("const" = 1))]
     pub schema_version: u32,
+    #[schemars(inner(length(min = 1)))]
     pub waves: Vec<Vec<WaveEntry>>,
 }
 
@@ -322,7 +341,7 @@ pub fn classify(findings: &[Finding], max_findings: usize) -> Result<Vec<Classif
 }
 
 /// A finding [`classify_lenient`] left out, with its reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DroppedFinding {
     /// What was wrong, for the reader (never hashed, never routed).
     pub detail: String,
@@ -528,9 +547,10 @@ pub fn plan_waves(attempt: u32, max_per_wave: usize, findings: &[ClassifiedFindi
 }
 
 /// Counts of one attempt's triage, as written under `counts` in `classified-NN.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counts {
     pub blocked_on_admitted: usize,
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 1}))]
     pub blocked_on_dropped: std::collections::BTreeMap<String, usize>,
     /// Blocked-on rows that joined a file the plan already had (no file added).
     #[serde(default)]
@@ -539,6 +559,7 @@ pub struct Counts {
     pub carried: usize,
     /// Findings of the input dropped, by reason (`dropped_findings` lists each).
     #[serde(default)]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 1}))]
     pub findings_dropped: std::collections::BTreeMap<String, usize>,
     pub skipped_outside_repo: usize,
     pub skipped_without_location: usize,
@@ -550,14 +571,17 @@ pub struct Counts {
 }
 
 /// A suggestion of an earlier attempt, kept in `classified-NN.json` of every later one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CarriedSuggestion {
     /// The attempt that first reported it.
+    #[schemars(range(min = 1))]
     pub attempt: u32,
     pub category: Option<String>,
     pub failure_scenario: Option<String>,
     pub file: String,
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
     pub fingerprint: String,
+    #[schemars(required, extend("type" = ["integer", "null"]))]
     pub line: Option<u64>,
     pub summary: String,
 }

@@ -3,40 +3,64 @@
 //! `events.jsonl`, and the findings input `premerge plan` and `review route` read. `premerge schema <artefact>` prints them; `docs/artefacts.md`
 //! explains each field.
 
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::WavePlan;
 use super::carry::{ARTIFACT_INVALID, DROP_REASONS};
+use crate::events::Event;
+use crate::store::run_dir::Classified;
 
 /// Artefact names `premerge schema` accepts.
 pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings", "fix-waves"];
+
+/// `blocked-on-NN.json`: what attempt NN's fixers were blocked on. `blocked record`
+/// writes it; the next attempt's `plan --carry-blocked` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockedOnFile {
+    #[schemars(range(min = 1))]
+    pub attempt: u32,
+    /// Rows as fixers reported them; validated only when the next attempt carries them.
+    pub blocked_on: Vec<BlockedOnRow>,
+    /// Rows `blocked record` did not record, by reason (`over_record_cap`, `unknown_key`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "minimum": 1}))]
+    pub dropped: BTreeMap<String, usize>,
+    #[schemars(extend("const" = 1))]
+    pub schema_version: u32,
+}
+
+/// One row of `blocked-on-NN.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockedOnRow {
+    /// The file the fixer needed changed (outside its own).
+    pub file: String,
+    /// The file the reporting fixer owned.
+    pub from_file: String,
+    pub reason: String,
+}
+
+/// One line of `events.jsonl`: an [`Event`] and the time it was appended.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct EventsLine {
+    /// RFC 3339, UTC.
+    #[schemars(extend("format" = "date-time"))]
+    ts: String,
+    #[serde(flatten)]
+    event: Event,
+}
 
 fn nullable(t: &str) -> Value {
     json!({"type": [t, "null"]})
 }
 
-fn wave_finding() -> Value {
-    json!({
-        "type": "object",
-        "required": ["fingerprint", "line", "summary", "failure_scenario", "category", "carried"],
-        "properties": {
-            "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-            "line": {"type": ["integer", "null"], "minimum": 1},
-            "summary": {"type": "string"},
-            "failure_scenario": nullable("string"),
-            "category": nullable("string"),
-            "carried": {"type": "boolean"},
-            "carried_from": {"type": "string"},
-            "carried_reasons": {
-                "description": "Every blocked-on row merged into this carried finding: who needs the file changed, and why.",
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["from_file", "reason"],
-                    "properties": {"from_file": {"type": "string"}, "reason": {"type": "string"}}
-                }
-            }
-        }
-    })
+/// The derived schema of `T` as JSON.
+fn derived<T: JsonSchema>() -> Value {
+    schemars::schema_for!(T).to_value()
 }
 
 /// The findings input: lens findings, reviewer findings, or a SARIF 2.1.0 log.
@@ -110,155 +134,24 @@ fn merge(mut a: Value, b: Value) -> Value {
     a
 }
 
-/// The schema of one artefact, `None` for an unknown name.
+/// The schema of one artefact, `None` for an unknown name. Every artefact's schema
+/// but the findings input's is derived from the type that writes it.
 pub fn schema(artefact: &str) -> Option<Value> {
     let body = match artefact {
-        "fix-waves" => json!({
-            "type": "object",
-            "required": ["schema_version", "attempt", "max_per_wave", "waves"],
-            "properties": {
-                "schema_version": {"const": 1},
-                "attempt": {"type": "integer", "minimum": 1},
-                "max_per_wave": {"type": "integer", "minimum": 1},
-                "waves": {"type": "array", "items": {
-                    "type": "array", "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "required": ["file", "owner", "findings"],
-                        "properties": {
-                            "file": {"type": "string", "minLength": 1},
-                            "owner": {"type": "string", "pattern": "^w[0-9]{2,}-[0-9]{2,}$"},
-                            "findings": {"type": "array", "items": wave_finding()}
-                        }
-                    }
-                }}
-            }
-        }),
+        "fix-waves" => derived::<WavePlan>(),
         "classified" => {
+            let mut s = derived::<Classified>();
+            // The drop reasons are constants of the carry, not a type: named here.
             let mut reasons: Vec<&str> = DROP_REASONS.to_vec();
             reasons.push(ARTIFACT_INVALID);
-            let finding = merge(
-                wave_finding(),
-                json!({
-                    "required": ["fingerprint", "file", "line", "summary", "failure_scenario", "category",
-                                 "severity", "severity_source", "rank", "carried", "lens", "verdict"],
-                }),
-            );
-            let mut finding = finding;
-            if let Some(Value::Object(p)) = finding.get_mut("properties") {
-                p.insert("file".into(), json!({"type": "string", "minLength": 1}));
-                p.insert("severity".into(), json!({"enum": ["blocker", "suggestion"]}));
-                p.insert("severity_source".into(), json!({"enum": ["explicit", "category", "default", "carried"]}));
-                p.insert("rank".into(), json!({"type": "integer", "minimum": 0}));
-                p.insert("lens".into(), nullable("string"));
-                p.insert("verdict".into(), nullable("string"));
+            if let Some(Value::Object(p)) = s.pointer_mut("/$defs/Counts/properties/blocked_on_dropped") {
+                p.insert("propertyNames".into(), json!({"enum": reasons}));
             }
-            let count = json!({"type": "integer", "minimum": 0});
-            json!({
-                "type": "object",
-                "required": ["schema_version", "attempt", "shape", "carry", "counts", "findings"],
-                "properties": {
-                    "schema_version": {"const": 1},
-                    "attempt": {"type": "integer", "minimum": 1},
-                    "shape": {"enum": ["lens", "reviewer", "sarif"]},
-                    "carry": {
-                        "type": "object",
-                        "required": ["enabled", "source", "present"],
-                        "properties": {
-                            "enabled": {"type": "boolean"},
-                            "source": nullable("string"),
-                            "present": {"type": "boolean"},
-                            "cap": {"type": "integer", "minimum": 0}
-                        }
-                    },
-                    "counts": {
-                        "type": "object",
-                        "required": ["total", "blocker", "suggestion", "carried", "blocked_on_admitted",
-                                     "blocked_on_dropped", "skipped_without_location", "skipped_outside_repo"],
-                        "properties": {
-                            "total": count, "blocker": count, "suggestion": count, "carried": count,
-                            "blocked_on_admitted": count,
-                            "blocked_on_dropped": {
-                                "type": "object",
-                                "propertyNames": {"enum": reasons},
-                                "additionalProperties": {"type": "integer", "minimum": 1}
-                            },
-                            "skipped_without_location": count, "skipped_outside_repo": count,
-                            "blocked_on_joined": count,
-                            "findings_dropped": {
-                                "type": "object",
-                                "additionalProperties": {"type": "integer", "minimum": 1}
-                            },
-                            "suggestions_carried": count
-                        }
-                    },
-                    "dropped_findings": {"type": "array", "items": {
-                        "type": "object",
-                        "required": ["index", "reason", "detail"],
-                        "properties": {
-                            "index": {"type": "integer", "minimum": 0},
-                            "reason": {"type": "string"},
-                            "detail": {"type": "string"}
-                        }
-                    }},
-                    "carried_suggestions": {"type": "array", "items": {
-                        "type": "object",
-                        "required": ["attempt", "file", "fingerprint", "line", "summary"],
-                        "properties": {
-                            "attempt": {"type": "integer", "minimum": 1},
-                            "file": {"type": "string"},
-                            "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-                            "line": {"type": ["integer", "null"]},
-                            "summary": {"type": "string"},
-                            "failure_scenario": nullable("string"),
-                            "category": nullable("string")
-                        }
-                    }},
-                    "findings": {"type": "array", "items": finding}
-                }
-            })
+            s
         }
-        "blocked-on" => json!({
-            "type": "object",
-            "required": ["schema_version", "attempt", "blocked_on"],
-            "properties": {
-                "schema_version": {"const": 1},
-                "attempt": {"type": "integer", "minimum": 1},
-                "blocked_on": {
-                    "description": "Rows as fixers reported them; validated only when the next attempt carries them.",
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["file", "from_file", "reason"],
-                        "properties": {
-                            "file": {"type": "string"},
-                            "from_file": {"type": "string"},
-                            "reason": {"type": "string"}
-                        }
-                    }
-                },
-                "dropped": {
-                    "description": "Rows `blocked record` did not record, by reason (`over_record_cap`, `unknown_key`).",
-                    "type": "object",
-                    "additionalProperties": {"type": "integer", "minimum": 1}
-                }
-            }
-        }),
+        "blocked-on" => derived::<BlockedOnFile>(),
         "findings" => findings_input(),
-        "events" => json!({
-            "description": "One line of events.jsonl (a run directory's append-only log).",
-            "type": "object",
-            "required": ["kind", "ts"],
-            "properties": {
-                "kind": {"type": "string"},
-                "ts": {"type": "string", "format": "date-time"},
-                "attempt": {"type": "integer", "minimum": 0},
-                "mode": {"enum": ["off", "shadow", "enforce"]},
-                "strays": {"type": "array", "items": {"type": "string"}},
-                "decision": {"type": "string"}
-            },
-            "additionalProperties": true
-        }),
+        "events" => derived::<EventsLine>(),
         _ => return None,
     };
     let title = match artefact {
@@ -268,7 +161,7 @@ pub fn schema(artefact: &str) -> Option<Value> {
         "findings" => "premerge findings input: lens findings, reviewer findings or SARIF 2.1.0",
         _ => "premerge events.jsonl line",
     };
-    Some(merge(envelope(artefact, title), body))
+    Some(merge(body, envelope(artefact, title)))
 }
 
 #[cfg(test)]

@@ -378,9 +378,10 @@ fn state_directory_is_in_the_common_dir_with_a_private_database() {
     let _db = state.open_db().unwrap();
     let mode = std::os::unix::fs::PermissionsExt::mode(&fs::metadata(state.db_path()).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
-    premerge::store::append_event(&state.path, &serde_json::json!({"kind": "test"})).unwrap();
+    let ev = premerge::events::Event::Converge { attempt: 1, decision: premerge::waves::converge::Decision::Continue };
+    premerge::store::append_event(&state.path, &ev).unwrap();
     let events = premerge::store::read_events(&state.path).unwrap();
-    assert_eq!(events[0]["kind"], "test");
+    assert_eq!(events[0]["kind"], "converge");
     assert!(events[0]["ts"].is_string());
 }
 

@@ -18,5 +18,6 @@ mod install;
 mod managers;
 mod review;
 mod scan;
+mod schemas;
 mod stripes;
 mod waves;

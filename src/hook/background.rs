@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Ctx;
-use super::hook::{HookKind, HookRun};
+use crate::commands::Ctx;
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::git::{Detail, Repo};
+use crate::hook::{HookKind, HookRun};
 use crate::store::background::{
     Background, JOB_TIME_LIMIT, JobResult, JobState, MAX_ATTEMPTS, Outcome, Pending, Range, capture_lines,
 };
@@ -158,9 +158,9 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
         work.scope
     )?;
     let mut run = HookRun { ctx, repo: &repo, config, kind: work.kind.clone(), diff: &diff };
-    super::hook::signal(&mut run, "widening scan", super::scan::hook_stage);
+    crate::hook::signal(&mut run, "widening scan", crate::commands::hook_stages::WIDENING_SCAN);
     if pre_push {
-        super::hook::signal(&mut run, "copy detector", super::seams::hook_stage);
+        crate::hook::signal(&mut run, "copy detector", crate::commands::hook_stages::COPY_DETECTOR);
     }
     Ok(())
 }
@@ -307,13 +307,13 @@ pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
         let mut state =
             JobState { pid: std::process::id(), started_at: crate::store::now_rfc3339(), ..Default::default() };
         bg.write_state(&state)?;
-        let log = |kind: &str, done: u64| {
-            let ev = serde_json::json!({"kind": kind, "pid": std::process::id(), "entries_done": done});
+        let log = |ev: fn(u32, u64) -> crate::events::Event, done: u64| {
+            let ev = ev(std::process::id(), done);
             // The log is for people and tests reading the job's history; losing a line
             // never stops the job.
             let _ = crate::store::append_event(bg.dir.parent().unwrap_or(&bg.dir), &ev);
         };
-        log("background-job-started", 0);
+        log(|pid, entries_done| crate::events::Event::BackgroundJobStarted { pid, entries_done }, 0);
         while Instant::now() < deadline {
             let Some(next) = bg.pending()?.into_iter().next() else { break };
             let result = match next {
@@ -349,7 +349,7 @@ pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
         }
         state.finished_at = crate::store::now_rfc3339();
         bg.write_state(&state)?;
-        log("background-job-finished", state.entries_done);
+        log(|pid, entries_done| crate::events::Event::BackgroundJobFinished { pid, entries_done }, state.entries_done);
         drop(lock);
         if Instant::now() >= deadline || bg.pending_count()? == 0 {
             return Ok(());
@@ -366,7 +366,7 @@ fn run_entry(cwd: &Path, entry: &Pending) -> JobResult {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         capture(cwd, |c| {
             let repo = c.repo()?;
-            let config = super::load_config(&repo)?;
+            let config = crate::commands::load_config(&repo)?;
             signal_work(c, &config, &work)
         })
     }));
