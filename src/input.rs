@@ -144,7 +144,7 @@ pub fn escape_for_message(s: &str) -> String {
 }
 
 /// The Unicode bidirectional formatting characters, which can reorder what a terminal shows.
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

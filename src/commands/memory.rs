@@ -9,6 +9,7 @@ use serde_json::json;
 use super::Ctx;
 use super::diff::Format;
 use crate::error::{CmdResult, Exit};
+use crate::input::escape_for_message;
 use crate::memory::Memory;
 use crate::store::memory_db as db;
 
@@ -76,8 +77,10 @@ fn print(w: &mut dyn Write, memories: &[Memory], format: Format) -> Result<()> {
         }
         Format::Text => {
             for m in memories {
-                writeln!(w, "#{} {}:{} {} ({}, cycle {})", m.id, m.file, m.line, m.symbol, m.rule, m.cycle)?;
-                writeln!(w, "    {}", m.content)?;
+                // Text from the repository is shown with its control and bidi characters escaped.
+                let (file, symbol) = (crate::diff::quote_path_bytes(m.file.as_bytes()), escape_for_message(&m.symbol));
+                writeln!(w, "#{} {}:{} {} ({}, cycle {})", m.id, file, m.line, symbol, m.rule, m.cycle)?;
+                writeln!(w, "    {}", escape_for_message(&m.content))?;
             }
             writeln!(w, "{} guard memory(ies)", memories.len())?;
         }

@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::input::InputError;
+use crate::input::{InputError, escape_for_message as esc};
 use crate::memory;
 use crate::store::memory_db as db;
 use crate::store::scan_cache;
@@ -481,13 +481,14 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
             last = Some(&f.file);
             files += 1;
         }
-        writeln!(w, "  line {}: {} [{}] {}", f.line, f.rule, f.severity.as_str(), f.symbol)?;
-        writeln!(w, "    - {}", if f.before.is_empty() { "(nothing)" } else { &f.before })?;
-        writeln!(w, "    + {}", if f.after.is_empty() { "(removed)" } else { &f.after })?;
+        // Text from the repository is shown with its control and bidi characters escaped.
+        writeln!(w, "  line {}: {} [{}] {}", f.line, f.rule, f.severity.as_str(), esc(&f.symbol))?;
+        writeln!(w, "    - {}", if f.before.is_empty() { "(nothing)".into() } else { esc(&f.before) })?;
+        writeln!(w, "    + {}", if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) })?;
         if !f.before.is_empty() && !f.after.is_empty() {
-            writeln!(w, "    ~ {}", inline_diff(&f.before, &f.after))?;
+            writeln!(w, "    ~ {}", esc(&inline_diff(&f.before, &f.after)))?;
         }
-        writeln!(w, "    {}", f.message)?;
+        writeln!(w, "    {}", esc(&f.message))?;
     }
     if !out.findings.is_empty() {
         writeln!(w)?;
@@ -523,8 +524,9 @@ pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     };
     writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
     for f in out.findings.iter().take(MAX_HOOK_LINES) {
-        let after = if f.after.is_empty() { "(removed)" } else { &f.after };
-        writeln!(w, "  {}:{} {} {}: {} -> {}", f.file, f.line, f.rule, f.symbol, f.before, after)?;
+        let after = if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) };
+        let file = super::diff::quote_path(&f.file);
+        writeln!(w, "  {}:{} {} {}: {} -> {}", file, f.line, f.rule, esc(&f.symbol), esc(&f.before), after)?;
     }
     if out.findings.len() > MAX_HOOK_LINES {
         writeln!(

@@ -125,8 +125,11 @@ impl FileChange {
 
 /// Whether a path can be shown as it is: UTF-8 without control characters, quotes or
 /// backslashes (so it can neither forge a line of output nor be mistaken for a quoted one).
+use crate::input::is_bidi_control;
+
 pub fn is_plain_path(p: &[u8]) -> bool {
-    std::str::from_utf8(p).is_ok_and(|s| !s.chars().any(|c| c.is_control() || c == '"' || c == '\\'))
+    std::str::from_utf8(p)
+        .is_ok_and(|s| !s.chars().any(|c| c.is_control() || is_bidi_control(c) || c == '"' || c == '\\'))
 }
 
 /// A path as premerge prints it in text, the way git quotes it (`core.quotePath` off):
@@ -146,7 +149,8 @@ pub fn quote_path_bytes(p: &[u8]) -> String {
                 '\n' => s.push_str("\\n"),
                 '\t' => s.push_str("\\t"),
                 '\r' => s.push_str("\\r"),
-                c if c.is_control() => {
+                // Bidi controls too: printed raw they reorder what a terminal shows.
+                c if c.is_control() || is_bidi_control(c) => {
                     let mut buf = [0u8; 4];
                     for b in c.encode_utf8(&mut buf).bytes() {
                         s.push_str(&format!("\\{b:03o}"));

@@ -302,7 +302,12 @@ pub fn emit_for_repo(
 pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf> {
     match cfg.str("proposal.signal_root") {
         "" => Ok(run_dir.join("proposals")),
-        _ => crate::store::contain::config_root(repo, cfg, "proposal.signal_root", "git config premerge.proposal.signalRoot"),
+        _ => crate::store::contain::config_root(
+            repo,
+            cfg,
+            "proposal.signal_root",
+            "git config premerge.proposal.signalRoot",
+        ),
     }
 }
 

@@ -110,6 +110,25 @@ fn gate_log_escapes_a_session_id() {
     assert!(!log.stdout.contains('\u{202e}') && !log.stdout.contains('\u{2066}'), "{}", log.stdout);
 }
 
+/// Issue 15: a file name or a line of code holding a bidi control character (the
+/// "Trojan Source" trick) is shown escaped by every listing: the diff, the scan's text
+/// and hook output, and the guard memories read back.
+#[test]
+fn listings_escape_bidi_controls_in_names_and_code() {
+    let r = TestRepo::new();
+    let name = "src/pay\u{202e}sr.rs";
+    r.write(name, "pub struct Fee {\n    pub cents: u16,\n}\n");
+    r.commit_all("init");
+    r.write(name, "pub struct Fee {\n    pub cents: u64, // \u{2066}ok\n}\n");
+    r.commit_all("widen");
+    for args in [&["diff", "--base", "HEAD~1"][..], &["scan", "--base", "HEAD~1"][..], &["memory", "list"][..]] {
+        let out = r.premerge(args);
+        out.expect_code(0);
+        assert!(out.stdout.contains("src/pay\\342\\200\\256sr.rs"), "{args:?}: {}", out.stdout);
+        assert!(!out.stdout.contains('\u{202e}') && !out.stdout.contains('\u{2066}'), "{args:?}: {}", out.stdout);
+    }
+}
+
 /// Regression (issue 15): `premerge completions bash | head -1` panicked with a backtrace.
 #[test]
 fn a_closed_pipe_is_a_quiet_exit() {
