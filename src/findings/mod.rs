@@ -11,7 +11,7 @@
 //! and the repository root used to make absolute paths and `file://` URIs relative.
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Which shape a findings document had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,7 +107,7 @@ pub fn parse_lenient(text: &str, repo_root: &str) -> Result<Findings, FindingsEr
     let doc: Value = serde_json::from_str(text).map_err(|e| err("$", format!("not valid JSON: {e}")))?;
     match &doc {
         Value::Object(o) if o.contains_key("runs") || o.get("version").and_then(Value::as_str) == Some("2.1.0") => {
-            parse_sarif(o, repo_root)
+            parse_sarif(&doc, repo_root)
         }
         Value::Object(o) => match o.get("findings") {
             Some(Value::Array(items)) => parse_records(items, "$.findings", repo_root),
@@ -377,25 +377,196 @@ fn sarif_path(uri: &str) -> String {
     }
 }
 
+/// A value read without failing: the SARIF walk judges a value of the wrong type in its
+/// own order (a result's `ruleId`, then its message, then each location in turn), and
+/// skips many of them, so the types below only record what they found.
+#[derive(Default)]
+enum Lenient<T> {
+    #[default]
+    Absent,
+    Null,
+    Found(T),
+    Wrong,
+}
+
+impl<T> Lenient<T> {
+    fn found(self) -> Option<T> {
+        match self {
+            Lenient::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// What a lenient value may be read as. `OBJECT` types accept a JSON object only (a
+/// derived struct would also take an array, which the SARIF walk never did).
+trait Read: serde::de::DeserializeOwned {
+    const OBJECT: bool = false;
+}
+
+impl Read for String {}
+impl Read for u64 {}
+impl<T: Read> Read for Vec<Lenient<T>> {}
+impl<T: Read> Read for std::collections::BTreeMap<String, Lenient<T>> {
+    const OBJECT: bool = true;
+}
+
+impl<'de, T: Read> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Null => Lenient::Null,
+            v if T::OBJECT && !v.is_object() => Lenient::Wrong,
+            v => T::deserialize(v).map_or(Lenient::Wrong, Lenient::Found),
+        })
+    }
+}
+
+/// `$.version`: absent, null or `2.1.0`.
+#[derive(Deserialize)]
+struct SarifVersion {
+    #[serde(default, deserialize_with = "sarif_version")]
+    #[allow(dead_code)]
+    version: (),
+}
+
+fn sarif_version<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(()),
+        Value::String(v) if v == "2.1.0" => Ok(()),
+        v => Err(serde::de::Error::custom(format!("SARIF version {v} is not supported (only 2.1.0)"))),
+    }
+}
+
+/// `$.runs`, each run judged in turn.
+#[derive(Deserialize)]
+struct SarifRuns {
+    #[serde(default, deserialize_with = "runs_array")]
+    runs: Option<Vec<Value>>,
+}
+
+fn runs_array<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Array(r) => Ok(Some(r)),
+        _ => Err(serde::de::Error::custom("a SARIF log needs a `runs` array")),
+    }
+}
+
+#[derive(Deserialize)]
+struct SarifRun {
+    /// uriBaseId -> absolute base (%SRCROOT% and friends); anything but an object is ignored.
+    #[serde(default, rename = "originalUriBaseIds")]
+    bases: Lenient<std::collections::BTreeMap<String, Lenient<SarifBase>>>,
+    #[serde(default, deserialize_with = "opt_array")]
+    results: Option<Vec<Value>>,
+}
+
+fn opt_array<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::Array(r) => Ok(Some(r)),
+        _ => Err(serde::de::Error::custom("must be an array")),
+    }
+}
+
+#[derive(Deserialize)]
+struct SarifBase {
+    #[serde(default)]
+    uri: Lenient<String>,
+}
+impl Read for SarifBase {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifResult {
+    #[serde(default, rename = "ruleId")]
+    rule_id: Lenient<String>,
+    #[serde(default)]
+    rule: Lenient<SarifRule>,
+    #[serde(default)]
+    message: Lenient<SarifMessage>,
+    #[serde(default)]
+    level: Lenient<String>,
+    #[serde(default)]
+    kind: Lenient<String>,
+    #[serde(default)]
+    locations: Lenient<Vec<Lenient<SarifLocation>>>,
+}
+
+#[derive(Deserialize)]
+struct SarifRule {
+    #[serde(default)]
+    id: Lenient<String>,
+}
+impl Read for SarifRule {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifMessage {
+    #[serde(default)]
+    text: Lenient<String>,
+    #[serde(default)]
+    markdown: Lenient<String>,
+}
+impl Read for SarifMessage {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifLocation {
+    #[serde(default, rename = "physicalLocation")]
+    physical: Lenient<SarifPhysical>,
+}
+impl Read for SarifLocation {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifPhysical {
+    #[serde(default, rename = "artifactLocation")]
+    artifact: Lenient<SarifArtifact>,
+    #[serde(default)]
+    region: Lenient<SarifRegion>,
+}
+impl Read for SarifPhysical {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifArtifact {
+    #[serde(default)]
+    uri: Lenient<String>,
+    #[serde(default, rename = "uriBaseId")]
+    uri_base_id: Lenient<String>,
+}
+impl Read for SarifArtifact {
+    const OBJECT: bool = true;
+}
+
+#[derive(Deserialize)]
+struct SarifRegion {
+    #[serde(default, rename = "startLine")]
+    start_line: Lenient<u64>,
+}
+impl Read for SarifRegion {
+    const OBJECT: bool = true;
+}
+
 /// The level of a SARIF result: its `level`, else `none` for a result whose `kind` is
 /// not `fail` (a pass, a review item), else `warning`: SARIF 2.1.0's default (§3.27.10).
-fn sarif_level(res: &Map<String, Value>) -> String {
-    match (res.get("level").and_then(Value::as_str), res.get("kind").and_then(Value::as_str)) {
-        (Some(level), _) => level.to_string(),
+fn sarif_level(level: Lenient<String>, kind: Lenient<String>) -> String {
+    match (level.found(), kind.found()) {
+        (Some(level), _) => level,
         (None, Some(kind)) if kind != "fail" => "none".to_string(),
         _ => "warning".to_string(),
     }
 }
 
-fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsError> {
-    match o.get("version") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(v)) if v == "2.1.0" => {}
-        Some(v) => return Err(err("$.version", format!("SARIF version {v} is not supported (only 2.1.0)"))),
-    }
-    let runs = match o.get("runs") {
-        Some(Value::Array(r)) => r,
-        _ => return Err(err("$.runs", "a SARIF log needs a `runs` array")),
+fn parse_sarif(doc: &Value, root: &str) -> Result<Findings, FindingsError> {
+    typed::<SarifVersion>(doc, "$")?;
+    let Some(runs) = typed::<SarifRuns>(doc, "$")?.runs else {
+        return Err(err("$.runs", "a SARIF log needs a `runs` array"));
     };
     let mut out = Findings {
         shape: Shape::Sarif,
@@ -407,17 +578,12 @@ fn parse_sarif(o: &Map<String, Value>, root: &str) -> Result<Findings, FindingsE
     let mut result_index = 0;
     for (ri, run) in runs.iter().enumerate() {
         let rp = format!("$.runs[{ri}]");
-        let Value::Object(run) = run else { return Err(err(&rp, "must be an object")) };
-        // uriBaseId -> absolute base, from originalUriBaseIds (%SRCROOT% and friends).
-        let bases: Map<String, Value> = match run.get("originalUriBaseIds") {
-            Some(Value::Object(b)) => b.clone(),
-            _ => Map::new(),
-        };
-        let results = match run.get("results") {
-            None | Some(Value::Null) => continue,
-            Some(Value::Array(r)) => r,
-            Some(_) => return Err(err(&format!("{rp}.results"), "must be an array")),
-        };
+        if !run.is_object() {
+            return Err(err(&rp, "must be an object"));
+        }
+        let run = typed::<SarifRun>(run, &rp)?;
+        let bases = run.bases.found().unwrap_or_default();
+        let Some(results) = run.results else { continue };
         for (i, res) in results.iter().enumerate() {
             let p = format!("{rp}.results[{i}]");
             // A malformed result is dropped (counted); the rest of the log still counts.
@@ -436,60 +602,72 @@ fn sarif_result(
     res: &Value,
     p: &str,
     index: usize,
-    bases: &Map<String, Value>,
+    bases: &std::collections::BTreeMap<String, Lenient<SarifBase>>,
     root: &str,
     out: &mut Findings,
 ) -> Result<(), FindingsError> {
-    let Value::Object(res) = res else { return Err(err(p, "must be an object")) };
-    let rule = match res.get("ruleId") {
-        Some(Value::String(s)) => Some(s.clone()),
-        None | Some(Value::Null) => {
-            res.get("rule").and_then(|r| r.get("id")).and_then(Value::as_str).map(str::to_string)
-        }
-        Some(_) => return Err(err(&format!("{p}.ruleId"), "must be a string")),
+    if !res.is_object() {
+        return Err(err(p, "must be an object"));
+    }
+    let res = typed::<SarifResult>(res, p)?;
+    let rule = match res.rule_id {
+        Lenient::Found(s) => Some(s),
+        Lenient::Absent | Lenient::Null => res.rule.found().and_then(|r| r.id.found()),
+        Lenient::Wrong => return Err(err(&format!("{p}.ruleId"), "must be a string")),
     };
+    // `text` when present (whatever its type), else `markdown`.
     let text = res
-        .get("message")
-        .and_then(|m| m.get("text").or_else(|| m.get("markdown")))
-        .and_then(Value::as_str)
-        .ok_or_else(|| err(&format!("{p}.message.text"), "is required"))?
-        .to_string();
-    let level = sarif_level(res);
-    let locs = match res.get("locations") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(l)) => l.clone(),
-        Some(_) => return Err(err(&format!("{p}.locations"), "must be an array")),
+        .message
+        .found()
+        .and_then(|m| match m.text {
+            Lenient::Absent => m.markdown.found(),
+            t => t.found(),
+        })
+        .ok_or_else(|| err(&format!("{p}.message.text"), "is required"))?;
+    let level = sarif_level(res.level, res.kind);
+    let locs = match res.locations {
+        Lenient::Absent | Lenient::Null => Vec::new(),
+        Lenient::Found(l) => l,
+        Lenient::Wrong => return Err(err(&format!("{p}.locations"), "must be an array")),
     };
+    let no_locations = locs.is_empty();
     let mut outside = 0;
     let mut placed = Vec::new();
-    for (li, loc) in locs.iter().enumerate() {
+    for (li, loc) in locs.into_iter().enumerate() {
         let lp = format!("{p}.locations[{li}].physicalLocation");
-        let Some(phys) = loc.get("physicalLocation") else { continue };
-        let Some(art) = phys.get("artifactLocation") else { continue };
-        let Some(uri) = art.get("uri").and_then(Value::as_str) else {
+        let Some(phys) = loc.found().and_then(|l| l.physical.found()) else { continue };
+        let art = match phys.artifact {
+            Lenient::Absent => continue,
+            Lenient::Found(a) => a.uri.found().map(|u| (u, a.uri_base_id.found())),
+            Lenient::Null | Lenient::Wrong => None,
+        };
+        let Some((uri, base_id)) = art else {
             return Err(err(&format!("{lp}.artifactLocation.uri"), "is required"));
         };
-        let full = match art.get("uriBaseId").and_then(Value::as_str) {
+        let full = match base_id {
             Some(id) if !uri.starts_with("file:") && !uri.starts_with('/') => {
-                match bases.get(id).and_then(|b| b.get("uri")).and_then(Value::as_str) {
-                    Some(base) => format!("{}/{}", sarif_path(base).trim_end_matches('/'), sarif_path(uri)),
+                match bases.get(&id).and_then(|b| match b {
+                    Lenient::Found(b) => match &b.uri {
+                        Lenient::Found(u) => Some(u.as_str()),
+                        _ => None,
+                    },
+                    _ => None,
+                }) {
+                    Some(base) => format!("{}/{}", sarif_path(base).trim_end_matches('/'), sarif_path(&uri)),
                     // An unresolved base id (%SRCROOT% by convention) means the root.
-                    None => sarif_path(uri),
+                    None => sarif_path(&uri),
                 }
             }
-            _ => sarif_path(uri),
+            _ => sarif_path(&uri),
         };
         let Some(file) = relativise(&full, root) else {
             outside += 1;
             continue;
         };
-        let line = match phys.get("region").and_then(|r| r.get("startLine")) {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| err(&format!("{lp}.region.startLine"), "must be a positive integer"))?,
-            ),
+        let line = match phys.region.found().map(|r| r.start_line) {
+            None | Some(Lenient::Absent) | Some(Lenient::Null) => None,
+            Some(Lenient::Found(n)) if n >= 1 => Some(n),
+            Some(_) => return Err(err(&format!("{lp}.region.startLine"), "must be a positive integer")),
         };
         placed.push(Finding {
             index,
@@ -504,7 +682,7 @@ fn sarif_result(
             suggestion: None,
         });
     }
-    if locs.is_empty() {
+    if no_locations {
         out.skipped_without_location += 1;
     }
     out.skipped_outside_repo += outside;
@@ -640,6 +818,64 @@ mod tests {
         let f = parse_lenient(t, "/r").unwrap();
         assert_eq!((f.findings.len(), f.dropped.len()), (1, 1));
         assert_eq!(f.findings[0].index, 1);
+    }
+
+    /// The typed SARIF read keeps the walk's leniency and its order of judgement: a
+    /// result with several mistakes is named by the first one the walk checks
+    /// (`ruleId`, message, then each location in turn), whatever the key order.
+    #[test]
+    fn typed_sarif_keeps_leniency_and_order() {
+        let one = |res: &str| {
+            let t = format!(r#"{{"runs":[{{"results":[{res}]}}]}}"#);
+            match parse(&t, "/r") {
+                Ok(f) => {
+                    Ok(f.findings.iter().map(|f| (f.file.clone(), f.title.clone(), f.lens.clone())).collect::<Vec<_>>())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        let loc = r#"{"physicalLocation":{"artifactLocation":{"uri":"a.py"}}}"#;
+        let p = "$.runs[0].results[0]";
+        assert_eq!(one(r#"{"locations":3,"message":{},"ruleId":1}"#), Err(format!("{p}.ruleId: must be a string")));
+        assert_eq!(one(r#"{"locations":3,"message":{}}"#), Err(format!("{p}.message.text: is required")));
+        assert_eq!(one(r#"{"locations":3,"message":{"text":"m"}}"#), Err(format!("{p}.locations: must be an array")));
+        // markdown only when text is absent; a message that is not an object has no text.
+        let ok = |t: &str, r: Option<&str>| Ok(vec![("a.py".to_string(), t.to_string(), r.map(str::to_string))]);
+        assert_eq!(one(&format!(r#"{{"message":{{"markdown":"md"}},"locations":[{loc}]}}"#)), ok("md", None));
+        assert_eq!(
+            one(&format!(r#"{{"message":{{"text":null,"markdown":"md"}},"locations":[{loc}]}}"#)),
+            Err(format!("{p}.message.text: is required"))
+        );
+        assert_eq!(one(r#"{"message":["m"]}"#), Err(format!("{p}.message.text: is required")));
+        // ruleId falls back to rule.id; locations that are not objects, or have no
+        // physical location, are skipped; a later location's mistake is still named.
+        assert_eq!(
+            one(&format!(r#"{{"rule":{{"id":"R"}},"message":{{"text":"m"}},"locations":[3,null,{{}},[1],{loc}]}}"#)),
+            ok("m", Some("R"))
+        );
+        assert_eq!(
+            one(&format!(
+                r#"{{"message":{{"text":"m"}},"locations":[{loc},{{"physicalLocation":{{"artifactLocation":null}}}}]}}"#
+            )),
+            Err(format!("{p}.locations[1].physicalLocation.artifactLocation.uri: is required"))
+        );
+        // A bad startLine of a location outside the repository is never judged.
+        let out = r#"{"physicalLocation":{"artifactLocation":{"uri":"/elsewhere/x"},"region":{"startLine":"x"}}}"#;
+        assert_eq!(one(&format!(r#"{{"message":{{"text":"m"}},"locations":[{out}]}}"#)), Ok(vec![]));
+        // Whole-log mistakes: version before runs, then each run in turn.
+        assert_eq!(
+            parse(r#"{"runs":5,"version":"2.0"}"#, "/r").unwrap_err().to_string(),
+            r#"$.version: SARIF version "2.0" is not supported (only 2.1.0)"#
+        );
+        assert_eq!(
+            parse(r#"{"runs":null}"#, "/r").unwrap_err().to_string(),
+            "$.runs: a SARIF log needs a `runs` array"
+        );
+        assert_eq!(parse(r#"{"runs":[[]]}"#, "/r").unwrap_err().to_string(), "$.runs[0]: must be an object");
+        assert_eq!(
+            parse(r#"{"runs":[{"results":null},{"results":{}}]}"#, "/r").unwrap_err().to_string(),
+            "$.runs[1].results: must be an array"
+        );
     }
 
     #[test]
