@@ -148,11 +148,11 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     }
     let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
     let path = store::run_dir::artefact(&run_dir, "blocked-on", args.attempt);
-    let _lock = store::RunLock::acquire(&run_dir)?;
-    let (mut rows, mut recorded_drops) = match store::run_dir::read_blocked_on(&path)? {
+    let _lock = store::RunLock::acquire(run_dir.as_std_path())?;
+    let (mut rows, mut recorded_drops) = match store::run_dir::read_blocked_on(path.as_std_path())? {
         Some(text) => (
             crate::waves::carry::rows_of(&text, args.attempt)
-                .map_err(|why| anyhow!("{}: {why}; not merging into it", path.display()))?,
+                .map_err(|why| anyhow!("{path}: {why}; not merging into it"))?,
             recorded_dropped(&text),
         ),
         None => (Vec::new(), BTreeMap::new()),
@@ -170,7 +170,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         rows.push(r);
     }
     if over > 0 {
-        ctx.warn(format!("{}: {over} row(s) over the {MAX_RECORDED_ROWS}-row bound were not recorded", path.display()));
+        ctx.warn(format!("{path}: {over} row(s) over the {MAX_RECORDED_ROWS}-row bound were not recorded"));
         dropped.insert(OVER_RECORD_CAP.to_string(), over);
     }
     let added = rows.len() - before;
@@ -181,9 +181,9 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     if !recorded_drops.is_empty() {
         doc["dropped"] = json!(recorded_drops);
     }
-    store::atomic_write(&path, crate::canonical::to_pretty(&doc)?.as_bytes())?;
+    store::atomic_write(path.as_std_path(), crate::canonical::to_pretty(&doc)?.as_bytes())?;
     store::append_event(
-        &run_dir,
+        run_dir.as_std_path(),
         &crate::events::Event::BlockedRecorded {
             attempt: args.attempt,
             from_file: args.from_file.clone(),
@@ -195,7 +195,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         ctx.stdout,
         "recorded {added} blocked-on row(s) from {} into {} ({} in total)",
         crate::waves::fence::display_path(&args.from_file),
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        path.file_name().unwrap_or_default(),
         before + added
     )?;
     Ok(Exit::Ok)

@@ -33,8 +33,11 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     };
     let v = decide(args.attempt, &now, previous.as_ref());
     {
-        let _lock = store::RunLock::acquire(&run_dir)?;
-        store::append_event(&run_dir, &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision })?;
+        let _lock = store::RunLock::acquire(run_dir.as_std_path())?;
+        store::append_event(
+            run_dir.as_std_path(),
+            &crate::events::Event::Converge { attempt: args.attempt, decision: v.decision },
+        )?;
     }
     // Blockers that survived two attempts are a stripe (`premerge`, `blocker_recurring`,
     // keyed by their fingerprints): a proposal the first time, a halt when the same set
@@ -49,12 +52,19 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             .iter()
             .map(|fp| json!({"id": format!("attempt-{}:{fp}", args.attempt), "fingerprint": fp}))
             .collect();
-        stripe =
-            crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
+        stripe = crate::stripe::emit::emit_own_signal(
+            ctx,
+            &repo,
+            &cfg,
+            run_dir.as_std_path(),
+            "premerge",
+            "blocker_recurring",
+            &rows,
+        );
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {
-        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, &run_dir, &v.decision.to_string())?,
+        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, run_dir.as_std_path(), &v.decision.to_string())?,
         Err(_) => None,
     };
     let halts = stripe.as_ref().is_some_and(|o| o.halts());

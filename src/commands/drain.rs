@@ -126,7 +126,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         None => store::proposals::default_root(&repo, &cfg)?,
     };
     store::proposals::check_root(&root)?;
-    let run_dir = ctx.run_dir(&repo, args.root.run_dir.as_deref());
+    let run_dir = ctx.run_dir(&repo, args.root.run_dir.as_deref())?.into_std_path_buf();
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);
     let out = run_dir.join(DRAIN_HALT_FILE);
     if pending.is_empty() {

@@ -82,7 +82,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     }
 }
 
-fn allowed_of(run_dir: &Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
+fn allowed_of(run_dir: &camino::Utf8Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
     let plan = crate::store::run_dir::read_plan(run_dir, attempt)?;
     allowed(&plan, owner)
         .ok_or_else(|| anyhow!("owner `{}` is not in the plan of attempt {attempt}", owner.unwrap_or("")))
@@ -168,15 +168,21 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
 /// a repeat for a human. The fence has refused either way; this only records the class.
 /// Rows are named after the observation (attempt and path), so checking unchanged
 /// state again records nothing new.
-fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, attempt: u32, stray: &[String]) {
+fn record_violation_stripe(ctx: &mut Ctx, run_dir: &camino::Utf8Path, attempt: u32, stray: &[String]) {
     let Ok(repo) = ctx.repo() else { return };
     let Ok(cfg) = super::load_config(&repo) else { return };
     let nn = store::nn(attempt);
     let rows: Vec<serde_json::Value> =
         stray.iter().map(|p| serde_json::json!({"id": format!("attempt-{nn}:stray:{p}"), "path": p})).collect();
-    if let Some(o) =
-        crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows)
-    {
+    if let Some(o) = crate::stripe::emit::emit_own_signal(
+        ctx,
+        &repo,
+        &cfg,
+        run_dir.as_std_path(),
+        "premerge",
+        "fence_violation",
+        &rows,
+    ) {
         let _ = writeln!(
             ctx.stderr,
             "premerge: fence: stripe {}",
@@ -273,7 +279,8 @@ pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
         Ok(n) => n.unwrap_or(0).max(l.attempt),
         Err(e) => return decide(run, mode, Some(&l), &run_dir, l.attempt, Err(e)),
     };
-    let outcome = allowed_of(&run_dir, attempt, None).map(|set| strays(&run.diff.touched_path_bytes(), &set));
+    let outcome = allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None)
+        .map(|set| strays(&run.diff.touched_path_bytes(), &set));
     decide(run, mode, Some(&l), &run_dir, attempt, outcome)
 }
 

@@ -81,15 +81,17 @@ impl Ctx<'_> {
     }
 
     /// The pipeline run directory: `--run-dir` (relative to the command's directory),
-    /// else `PREMERGE_RUN_DIR` (likewise), else `<state>/run/`.
-    pub fn run_dir(&self, repo: &Repo, explicit: Option<&Path>) -> PathBuf {
+    /// else `PREMERGE_RUN_DIR` (likewise), else `<state>/run/`. A UTF-8 path (premerge
+    /// writes it into events and artefacts): one that is not is an error naming it.
+    pub fn run_dir(&self, repo: &Repo, explicit: Option<&Path>) -> Result<camino::Utf8PathBuf> {
         let dir = repo.state_dir().run_dir(explicit);
-        if dir.is_absolute() { dir } else { self.cwd.join(dir) }
+        let dir = if dir.is_absolute() { dir } else { self.cwd.join(dir) };
+        crate::store::run_dir::utf8_path(dir, "run directory")
     }
 
     /// The run directory of a command: `--run-dir`, else the environment, else the default.
-    pub fn run_dir_of(&self, explicit: Option<&Path>) -> Result<PathBuf> {
-        Ok(self.run_dir(&self.repo()?, explicit))
+    pub fn run_dir_of(&self, explicit: Option<&Path>) -> Result<camino::Utf8PathBuf> {
+        self.run_dir(&self.repo()?, explicit)
     }
 
     /// Print a warning line `premerge: warning: ...` on stderr.

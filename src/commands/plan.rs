@@ -175,7 +175,7 @@ pub fn canonicalise_findings(
 /// classified file is missing or unreadable is named in a warning and skipped.
 fn carry_suggestions(
     ctx: &mut Ctx,
-    run_dir: &Path,
+    run_dir: &camino::Utf8Path,
     attempt: u32,
     current: &[ClassifiedFinding],
 ) -> Vec<waves::CarriedSuggestion> {
@@ -258,7 +258,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     }
 
     let cap = waves::MAX_BLOCKED_ON.min(max_per_wave);
-    let _lock = store::RunLock::acquire(&run_dir)?;
+    let _lock = store::RunLock::acquire(run_dir.as_std_path())?;
     let mut carry_info = CarryInfo { enabled: args.carry_blocked, source: None, present: false, cap };
     let mut admitted = 0;
     let mut joined = 0;
@@ -266,10 +266,10 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     if args.carry_blocked {
         let prev = args.attempt - 1;
         let path = artefact(&run_dir, "blocked-on", prev);
-        carry_info.source = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        match store::run_dir::read_blocked_on(&path) {
+        carry_info.source = path.file_name().map(str::to_string);
+        match store::run_dir::read_blocked_on(path.as_std_path()) {
             Ok(None) => {
-                ctx.warn(format!("blocked_on_artifact_absent: {} does not exist; nothing carried", path.display()));
+                ctx.warn(format!("blocked_on_artifact_absent: {path} does not exist; nothing carried"));
             }
             Err(e) => {
                 carry_info.present = true;
@@ -280,7 +280,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                 carry_info.present = true;
                 match carry::rows_of(&text, prev) {
                     Err(why) => {
-                        ctx.warn(format!("{}: {why}; nothing carried", path.display()));
+                        ctx.warn(format!("{path}: {why}; nothing carried"));
                         dropped.insert(ARTIFACT_INVALID.to_string(), 1);
                     }
                     Ok(rows) => {
@@ -324,14 +324,20 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     // The loop opens before the plan is written: a failure between the two leaves an
     // open loop without this plan, which the fence refuses (fail closed), never a plan
     // the fence does not see.
-    super::fix_loop::on_plan(ctx, &repo, &run_dir, args.attempt)?;
+    super::fix_loop::on_plan(ctx, &repo, run_dir.as_std_path(), args.attempt)?;
     // The plan is written last: a reader that finds fix-waves-NN.json finds the
     // classified-NN.json it was derived from.
-    store::atomic_write(&artefact(&run_dir, "classified", args.attempt), waves::to_artefact_json(&doc)?.as_bytes())?;
-    store::atomic_write(&artefact(&run_dir, "fix-waves", args.attempt), waves::to_artefact_json(&plan)?.as_bytes())?;
+    store::atomic_write(
+        artefact(&run_dir, "classified", args.attempt).as_std_path(),
+        waves::to_artefact_json(&doc)?.as_bytes(),
+    )?;
+    store::atomic_write(
+        artefact(&run_dir, "fix-waves", args.attempt).as_std_path(),
+        waves::to_artefact_json(&plan)?.as_bytes(),
+    )?;
     let line = waves::triage_line(args.attempt, &doc.counts, plan.waves.len());
     store::append_event(
-        &run_dir,
+        run_dir.as_std_path(),
         &crate::events::Event::Plan {
             attempt: args.attempt,
             waves: plan.waves.len(),

@@ -129,7 +129,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         Some(r) => ctx.cwd.join(r),
         None => default_root(&repo, &cfg)?,
     };
-    let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
+    let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
     Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.mode("proposal.halt_mode") })
 }
 

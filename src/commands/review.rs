@@ -123,7 +123,7 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     let (f, dropped) = read_round(ctx, &repo, &config, &args.findings)?;
     let r = route(args.round, &f.findings, config.bool("review.seam_escalation"), args.issue);
-    let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
+    let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
     let mut out = serde_json::to_value(&r)?;
     if !dropped.is_empty() {
         out["dropped"] = json!(dropped);

@@ -154,7 +154,7 @@ pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
     out
 }
 
-fn render_attempt(run_dir: &std::path::Path, attempt: u32) -> Result<String> {
+fn render_attempt(run_dir: &camino::Utf8Path, attempt: u32) -> Result<String> {
     let c = crate::store::run_dir::read_classified(run_dir, attempt)?;
     let mut out = format!("attempt {}\n", crate::store::nn(attempt));
     let k = &c.counts;

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow, bail};
+use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::input::{self, InputError, Kind};
@@ -46,27 +47,36 @@ pub struct CarryInfo {
     pub source: Option<String>,
 }
 
+/// A path premerge names itself (the run directory, its artefacts) as UTF-8: it is
+/// written into JSON, events and messages as a string. A path that is not UTF-8 is
+/// refused here, at the edge, naming it (`what` says which path it is).
+pub fn utf8_path(path: PathBuf, what: &str) -> Result<Utf8PathBuf> {
+    Utf8PathBuf::from_path_buf(path).map_err(|p| {
+        crate::error::input_error(format!("{what} {}", p.display()), "not UTF-8; premerge names it in JSON")
+    })
+}
+
 /// Path of an attempt's artefact: `<run dir>/<stem>-NN.json`.
-pub fn artefact(run_dir: &Path, stem: &str, attempt: u32) -> PathBuf {
+pub fn artefact(run_dir: &Utf8Path, stem: &str, attempt: u32) -> Utf8PathBuf {
     run_dir.join(format!("{stem}-{}.json", super::nn(attempt)))
 }
 
 /// Read and validate `fix-waves-NN.json`. Every failure is an error: the fence turns
 /// it into a refusal.
-pub fn read_plan(run_dir: &Path, attempt: u32) -> Result<waves::WavePlan> {
+pub fn read_plan(run_dir: &Utf8Path, attempt: u32) -> Result<waves::WavePlan> {
     let path = artefact(run_dir, "fix-waves", attempt);
-    let text = input::read_text(&path, Kind::Artefact).map_err(|e| anyhow!("cannot read the wave plan: {e}"))?;
-    waves::fence::parse_plan(&text, attempt).map_err(|e| anyhow!("{}: {e}", path.display()))
+    let text =
+        input::read_text(path.as_std_path(), Kind::Artefact).map_err(|e| anyhow!("cannot read the wave plan: {e}"))?;
+    waves::fence::parse_plan(&text, attempt).map_err(|e| anyhow!("{path}: {e}"))
 }
 
 /// Read `classified-NN.json`.
-pub fn read_classified(run_dir: &Path, attempt: u32) -> Result<Classified> {
+pub fn read_classified(run_dir: &Utf8Path, attempt: u32) -> Result<Classified> {
     let path = artefact(run_dir, "classified", attempt);
-    let text = input::read_text(&path, Kind::Artefact)?;
-    let c: Classified =
-        serde_json::from_str(&text).map_err(|e| anyhow!("{}: not a classified artefact: {e}", path.display()))?;
+    let text = input::read_text(path.as_std_path(), Kind::Artefact)?;
+    let c: Classified = serde_json::from_str(&text).map_err(|e| anyhow!("{path}: not a classified artefact: {e}"))?;
     if c.schema_version != waves::SCHEMA_VERSION || c.attempt != attempt {
-        bail!("{}: schema_version/attempt are not {}/{attempt}", path.display(), waves::SCHEMA_VERSION);
+        bail!("{path}: schema_version/attempt are not {}/{attempt}", waves::SCHEMA_VERSION);
     }
     Ok(c)
 }
@@ -83,33 +93,44 @@ mod tests {
 
     #[test]
     fn a_blocked_on_fifo_or_directory_is_refused_not_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = artefact(dir.path(), "blocked-on", 1);
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(tmp.path()).unwrap();
+        let fifo = artefact(dir, "blocked-on", 1);
+        let c = std::ffi::CString::new(fifo.as_str()).unwrap();
         // SAFETY: mkfifo with a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         // Without the regular-file check this would block until a writer came.
-        let e = read_blocked_on(&fifo).unwrap_err().to_string();
+        let e = read_blocked_on(fifo.as_std_path()).unwrap_err().to_string();
         assert!(e.contains("a FIFO"), "{e}");
-        let sub = artefact(dir.path(), "blocked-on", 2);
+        let sub = artefact(dir, "blocked-on", 2);
         std::fs::create_dir(&sub).unwrap();
-        assert!(read_blocked_on(&sub).unwrap_err().to_string().contains("a directory"));
-        assert_eq!(read_blocked_on(&artefact(dir.path(), "blocked-on", 3)).unwrap(), None);
+        assert!(read_blocked_on(sub.as_std_path()).unwrap_err().to_string().contains("a directory"));
+        assert_eq!(read_blocked_on(artefact(dir, "blocked-on", 3).as_std_path()).unwrap(), None);
     }
 
     #[test]
     fn an_oversized_blocked_on_file_or_plan_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let big = artefact(dir.path(), "blocked-on", 1);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(tmp.path()).unwrap();
+        let big = artefact(dir, "blocked-on", 1);
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(Kind::BlockedOn.default_limit() + 1).unwrap();
-        let e = read_blocked_on(&big).unwrap_err().to_string();
+        let e = read_blocked_on(big.as_std_path()).unwrap_err().to_string();
         assert!(e.contains("blocked-on-01.json") && e.contains("larger than"), "{e}");
-        let plan = artefact(dir.path(), "fix-waves", 1);
+        let plan = artefact(dir, "fix-waves", 1);
         std::fs::File::create(&plan).unwrap().set_len(Kind::Artefact.default_limit() + 1).unwrap();
-        let e = read_plan(dir.path(), 1).unwrap_err().to_string();
+        let e = read_plan(dir, 1).unwrap_err().to_string();
         assert!(e.contains("fix-waves-01.json") && e.contains("larger than"), "{e}");
-        let e = read_classified(dir.path(), 1).unwrap_err().to_string();
+        let e = read_classified(dir, 1).unwrap_err().to_string();
         assert!(e.contains("classified-01.json") && e.contains("no such file"), "{e}");
+    }
+
+    #[test]
+    fn a_run_directory_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/run-\xff"));
+        let e = utf8_path(p, "run directory").unwrap_err().to_string();
+        assert_eq!(e, "run directory /tmp/run-\u{fffd}: not UTF-8; premerge names it in JSON");
+        assert_eq!(utf8_path(PathBuf::from("/tmp/run"), "run directory").unwrap(), Utf8Path::new("/tmp/run"));
     }
 }

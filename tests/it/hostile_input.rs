@@ -535,3 +535,36 @@ fn a_working_tree_file_over_the_limit_is_skipped_before_it_is_read() {
     run.expect_code(0);
     assert_eq!(run.json()["skipped"], serde_json::json!({"too_large": 1}), "{}", run.stdout);
 }
+
+/// The run directory is a path premerge names in JSON and events, so it must be UTF-8:
+/// one that is not, given by `--run-dir` or `PREMERGE_RUN_DIR`, is refused with exit 2
+/// and a one-line error naming it, and nothing is created there.
+#[test]
+fn a_run_directory_that_is_not_utf8_is_refused_by_name() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let r = TestRepo::new();
+    r.write("a.txt", "a\n");
+    r.commit_all("init");
+    let bad = r.root.join(OsStr::from_bytes(b"run-\xff"));
+    let cases: [(&[&str], bool); 4] = [
+        (&["fence", "allowed", "--attempt", "1"], false),
+        (&["show", "waves", "--attempt", "1"], false),
+        (&["show", "waves", "--attempt", "1"], true),
+        (&["blocked", "record", "--attempt", "1", "--from-file", "a.txt"], true),
+    ];
+    for (args, by_env) in cases {
+        let mut c = r.premerge_cmd(args);
+        if by_env {
+            c.env("PREMERGE_RUN_DIR", &bad);
+        } else {
+            c.arg("--run-dir").arg(&bad);
+        }
+        let out = crate::common::run_with_stdin(&mut c, b"{}");
+        assert_eq!(out.code, 2, "{args:?} {}", out.stderr);
+        let want = format!("premerge: run directory {}/run-\u{fffd}: not UTF-8", r.root.display());
+        assert!(out.stderr.starts_with(&want), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(!bad.exists(), "{args:?} created the run directory");
+    }
+}
