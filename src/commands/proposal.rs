@@ -109,7 +109,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         (Ok(repo), _) => repo,
         (Err(_), Some(r)) => {
             let cfg = super::load_config_without_repo()?;
-            let root = ctx.cwd.join(r);
+            let root = crate::store::run_dir::utf8_path(ctx.cwd.join(r), "proposal root")?.into_std_path_buf();
             let events_dir = match (&args.run_dir, std::env::var_os("PREMERGE_RUN_DIR")) {
                 (Some(d), _) => ctx.cwd.join(d),
                 (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
@@ -129,6 +129,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         Some(r) => ctx.cwd.join(r),
         None => default_root(&repo, &cfg)?,
     };
+    let root = crate::store::run_dir::utf8_path(root, "proposal root")?.into_std_path_buf();
     let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
     Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.mode("proposal.halt_mode") })
 }

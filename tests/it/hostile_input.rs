@@ -540,7 +540,7 @@ fn a_working_tree_file_over_the_limit_is_skipped_before_it_is_read() {
 /// one that is not, given by `--run-dir` or `PREMERGE_RUN_DIR`, is refused with exit 2
 /// and a one-line error naming it, and nothing is created there.
 #[test]
-fn a_run_directory_that_is_not_utf8_is_refused_by_name() {
+fn a_run_directory_or_proposal_root_that_is_not_utf8_is_refused_by_name() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let r = TestRepo::new();
@@ -566,5 +566,15 @@ fn a_run_directory_that_is_not_utf8_is_refused_by_name() {
         assert!(out.stderr.starts_with(&want), "{args:?}: {}", out.stderr);
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
         assert!(!bad.exists(), "{args:?} created the run directory");
+    }
+    // A proposal root premerge lists in JSON: likewise, inside a repository or not.
+    for dir in [r.root.clone(), std::env::temp_dir()] {
+        let mut c = r.premerge_cmd(["proposal", "list", "--root"]);
+        c.arg(&bad).current_dir(&dir);
+        let out = crate::common::run_with_stdin(&mut c, b"");
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        let want = format!("premerge: proposal root {}/run-\u{fffd}: not UTF-8", r.root.display());
+        assert!(out.stderr.starts_with(&want), "{}", out.stderr);
+        assert!(!bad.exists(), "proposal list created the root");
     }
 }
