@@ -112,7 +112,7 @@ pub fn warn(stderr: &mut dyn Write, stage: &str, why: &str) {
 /// itself could not be loaded: then only `PREMERGE_FENCE_MODE` is known.
 pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
     let mode = match config {
-        Some(c) => c.mode("fence.mode"),
+        Some(c) => c.fence.mode,
         None => std::env::var("PREMERGE_FENCE_MODE").ok().and_then(|v| Mode::parse(v.trim())).unwrap_or(Mode::Enforce),
     };
     if mode != Mode::Enforce {

@@ -76,8 +76,8 @@ pub fn fits(repo: &Repo, config: &Config, kind: &HookKind, paths: &Diff, budget:
     if budget_us == 0 {
         return false;
     }
-    let scan = config.bool("scan.enabled");
-    let clones = matches!(kind, HookKind::PrePush { .. }) && config.bool("clones.enabled");
+    let scan = config.scan.enabled;
+    let clones = matches!(kind, HookKind::PrePush { .. }) && config.clones.enabled;
     let readable = |k: EntryKind| k == EntryKind::File;
     let scanned = |path: &str| scan && Language::for_path(path).is_some();
     // A lower bound first, from counts alone: hundreds of files never read a header.

@@ -238,7 +238,7 @@ pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<
 /// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
 /// disables the fence.
 pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
-    let mode = run.config.mode("fence.mode");
+    let mode = run.config.fence.mode;
     if mode == Mode::Off {
         return Ok(Exit::Ok);
     }

@@ -86,7 +86,7 @@ pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -
 /// [`read_findings`], or with `lenient` a reader that drops malformed records (listed in
 /// `Findings::dropped`) instead of refusing the document.
 pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path, lenient: bool) -> Result<Findings> {
-    let max = config.int("review.max_findings_bytes");
+    let max = config.review.max_findings_bytes;
     let name = path.display().to_string();
     let read = if path == Path::new("-") {
         crate::input::read_stream(&mut ctx.stdin, crate::input::Kind::Findings, max)

@@ -129,10 +129,10 @@ pub struct GeneratorCfg {
 impl GeneratorCfg {
     /// The configured generator, `None` when `proposal.generator_command` is empty.
     pub fn from_config(cfg: &Config) -> Option<GeneratorCfg> {
-        let argv = cfg.list("proposal.generator_command");
+        let argv = &cfg.proposal.generator_command;
         (!argv.is_empty()).then(|| GeneratorCfg {
             argv: argv.to_vec(),
-            timeout: Duration::from_millis(cfg.int("proposal.generator_timeout_ms")),
+            timeout: Duration::from_millis(cfg.proposal.generator_timeout_ms),
         })
     }
 }
@@ -372,7 +372,7 @@ pub fn emit_for_repo(
 ) -> Result<EmitOutcome> {
     let root = signal_root(repo, cfg, events_dir)?;
     let generator = GeneratorCfg::from_config(cfg);
-    let mode = cfg.mode("proposal.halt_mode");
+    let mode = cfg.proposal.halt_mode;
     // Idempotent reads: the same observation (stripe and row ids) seen again on
     // unchanged state answers what was recorded, and records nothing new.
     if mode != Mode::Off
@@ -398,7 +398,7 @@ pub fn emit_for_repo(
 /// working tree on purpose: a proposal written during an attempt must never show up as
 /// a changed path that the commit fence would have to refuse.
 pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf> {
-    match cfg.str("proposal.signal_root") {
+    match cfg.proposal.signal_root.as_str() {
         "" => Ok(run_dir.join("proposals")),
         rel => Ok(repo.require_workdir()?.join(rel)),
     }
@@ -441,7 +441,7 @@ pub fn emit_own_signal(
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.
 pub fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
-    Ok(repo.require_workdir()?.join(cfg.str("proposal.root")))
+    Ok(repo.require_workdir()?.join(cfg.proposal.root.as_str()))
 }
 
 fn halt(
@@ -736,7 +736,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
                 root,
                 events_dir,
                 generator: GeneratorCfg::from_config(&cfg),
-                mode: cfg.mode("proposal.halt_mode"),
+                mode: cfg.proposal.halt_mode,
             });
         }
         (Err(e), None) => return Err(e),
@@ -747,7 +747,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         None => default_root(&repo, &cfg)?,
     };
     let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
-    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.mode("proposal.halt_mode") })
+    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.proposal.halt_mode })
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {

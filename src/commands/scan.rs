@@ -76,12 +76,7 @@ pub struct Outcome {
 
 /// Build the engine policy from the configuration.
 pub fn policy(config: &Config) -> Result<Policy> {
-    Ok(Policy::new(
-        config.int("scan.max_file_bytes"),
-        config.bool("scan.include_tests"),
-        config.list("scan.ignore"),
-        config.table("scan.severity"),
-    )?)
+    Ok(Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?)
 }
 
 /// Read both versions of every changed file the scan can look at. Files of no
@@ -159,7 +154,7 @@ pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -
         });
     }
     let mut mem = MemoryOutcome::default();
-    if opts.memory && config.bool("memory.enabled") && !report.findings.is_empty() {
+    if opts.memory && config.memory.enabled && !report.findings.is_empty() {
         // The index and the working tree have no commit of their own: their cycle is
         // the commit they sit on.
         let cycle = match (&diff.head, opts.issue) {
@@ -242,8 +237,8 @@ fn write_memories(
     let state = repo.state_dir();
     let mut conn = state.open_db()?;
     let mut out = MemoryOutcome::default();
-    let backend = config.list("memory.backend_command");
-    let timeout = Duration::from_millis(config.int("memory.backend_timeout_ms"));
+    let backend = &config.memory.backend_command;
+    let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     for (m, write) in planned.iter().zip(writes) {
@@ -300,7 +295,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     // The scan reads whole files: hunks would be computed for nothing.
     let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
-    if !config.bool("scan.enabled") {
+    if !config.scan.enabled {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
         let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };
         return print(ctx, &args, &diff, &out);
@@ -411,7 +406,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
 pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
-    if !run.config.bool("scan.enabled") {
+    if !run.config.scan.enabled {
         return Ok(());
     }
     let opts = ScanOptions { issue: None, memory: true, backend: true };
@@ -422,7 +417,7 @@ pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
         return Ok(());
     }
     let w = &mut *run.ctx.stdout;
-    let memories = if run.config.bool("memory.enabled") {
+    let memories = if run.config.memory.enabled {
         format!(", {} guard memory(ies) written", out.memory.written)
     } else {
         String::new()
