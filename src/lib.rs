@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod diff;
+pub mod env;
 pub mod error;
 pub mod exec;
 pub mod findings;

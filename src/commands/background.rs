@@ -46,8 +46,13 @@ pub fn capture<T>(cwd: &Path, f: impl FnOnce(&mut Ctx) -> Result<T>) -> (Capture
     let mut out = Captured::default();
     let mut stdin = std::io::empty();
     let result = {
-        let mut ctx =
-            Ctx { cwd: cwd.to_path_buf(), stdin: &mut stdin, stdout: &mut out.stdout, stderr: &mut out.stderr };
+        let mut ctx = Ctx {
+            cwd: cwd.to_path_buf(),
+            stdin: &mut stdin,
+            stdout: &mut out.stdout,
+            stderr: &mut out.stderr,
+            env: crate::env::process(),
+        };
         f(&mut ctx)
     };
     (out, result)

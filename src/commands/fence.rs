@@ -254,7 +254,7 @@ pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
         }
     };
     let run_dir = l.run_dir_path();
-    if let Some(env) = std::env::var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
+    if let Some(env) = run.ctx.env.var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
         let same = fix_loop::canonical_run_dir(Path::new(&env)).is_ok_and(|c| c == l.run_dir);
         if !same {
             writeln!(

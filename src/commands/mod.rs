@@ -49,6 +49,9 @@ pub struct Ctx<'a> {
     pub stdin: &'a mut dyn Read,
     pub stdout: &'a mut dyn Write,
     pub stderr: &'a mut dyn Write,
+    /// The environment snapshot `main` took ([`crate::env`]): commands read variables
+    /// here, never from the process.
+    pub env: &'a crate::env::Env,
 }
 
 impl Ctx<'_> {
@@ -123,7 +126,7 @@ pub fn load_config(repo: &Repo) -> Result<Config> {
         None => None,
     };
     let entries = repo.premerge_config_entries()?;
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::env::process().lookup(k);
     Ok(Config::load(file.as_ref().map(|t| ("premerge.toml", t.as_str())), &entries, &env)?)
 }
 
@@ -135,7 +138,7 @@ pub fn load_config(repo: &Repo) -> Result<Config> {
 /// parsed is reported and skipped: the defaults are the strictest settings.
 pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<Config> {
     let entries = repo.premerge_config_entries()?;
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::env::process().lookup(k);
     let text = match base {
         None => None,
         Some(b) => match repo.file_at(b, crate::config::CONFIG_FILE_NAME) {
@@ -165,7 +168,7 @@ pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<
 
 /// Configuration outside any repository: defaults and the environment only.
 pub fn load_config_without_repo() -> Result<Config> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::env::process().lookup(k);
     Ok(Config::load(None, &[], &env)?)
 }
 

@@ -727,7 +727,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         (Err(_), Some(r)) => {
             let cfg = super::load_config_without_repo()?;
             let root = ctx.cwd.join(r);
-            let events_dir = match (&args.run_dir, std::env::var_os("PREMERGE_RUN_DIR")) {
+            let events_dir = match (&args.run_dir, ctx.env.var_os("PREMERGE_RUN_DIR")) {
                 (Some(d), _) => ctx.cwd.join(d),
                 (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
                 _ => root.clone(),

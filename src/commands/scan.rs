@@ -74,9 +74,13 @@ pub struct Outcome {
     pub memory: MemoryOutcome,
 }
 
-/// Build the engine policy from the configuration.
+/// Build the engine policy from the configuration (and `PREMERGE_SCAN_WINDOW=0`, which
+/// parses every changed file whole).
 pub fn policy(config: &Config) -> Result<Policy> {
-    Ok(Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?)
+    let mut policy =
+        Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?;
+    policy.window = crate::env::process().var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0");
+    Ok(policy)
 }
 
 /// Read both versions of every changed file the scan can look at. Files of no

@@ -50,6 +50,10 @@ pub struct Policy {
     pub ignore: GlobSet,
     /// Per-rule severity override; `None` silences the rule.
     pub severity: BTreeMap<String, Option<Severity>>,
+    /// Parse only the declarations an edit touches when they stand alone (the change
+    /// window); `false` (`PREMERGE_SCAN_WINDOW=0`) parses every changed file whole: the
+    /// same findings, slower (`scripts/check-window.sh` compares the two).
+    pub window: bool,
 }
 
 impl Default for Policy {
@@ -59,6 +63,7 @@ impl Default for Policy {
             include_tests: false,
             ignore: GlobSet::empty(),
             severity: BTreeMap::new(),
+            window: true,
         }
     }
 }
@@ -86,7 +91,7 @@ impl Policy {
                 .ok_or_else(|| PolicyError::BadSeverity { rule: rule.clone(), value: value.clone() })?;
             sev.insert(rule.clone(), v);
         }
-        Ok(Policy { max_file_bytes, include_tests, ignore, severity: sev })
+        Ok(Policy { max_file_bytes, include_tests, ignore, severity: sev, window: true })
     }
 }
 
@@ -293,7 +298,7 @@ fn scan_one(input: &FileInput, policy: &Policy, history: &History) -> (Vec<Findi
     }
     let raw = match lang {
         Language::Sql => detector::run_sql_after(path, before, after, &history.earlier(path)),
-        _ => detector::run(lang, path, before, after, true),
+        _ => detector::run(lang, path, before, after, policy.window),
     };
     let raw = match raw {
         Ok(r) => r,

@@ -23,11 +23,6 @@ use tree_sitter::{Parser, Range, Tree};
 
 use super::syntax::{compact, edit_between, point_at};
 
-/// `PREMERGE_SCAN_WINDOW=0` parses every changed file whole: the same findings, slower
-/// (`scripts/check-window.sh` compares the two on a repository's history).
-static ENABLED: std::sync::LazyLock<bool> =
-    std::sync::LazyLock::new(|| std::env::var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0"));
-
 /// Which lexer finds the declaration boundaries of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lexer {
@@ -49,9 +44,6 @@ pub(crate) struct Window {
 /// The window of an edit, or `None` when either version does not lex cleanly or the
 /// window would save no parsing (it holds most of the file).
 pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<Window> {
-    if !*ENABLED {
-        return None;
-    }
     let edit = edit_between(before, after);
     let bounds = |src: &str| match lexer {
         Lexer::Rust => rust_boundaries(src),

@@ -6,6 +6,7 @@ mod common;
 mod budget;
 mod crash;
 mod decisions;
+mod env_snapshot;
 mod fence_loop;
 mod foundation;
 mod fuzz;
