@@ -14,11 +14,16 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The committed team-policy file at the repository root.
 pub const CONFIG_FILE_NAME: &str = "premerge.toml";
+
+/// [`CONFIG_FILE_NAME`] as a path, relative to the root of the working tree.
+pub fn config_file() -> &'static Utf8Path {
+    Utf8Path::new(CONFIG_FILE_NAME)
+}
 
 /// The three-position switch every authority has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]

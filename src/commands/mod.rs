@@ -122,12 +122,12 @@ pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path
 /// its working tree, `premerge.*` git config, and the process environment.
 pub fn load_config(repo: &Repo) -> Result<Config> {
     let file = match repo.workdir() {
-        Some(root) => read_config_file(&root.join("premerge.toml"))?,
+        Some(root) => read_config_file(&root.join(crate::config::config_file()))?,
         None => None,
     };
     let entries = repo.premerge_config_entries()?;
     let env = |k: &str| crate::env::process().lookup(k);
-    Ok(Config::load(file.as_ref().map(|t| ("premerge.toml", t.as_str())), &entries, &env)?)
+    Ok(Config::load(file.as_ref().map(|t| (crate::config::CONFIG_FILE_NAME, t.as_str())), &entries, &env)?)
 }
 
 /// The configuration a pre-push hook runs with: `premerge.toml` as of `base` (the
