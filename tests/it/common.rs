@@ -244,3 +244,140 @@ pub fn repo_with_remote() -> (TestRepo, PathBuf) {
     r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
     (r, remote)
 }
+
+/// Escape a literal for use in an insta filter (a regular expression).
+fn regex_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The one snapshot harness's settings: insta settings that normalise only what must
+/// vary between runs, for output of processes run against `scratch` directories
+/// (temporary directories, normally `TestRepo::dir`). Everything else stays byte-exact.
+///
+/// - each scratch directory (as given and canonical) becomes `[TMP]`;
+/// - the path of the binary under test becomes `[PREMERGE]`;
+/// - the demo's random scratch directory name becomes `premerge-demo-[RANDOM]`;
+/// - a fix loop's random id becomes `loop-[ID]`;
+/// - the duration of a gate evaluation in `gate log` becomes `[N]ms`.
+///
+/// The metadata insta-cmd records (arguments, environment) gets the same paths
+/// replaced and the test machine's `PATH` hidden, so an accepted snapshot file is the
+/// same on every machine.
+pub fn snapshot_settings(scratch: &[&Path]) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    let mut literals: Vec<(String, &str)> = Vec::new();
+    for dir in scratch {
+        if let Ok(c) = fs::canonicalize(dir) {
+            literals.push((c.display().to_string(), "[TMP]"));
+        }
+        literals.push((dir.display().to_string(), "[TMP]"));
+    }
+    literals.push((bin().display().to_string(), "[PREMERGE]"));
+    // Longest first, so a path is never half-replaced by a prefix of it.
+    literals.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+    literals.dedup();
+    for (lit, to) in &literals {
+        s.add_filter(&regex_literal(lit), *to);
+    }
+    s.add_filter(r"premerge-demo-[A-Za-z0-9]{6}", "premerge-demo-[RANDOM]");
+    s.add_filter(r"\bloop-[0-9a-f]{8}\b", "loop-[ID]");
+    s.add_filter(r"(?m)( failure=\S+) [0-9]+ms$", "$1 [N]ms");
+    let path_var = std::env::var("PATH").unwrap_or_default();
+    let redact = move |v: insta::internals::Content, _: insta::internals::ContentPath<'_>| -> String {
+        let text = v.as_str().unwrap_or_default().to_string();
+        if text == path_var {
+            return "[PATH]".to_string();
+        }
+        let mut text = text;
+        for (lit, to) in &literals {
+            text = text.replace(lit.as_str(), to);
+        }
+        text
+    };
+    let redact2 = redact.clone();
+    s.add_dynamic_redaction(".env.*", redact);
+    s.add_dynamic_redaction(".args[]", redact2);
+    s
+}
+
+/// Snapshot one run of the real binary (exit code, stdout, stderr) with insta-cmd,
+/// under `name` (snapshot files are `tests/it/snapshots/it__common__<name>.snap`), with
+/// the normalisation of [`snapshot_settings`] for `r`'s temporary directory.
+#[track_caller]
+pub fn assert_cli_snapshot(name: &str, r: &TestRepo, mut cmd: Command, stdin: &[u8]) {
+    let settings = snapshot_settings(&[r.dir.path()]);
+    settings.bind(|| {
+        insta_cmd::assert_cmd_snapshot!(name, cmd.pass_stdin(stdin));
+    });
+}
+
+/// Snapshot a text under `name` with the normalisation of [`snapshot_settings`].
+#[track_caller]
+pub fn assert_text_snapshot(name: &str, scratch: &[&Path], text: &str) {
+    snapshot_settings(scratch).bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// Every file under `root` (byte-sorted relative paths), each with its content when it
+/// is UTF-8 text, or its size when it is not; directories for which `skip` is true
+/// are left out. What a command leaves on disk, as one text.
+pub fn render_tree(root: &Path, skip: &dyn Fn(&str) -> bool) -> String {
+    fn walk(root: &Path, dir: &Path, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(String, PathBuf)>) {
+        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for p in entries {
+            let rel = p.strip_prefix(root).unwrap().to_str().unwrap().to_string();
+            if skip(&rel) {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                walk(root, &p, skip, out);
+            } else {
+                out.push((rel, p));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root, root, skip, &mut files);
+    files.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut out = String::new();
+    for (rel, p) in files {
+        let bytes = fs::read(&p).unwrap();
+        match String::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') => {
+                out.push_str(&format!("=== {rel} ({} bytes)\n{text}", text.len()));
+                if !text.is_empty() && !text.ends_with('\n') {
+                    out.push_str("\n[no newline at end]\n");
+                }
+            }
+            Ok(text) => out.push_str(&format!("=== {rel} (binary, {} bytes)\n", text.len())),
+            Err(e) => out.push_str(&format!("=== {rel} (binary, {} bytes)\n", e.as_bytes().len())),
+        }
+    }
+    out
+}
+
+/// The schema of a SQLite database premerge wrote (every object of `sqlite_master`,
+/// byte-sorted by type and name) and the row count of each table.
+pub fn render_sqlite(path: &Path) -> String {
+    let db = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = db.prepare("SELECT type, name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name").unwrap();
+    let rows: Vec<(String, String, String)> =
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(|r| r.unwrap()).collect();
+    let mut out = String::new();
+    for (ty, name, sql) in &rows {
+        out.push_str(&format!("{ty} {name}\n{sql}\n"));
+        if ty == "table" && !name.starts_with("sqlite_") {
+            let n: i64 = db.query_row(&format!("SELECT COUNT(*) FROM \"{name}\""), [], |r| r.get(0)).unwrap();
+            out.push_str(&format!("  rows: {n}\n"));
+        }
+    }
+    out
+}

@@ -4,6 +4,7 @@
 mod common;
 
 mod budget;
+mod cli_snapshots;
 mod crash;
 mod decisions;
 mod env_snapshot;
