@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use premerge::commands::proposal::{emit, find_open};
+use premerge::store::proposals::find_open;
+use premerge::stripe::emit::emit;
 use premerge::stripe::proposal::{ProposalDoc, file_name, render};
 use premerge::stripe::{Evidence, StripeId, project};
 use serde_json::json;
@@ -67,6 +68,6 @@ fn main() {
     let events = dir.path().join("run");
     measure("emit -> stripe_repeat_halt", || {
         let o = emit(&root, &events, "review", "repeat_seam", &rows, None, None).expect("emits");
-        assert_eq!(o.outcome, premerge::commands::proposal::Outcome::StripeRepeatHalt);
+        assert_eq!(o.outcome, premerge::stripe::emit::Outcome::StripeRepeatHalt);
     });
 }

@@ -90,3 +90,14 @@ pub enum Command {
     /// The background job of the hooks: its state and what it found.
     Status(commands::status::Args),
 }
+
+/// Where proposals live, shared by `premerge proposal` and `premerge drain`.
+#[derive(Debug, Default, clap::Args)]
+pub struct RootArgs {
+    /// Proposal root (default: config `proposal.root`, relative to the repository root).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Run directory whose events.jsonl records proposal events.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}

@@ -7,7 +7,6 @@
 //! next attempt can tell "nothing was blocked" from "nobody recorded".
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
@@ -147,17 +146,16 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             ret.unknown.join(", ")
         ));
     }
-    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
-    let path = super::plan::artefact(&run_dir, "blocked-on", args.attempt);
+    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
+    let path = store::run_dir::artefact(&run_dir, "blocked-on", args.attempt);
     let _lock = store::RunLock::acquire(&run_dir)?;
-    let (mut rows, mut recorded_drops) = match fs::read_to_string(&path) {
-        Ok(text) => (
+    let (mut rows, mut recorded_drops) = match store::run_dir::read_blocked_on(&path)? {
+        Some(text) => (
             crate::waves::carry::rows_of(&text, args.attempt)
                 .map_err(|why| anyhow!("{}: {why}; not merging into it", path.display()))?,
             recorded_dropped(&text),
         ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), BTreeMap::new()),
-        Err(e) => bail!("{}: cannot read: {e}", path.display()),
+        None => (Vec::new(), BTreeMap::new()),
     };
     let before = rows.len();
     let mut over = 0;

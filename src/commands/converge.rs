@@ -24,10 +24,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, args.run_dir.as_deref())?;
-    let now = blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt)?.findings);
+    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
+    let now = blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt)?.findings);
     let previous = if args.attempt > 1 {
-        Some(blocker_fingerprints(&super::plan::read_classified(&run_dir, args.attempt - 1)?.findings))
+        Some(blocker_fingerprints(&crate::store::run_dir::read_classified(&run_dir, args.attempt - 1)?.findings))
     } else {
         None
     };
@@ -52,7 +52,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             .iter()
             .map(|fp| json!({"id": format!("attempt-{}:{fp}", args.attempt), "fingerprint": fp}))
             .collect();
-        stripe = super::proposal::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
+        stripe =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, &run_dir, "premerge", "blocker_recurring", &rows);
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {

@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use super::Ctx;
-use super::proposal::RootArgs;
+use crate::cli::RootArgs;
 use crate::error::{CmdResult, Exit};
 use crate::store;
 
@@ -123,9 +123,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let cfg = super::load_config(&repo)?;
     let root = match &args.root.root {
         Some(r) => ctx.cwd.join(r),
-        None => super::proposal::default_root(&repo, &cfg)?,
+        None => store::proposals::default_root(&repo, &cfg)?,
     };
-    super::proposal::check_root(&root)?;
+    store::proposals::check_root(&root)?;
     let run_dir = ctx.run_dir(&repo, args.root.run_dir.as_deref());
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);
     let out = run_dir.join(DRAIN_HALT_FILE);

@@ -84,13 +84,13 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn allowed_of(run_dir: &Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
-    let plan = super::plan::read_plan(run_dir, attempt)?;
+    let plan = crate::store::run_dir::read_plan(run_dir, attempt)?;
     allowed(&plan, owner)
         .ok_or_else(|| anyhow!("owner `{}` is not in the plan of attempt {attempt}", owner.unwrap_or("")))
 }
 
 fn run_allowed(a: AllowedArgs, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+    let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
     let set = allowed_of(&run_dir, a.attempt, a.owner.as_deref())?;
     let sep = if a.nul { b'\0' } else { b'\n' };
     for p in set {
@@ -114,7 +114,7 @@ fn changed_paths(ctx: &Ctx, a: &CheckArgs) -> Result<Vec<Vec<u8>>> {
 }
 
 fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
-    let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+    let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
     let changed = changed_paths(ctx, &a)?;
     let set = match allowed_of(&run_dir, a.attempt, a.owner.as_deref()) {
         Ok(s) => s,
@@ -175,7 +175,9 @@ fn record_violation_stripe(ctx: &mut Ctx, run_dir: &Path, attempt: u32, stray: &
     let nn = store::nn(attempt);
     let rows: Vec<serde_json::Value> =
         stray.iter().map(|p| serde_json::json!({"id": format!("attempt-{nn}:stray:{p}"), "path": p})).collect();
-    if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows) {
+    if let Some(o) =
+        crate::stripe::emit::emit_own_signal(ctx, &repo, &cfg, run_dir, "premerge", "fence_violation", &rows)
+    {
         let _ = writeln!(
             ctx.stderr,
             "premerge: fence: stripe {}",

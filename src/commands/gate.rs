@@ -5,15 +5,15 @@
 //! The decision logic is pure (`crate::gate`); this module collects evidence, runs
 //! the authority, persists state and events, and prints the hook answer.
 
-mod db;
+use crate::store::gate_db as db;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::store::Db as Connection;
 use anyhow::{Context as _, Result, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
-use rusqlite::Connection;
 use serde_json::json;
 
 use super::Ctx;
@@ -244,8 +244,8 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
     })?;
     let mut row = db::EventRow {
         ts: crate::store::now_rfc3339(),
-        mode: Mode::Enforce.as_str().to_string(),
-        decision: Decision::Allow.as_str().to_string(),
+        mode: Mode::Enforce,
+        decision: Decision::Allow,
         stop_reason_source: "none".into(),
         authority: "none".into(),
         ..Default::default()
@@ -258,7 +258,7 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
     let mut conn = None;
     let reminder = judge(&repo, parsed, &mut conn, &mut row);
     row.latency_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let db_failed = row.failure_kind.as_deref() == Some(FailureKind::DatabaseError.as_str());
+    let db_failed = row.failure_kind == Some(FailureKind::DatabaseError);
     let stored = match conn.as_mut() {
         // The database already failed once: a second wait would double the delay.
         Some(_) if db_failed => Err(anyhow!("{}", row.detail.clone().unwrap_or_default())),
@@ -267,9 +267,9 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
     };
     if let Err(e) = stored {
         // The event still lands somewhere an operator looks, and the stop is allowed.
-        row.decision = Decision::Allow.as_str().to_string();
+        row.decision = Decision::Allow;
         row.blocked = false;
-        row.failure_kind.get_or_insert_with(|| FailureKind::DatabaseError.as_str().to_string());
+        row.failure_kind.get_or_insert(FailureKind::DatabaseError);
         row.detail.get_or_insert_with(|| format!("{e:#}"));
         let mut v = serde_json::to_value(&row).unwrap_or_default();
         if let Some(m) = v.as_object_mut() {
@@ -283,9 +283,9 @@ fn evaluate_inner(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
 }
 
 fn fail(row: &mut db::EventRow, f: Failure) -> Option<String> {
-    row.decision = Decision::Allow.as_str().to_string();
+    row.decision = Decision::Allow;
     row.blocked = false;
-    row.failure_kind = Some(f.kind.as_str().to_string());
+    row.failure_kind = Some(f.kind);
     row.detail = Some(f.detail);
     None
 }
@@ -309,7 +309,7 @@ fn judge(
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),
     };
-    row.mode = cfg.gate.mode.as_str().to_string();
+    row.mode = cfg.gate.mode;
     let control = match db::control(conn) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
@@ -321,7 +321,7 @@ fn judge(
         }
         Switches::Mode(m) => m,
     };
-    row.mode = mode.as_str().to_string();
+    row.mode = mode;
     if mode == Mode::Off {
         row.short_circuit = Some("mode_off".into());
         return None;
@@ -363,7 +363,7 @@ fn judge(
         return fail(row, f);
     }
     if verdict.decision != Decision::Continue {
-        row.decision = verdict.decision.as_str().to_string();
+        row.decision = verdict.decision;
         return None;
     }
     let now_facts = recheck(repo, conn, &verdict, session.start_head.as_deref());
@@ -378,12 +378,12 @@ fn judge(
         Err(e) => return fail(row, db_err(e)),
     };
     if core::ceiling_decision(count) == Decision::ForceAllow {
-        row.decision = Decision::ForceAllow.as_str().to_string();
+        row.decision = Decision::ForceAllow;
         row.detail = Some(format!("continue ceiling {} reached; session marked stuck", core::CONTINUE_CEILING));
         let _ = db::set_stuck(conn, &p.session_id, &now, "continue ceiling reached");
         return None;
     }
-    row.decision = Decision::Continue.as_str().to_string();
+    row.decision = Decision::Continue;
     row.reminder = Some(reminder.clone());
     row.blocked = mode == Mode::Enforce;
     row.blocked.then_some(reminder)
@@ -892,10 +892,10 @@ fn log(a: LogArgs, ctx: &mut Ctx) -> CmdResult {
                     e.ts,
                     session,
                     e.mode,
-                    e.decision,
+                    e.decision.as_str(),
                     if e.blocked { " (blocked)" } else { "" },
                     e.rule.as_deref().unwrap_or("-"),
-                    e.failure_kind.as_deref().unwrap_or("-"),
+                    e.failure_kind.map_or("-", FailureKind::as_str),
                     e.short_circuit.as_deref().map(|s| format!(" short_circuit={s}")).unwrap_or_default(),
                     e.latency_ms
                 )?;

@@ -9,7 +9,8 @@ use serde_json::json;
 use super::Ctx;
 use super::diff::Format;
 use crate::error::{CmdResult, Exit};
-use crate::memory::{Memory, db};
+use crate::memory::Memory;
+use crate::store::memory_db as db;
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {

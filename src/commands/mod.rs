@@ -74,6 +74,11 @@ impl Ctx<'_> {
         if dir.is_absolute() { dir } else { self.cwd.join(dir) }
     }
 
+    /// The run directory of a command: `--run-dir`, else the environment, else the default.
+    pub fn run_dir_of(&self, explicit: Option<&Path>) -> Result<PathBuf> {
+        Ok(self.run_dir(&self.repo()?, explicit))
+    }
+
     /// Print a warning line `premerge: warning: ...` on stderr.
     pub fn warn(&mut self, msg: impl std::fmt::Display) {
         let _ = writeln!(self.stderr, "premerge: warning: {msg}");

@@ -1,22 +1,22 @@
 //! `premerge plan`: classify an attempt's findings, carry the previous attempt's
 //! blocked-on rows, and write `classified-NN.json` and `fix-waves-NN.json`.
 //!
-//! Also home of the artefact paths and readers the other fixer-wave commands share
-//! (`blocked`, `fence`, `converge`, `show`).
+//! The artefact paths and readers the fixer-wave commands share live in
+//! [`crate::store::run_dir`].
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Ctx;
 use crate::error::{CmdResult, Exit};
 use crate::store;
+use crate::store::run_dir::{CarryInfo, Classified, artefact, read_classified};
 use crate::waves::carry::{self, ARTIFACT_INVALID, PathCheck};
-use crate::waves::{self, ClassifiedFinding, Counts};
+use crate::waves::{self, ClassifiedFinding};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,72 +41,11 @@ pub struct Args {
     pub strict: bool,
 }
 
-/// `classified-NN.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Classified {
-    pub attempt: u32,
-    /// Suggestions of earlier attempts (1..N-1) that this attempt's findings do not
-    /// repeat: a suggestion is never fixed by the loop, so it must not be lost.
-    #[serde(default)]
-    pub carried_suggestions: Vec<waves::CarriedSuggestion>,
-    pub carry: CarryInfo,
-    pub counts: Counts,
-    /// Findings of the input left out, each with its reason (`counts.findings_dropped`).
-    #[serde(default)]
-    pub dropped_findings: Vec<waves::DroppedFinding>,
-    pub findings: Vec<ClassifiedFinding>,
-    pub schema_version: u32,
-    /// The findings document's shape: `lens`, `reviewer` or `sarif`.
-    pub shape: String,
-}
-
-/// What carry read, under `carry` in `classified-NN.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CarryInfo {
-    /// Most rows admitted: min(MAX_BLOCKED_ON, max_per_wave).
-    pub cap: usize,
-    pub enabled: bool,
-    /// Whether that file existed.
-    pub present: bool,
-    /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
-    pub source: Option<String>,
-}
-
 /// What a `--strict` refusal tells the user to do next.
 const STRICT_HINT: &str = "fix the finding, or plan without --strict to drop and count it";
 
 /// Most dropped findings named one by one on stderr; the artefact lists them all.
 const MAX_DROP_LINES: usize = 20;
-
-/// Path of an attempt's artefact: `<run dir>/<stem>-NN.json`.
-pub fn artefact(run_dir: &Path, stem: &str, attempt: u32) -> PathBuf {
-    run_dir.join(format!("{stem}-{}.json", store::nn(attempt)))
-}
-
-/// The run directory of a command: `--run-dir`, else the environment, else the default.
-pub fn run_dir_of(ctx: &Ctx, explicit: Option<&Path>) -> Result<PathBuf> {
-    Ok(ctx.run_dir(&ctx.repo()?, explicit))
-}
-
-/// Read and validate `fix-waves-NN.json`. Every failure is an error: the fence turns
-/// it into a refusal.
-pub fn read_plan(run_dir: &Path, attempt: u32) -> Result<waves::WavePlan> {
-    let path = artefact(run_dir, "fix-waves", attempt);
-    let text = fs::read_to_string(&path).map_err(|e| anyhow!("{}: cannot read the wave plan: {e}", path.display()))?;
-    waves::fence::parse_plan(&text, attempt).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
-/// Read `classified-NN.json`.
-pub fn read_classified(run_dir: &Path, attempt: u32) -> Result<Classified> {
-    let path = artefact(run_dir, "classified", attempt);
-    let text = fs::read_to_string(&path).map_err(|e| anyhow!("{}: cannot read: {e}", path.display()))?;
-    let c: Classified =
-        serde_json::from_str(&text).map_err(|e| anyhow!("{}: not a classified artefact: {e}", path.display()))?;
-    if c.schema_version != waves::SCHEMA_VERSION || c.attempt != attempt {
-        bail!("{}: schema_version/attempt are not {}/{attempt}", path.display(), waves::SCHEMA_VERSION);
-    }
-    Ok(c)
-}
 
 /// The file-system half of carry validation: `canonicalize` the repository root and
 /// the candidate, then require component-wise containment, no symbolic link on the way
@@ -276,7 +215,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     let root = repo.require_workdir()?;
     let root_canon = fs::canonicalize(&root).with_context(|| format!("{}: cannot resolve", root.display()))?;
-    let run_dir = run_dir_of(ctx, args.run_dir.as_deref())?;
+    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
     let max_per_wave = args.max_per_wave.unwrap_or(config.plan.max_per_wave) as usize;
     if max_per_wave == 0 {
         bail!("plan.max_per_wave: must be at least 1");
@@ -329,16 +268,16 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         let prev = args.attempt - 1;
         let path = artefact(&run_dir, "blocked-on", prev);
         carry_info.source = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        match fs::read_to_string(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        match store::run_dir::read_blocked_on(&path) {
+            Ok(None) => {
                 ctx.warn(format!("blocked_on_artifact_absent: {} does not exist; nothing carried", path.display()));
             }
             Err(e) => {
                 carry_info.present = true;
-                ctx.warn(format!("{}: cannot read ({e}); nothing carried", path.display()));
+                ctx.warn(format!("{e}; nothing carried"));
                 dropped.insert(ARTIFACT_INVALID.to_string(), 1);
             }
-            Ok(text) => {
+            Ok(Some(text)) => {
                 carry_info.present = true;
                 match carry::rows_of(&text, prev) {
                     Err(why) => {
@@ -472,6 +411,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::waves::Counts;
 
     #[test]
     fn canonical_rel_gives_one_name_per_real_file() {

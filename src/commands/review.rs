@@ -154,7 +154,8 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
                 json!({"id": format!("{cycle}round-{nn}-seam-{}", i + 1), "title": s.title, "lens": s.lens, "files": s.files})
             })
             .collect();
-        if let Some(o) = super::proposal::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
+        if let Some(o) =
+            crate::stripe::emit::emit_own_signal(ctx, &repo, &config, &run_dir, "review", "repeat_seam", &rows)
         {
             if o.halts() {
                 exit = Exit::Policy;
@@ -250,7 +251,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
         return Ok(Vec::new());
     }
     let conn = state.open_db()?;
-    let mut out: Vec<GuardMemory> = crate::memory::db::search_by_files(&conn, files)?
+    let mut out: Vec<GuardMemory> = crate::store::memory_db::search_by_files(&conn, files)?
         .into_iter()
         .map(|m| GuardMemory { file: m.file.clone(), symbol: Some(m.symbol.clone()), text: m.content.clone() })
         .collect();

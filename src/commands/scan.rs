@@ -17,7 +17,8 @@ use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::memory::{self, db};
+use crate::memory;
+use crate::store::memory_db as db;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 use crate::widen::{Language, catalogue};
@@ -255,11 +256,7 @@ fn write_memories(
             db::Write::Written(id) => {
                 out.written += 1;
                 crate::store::append_event(&state.path, &event("guard-memory-written", id))?;
-                let earlier: i64 = conn.query_row(
-                    "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
-                    rusqlite::params![m.file, m.symbol, m.cycle],
-                    |r| r.get(0),
-                )?;
+                let earlier = db::earlier_cycles(&conn, &m.file, &m.symbol, &m.cycle)?;
                 if earlier > 0 {
                     out.repeated.push(json!({
                         "id": format!("memory-{id}"), "file": m.file, "symbol": m.symbol, "rule": m.rule,
@@ -319,9 +316,15 @@ fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
         return;
     }
     let run_dir = repo.state_dir().run_dir(None);
-    if let Some(o) =
-        super::proposal::emit_own_signal(ctx, repo, config, &run_dir, "scan", "widening_repeat", &out.memory.repeated)
-    {
+    if let Some(o) = crate::stripe::emit::emit_own_signal(
+        ctx,
+        repo,
+        config,
+        &run_dir,
+        "scan",
+        "widening_repeat",
+        &out.memory.repeated,
+    ) {
         let line = crate::canonical::to_compact(&o.to_json()).unwrap_or_default();
         let _ = writeln!(ctx.stderr, "premerge: scan: widened again in a later cycle: stripe {line}");
     }

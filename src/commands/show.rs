@@ -51,8 +51,8 @@ pub struct AttemptArgs {
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     match cmd {
         Cmd::Waves(a) => {
-            let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
-            let plan = super::plan::read_plan(&run_dir, a.attempt)?;
+            let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
+            let plan = crate::store::run_dir::read_plan(&run_dir, a.attempt)?;
             let out = match a.format {
                 Format::Json => crate::canonical::to_pretty(&plan)?,
                 f => render_waves(&plan, f == Format::Markdown),
@@ -60,7 +60,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             ctx.stdout.write_all(out.as_bytes())?;
         }
         Cmd::Attempt(a) => {
-            let run_dir = super::plan::run_dir_of(ctx, a.run_dir.as_deref())?;
+            let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
             let text = render_attempt(&run_dir, a.attempt)?;
             ctx.stdout.write_all(text.as_bytes())?;
         }
@@ -155,7 +155,7 @@ pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
 }
 
 fn render_attempt(run_dir: &std::path::Path, attempt: u32) -> Result<String> {
-    let c = super::plan::read_classified(run_dir, attempt)?;
+    let c = crate::store::run_dir::read_classified(run_dir, attempt)?;
     let mut out = format!("attempt {}\n", crate::store::nn(attempt));
     let k = &c.counts;
     out.push_str(&format!(
@@ -184,7 +184,7 @@ fn render_attempt(run_dir: &std::path::Path, attempt: u32) -> Result<String> {
     } else {
         out.push_str("blocked-on: carry not requested\n");
     }
-    match super::plan::read_plan(run_dir, attempt) {
+    match crate::store::run_dir::read_plan(run_dir, attempt) {
         Ok(plan) => {
             let set = allowed(&plan, None).unwrap_or_default();
             out.push_str(&format!("waves: {}\nallowed set ({} file(s)):\n", plan.waves.len(), set.len()));

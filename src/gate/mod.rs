@@ -30,7 +30,7 @@ pub use rules::{Decision, Rule, RuleClass, Verdict};
 pub const CONTINUE_CEILING: u32 = 2;
 
 /// Why an evaluation fell open (allowed the stop) instead of following the authority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// The Stop-hook JSON on stdin did not parse or lacked `session_id`.

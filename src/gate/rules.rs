@@ -97,7 +97,7 @@ impl Rule {
 }
 
 /// The outcome of one evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Block the stop: the agent gets a reminder and continues.

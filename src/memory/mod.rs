@@ -3,14 +3,13 @@
 //! stop gate, the review step-back).
 //!
 //! This module builds memories from findings (pure: [`plan`], [`content`],
-//! [`metadata`]) and, in [`db`], stores and searches them in the embedded SQLite
-//! database. One memory per `(file, symbol)` per cycle; the cycle is the issue
+//! [`metadata`]); [`crate::store::memory_db`] stores and searches them in the embedded
+//! SQLite database. One memory per `(file, symbol)` per cycle; the cycle is the issue
 //! (`issue-<N>`) or, without one, the head commit.
 //!
-//! API for other areas: [`db::search_by_files`] (memories touching some files),
-//! [`db::search`] (full text, optionally restricted to files), [`db::list`].
-
-pub mod db;
+//! API for other areas: [`crate::store::memory_db::search_by_files`] (memories
+//! touching some files), [`crate::store::memory_db::search`] (full text, optionally
+//! restricted to files), [`crate::store::memory_db::list`].
 
 use std::collections::BTreeMap;
 

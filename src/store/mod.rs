@@ -7,6 +7,10 @@
 
 pub mod background;
 pub mod fix_loop;
+pub mod gate_db;
+pub mod memory_db;
+pub mod proposals;
+pub mod run_dir;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -16,6 +20,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use rusqlite::Connection;
+
+/// An open connection to `premerge.db`, as the store hands it out: callers outside
+/// `src/store/` name this type, never the SQLite crate.
+pub type Db = Connection;
 use serde_json::Value;
 
 /// Name of the per-clone state directory inside the git common directory.
@@ -184,7 +192,10 @@ pub fn ensure_real_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))
 }
 
-/// An exclusive lock on a run directory, held until dropped.
+/// The store's one lock type: an exclusive `flock`, held until dropped. A run
+/// directory is locked through its lock file ([`RunLock::acquire`]); a proposal root
+/// through its `open/` directory itself ([`RunLock::acquire_dir`]), which leaves no
+/// file behind in a tree that usually lives inside the working tree.
 #[derive(Debug)]
 pub struct RunLock {
     _file: File,
@@ -207,6 +218,17 @@ impl RunLock {
             .write(true)
             .open(&path)
             .with_context(|| format!("{}: cannot open lock file", path.display()))?;
+        RunLock::hold(file, path, "run directory lock", wait, Duration::from_millis(20))
+    }
+
+    /// Take an exclusive lock on the directory `dir` itself (no lock file), waiting at
+    /// most `wait`; `what` names the lock in the message of a timeout.
+    pub fn acquire_dir(dir: &Path, what: &str, wait: Duration) -> Result<RunLock> {
+        let file = File::open(dir).with_context(|| format!("{}: cannot open to lock", dir.display()))?;
+        RunLock::hold(file, dir.to_path_buf(), what, wait, Duration::from_millis(10))
+    }
+
+    fn hold(file: File, path: PathBuf, what: &str, wait: Duration, poll: Duration) -> Result<RunLock> {
         let start = Instant::now();
         loop {
             match file.try_lock() {
@@ -214,12 +236,12 @@ impl RunLock {
                 Err(fs::TryLockError::WouldBlock) => {
                     if start.elapsed() >= wait {
                         return Err(anyhow!(
-                            "{}: another premerge process holds the run directory lock (waited {} ms); retry when it finishes",
+                            "{}: another premerge process holds the {what} (waited {} ms); retry when it finishes",
                             path.display(),
                             wait.as_millis()
                         ));
                     }
-                    std::thread::sleep(Duration::from_millis(20));
+                    std::thread::sleep(poll);
                 }
                 Err(fs::TryLockError::Error(e)) => {
                     return Err(anyhow!("{}: cannot lock: {e}", path.display()));

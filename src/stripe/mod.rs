@@ -9,8 +9,10 @@
 //!
 //! Everything here is pure: evidence arrives as parsed JSON, times as values. The
 //! file-system side (the open-stripe check, writing, moving) lives in
-//! `commands::proposal`.
+//! `store::proposals`, and emission (which reads the configuration and writes through
+//! the store) in [`emit`].
 
+pub mod emit;
 pub mod projection;
 pub mod proposal;
 

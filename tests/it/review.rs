@@ -182,7 +182,7 @@ fn seed_guard_memory(r: &TestRepo, file: &str, symbol: &str, text: &str) {
         content: text.into(),
         metadata: json!({}),
     };
-    premerge::memory::db::insert(&mut conn, &m, "2026-01-02T03:04:05Z").unwrap();
+    premerge::store::memory_db::insert(&mut conn, &m, "2026-01-02T03:04:05Z").unwrap();
 }
 
 #[test]

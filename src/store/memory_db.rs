@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
-use super::{Memory, NewMemory};
+use crate::memory::{Memory, NewMemory};
 
 /// Errors of the memory store.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +93,16 @@ fn insert_one(tx: &rusqlite::Transaction, m: &NewMemory, created_at: &str) -> Re
 }
 
 /// Record what the external backend did with a memory.
+/// How many memories of `(file, symbol)` other cycles than `cycle` wrote: more than
+/// none makes a new memory a repeat.
+pub fn earlier_cycles(conn: &Connection, file: &str, symbol: &str, cycle: &str) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
+        params![file, symbol, cycle],
+        |r| r.get(0),
+    )?)
+}
+
 pub fn set_backend(conn: &Connection, id: i64, status: &str) -> Result<()> {
     conn.execute("UPDATE memories SET backend = ?1 WHERE id = ?2", params![status, id])?;
     Ok(())

@@ -1,13 +1,53 @@
 //! The stop gate's SQLite tables (`sql/003_gate.sql`): sessions, continue counts,
 //! stuck state, operator controls, the authority's breaker, events, annotations and
 //! the daily aggregate.
+//!
+//! The enums the gate stores (mode, decision, failure kind) go in and out as the
+//! same text their serde form has (`enforce`, `force_allow`, `breaker_open`), so the
+//! `CHECK` constraints of the schema, `gate log --format json` and the rows agree.
 
 use anyhow::{Context as _, Result, bail};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::config::Mode;
 use crate::gate::breaker::Breaker;
+use crate::gate::{Decision, FailureKind};
+
+/// The stored text of a unit enum: its serde name.
+fn enum_to_sql<T: Serialize>(v: &T) -> rusqlite::Result<ToSqlOutput<'static>> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => Ok(ToSqlOutput::from(s)),
+        Ok(other) => Err(rusqlite::Error::ToSqlConversionFailure(format!("not a unit enum: {other}").into())),
+        Err(e) => Err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))),
+    }
+}
+
+/// A unit enum back from its stored text; any other text is a conversion error
+/// naming the value (the schema's `CHECK` keeps such rows out).
+fn enum_from_sql<T: DeserializeOwned>(v: ValueRef<'_>) -> FromSqlResult<T> {
+    let s = v.as_str()?;
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| FromSqlError::Other(Box::new(e)))
+}
+
+macro_rules! sql_enum {
+    ($($t:ty),*) => {$(
+        impl ToSql for $t {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                enum_to_sql(self)
+            }
+        }
+        impl FromSql for $t {
+            fn column_result(v: ValueRef<'_>) -> FromSqlResult<Self> {
+                enum_from_sql(v)
+            }
+        }
+    )*};
+}
+
+sql_enum!(Mode, Decision, FailureKind);
 
 /// The stored operator controls.
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,11 +59,11 @@ pub struct Control {
 pub fn control(conn: &Connection) -> Result<Control> {
     let row = conn
         .query_row("SELECT mode, kill_switch FROM gate_control WHERE id = 1", [], |r| {
-            Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
+            Ok((r.get::<_, Option<Mode>>(0)?, r.get::<_, i64>(1)?))
         })
         .optional()?;
     Ok(match row {
-        Some((mode, kill)) => Control { mode: mode.as_deref().and_then(Mode::parse), kill_switch: kill == 1 },
+        Some((mode, kill)) => Control { mode, kill_switch: kill == 1 },
         None => Control::default(),
     })
 }
@@ -33,7 +73,7 @@ pub fn set_mode(conn: &Connection, mode: Option<Mode>, now: &str) -> Result<()> 
     conn.execute(
         "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, ?1, 0, ?2)
          ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
-        params![mode.map(Mode::as_str), now],
+        params![mode, now],
     )?;
     Ok(())
 }
@@ -119,15 +159,15 @@ pub fn save_breaker(conn: &Connection, authority: &str, b: Breaker) -> Result<()
 }
 
 /// One evaluation, as stored and as printed by `gate log --format json`.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize)]
 pub struct EventRow {
     pub id: i64,
     pub ts: String,
     pub session_id: Option<String>,
-    pub mode: String,
-    pub decision: String,
+    pub mode: Mode,
+    pub decision: Decision,
     pub rule: Option<String>,
-    pub failure_kind: Option<String>,
+    pub failure_kind: Option<FailureKind>,
     pub short_circuit: Option<String>,
     pub blocked: bool,
     pub stop_hook_active: bool,
@@ -139,6 +179,32 @@ pub struct EventRow {
     pub evidence: Option<String>,
     pub reminder: Option<String>,
     pub latency_ms: u64,
+}
+
+impl Default for EventRow {
+    /// An evaluation before anything is known: enforce mode, the stop allowed.
+    fn default() -> EventRow {
+        EventRow {
+            id: 0,
+            ts: String::new(),
+            session_id: None,
+            mode: Mode::Enforce,
+            decision: Decision::Allow,
+            rule: None,
+            failure_kind: None,
+            short_circuit: None,
+            blocked: false,
+            stop_hook_active: false,
+            stop_reason_source: String::new(),
+            stop_reason: None,
+            authority: String::new(),
+            rationale: None,
+            detail: None,
+            evidence: None,
+            reminder: None,
+            latency_ms: 0,
+        }
+    }
 }
 
 /// Insert an event (plain INSERT) and count it in the daily aggregate, atomically.
@@ -259,7 +325,7 @@ pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
 pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for f in files {
-        let found = crate::memory::db::search_by_files(conn, std::slice::from_ref(f))?;
+        let found = super::memory_db::search_by_files(conn, std::slice::from_ref(f))?;
         out.extend(found.into_iter().take(per_file).map(|m| (f.clone(), m.content.clone())));
     }
     Ok(out)
@@ -384,4 +450,66 @@ pub fn annotated(conn: &Connection) -> Result<Annotated> {
         }
     }
     Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::store::open_db(&dir.path().join("premerge.db")).unwrap();
+        (dir, conn)
+    }
+
+    #[test]
+    fn every_failure_kind_mode_and_decision_is_stored_as_its_serde_text_and_read_back() {
+        let (_d, mut conn) = db();
+        let decisions = [Decision::Continue, Decision::Allow, Decision::Escalate, Decision::ForceAllow];
+        for (i, kind) in FailureKind::ALL.into_iter().enumerate() {
+            let row = EventRow {
+                ts: "2026-01-02T03:04:05Z".into(),
+                mode: [Mode::Off, Mode::Shadow, Mode::Enforce][i % 3],
+                decision: decisions[i % 4],
+                failure_kind: Some(kind),
+                stop_reason_source: "none".into(),
+                authority: "none".into(),
+                ..EventRow::default()
+            };
+            insert_event(&mut conn, &row).unwrap();
+            // The text in the row is what serde (and `gate log --format json`) says,
+            // so the schema's CHECK constraint accepted it.
+            let stored: (String, String, String) = conn
+                .query_row("SELECT mode, decision, failure_kind FROM gate_events ORDER BY id DESC LIMIT 1", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .unwrap();
+            assert_eq!(stored.0, row.mode.as_str());
+            assert_eq!(stored.1, row.decision.as_str());
+            assert_eq!(stored.2, kind.as_str());
+            let back = events(&conn, 1).unwrap().pop().unwrap();
+            assert_eq!((back.mode, back.decision, back.failure_kind), (row.mode, row.decision, Some(kind)));
+        }
+    }
+
+    #[test]
+    fn the_operator_mode_round_trips_and_clears() {
+        let (_d, conn) = db();
+        assert_eq!(control(&conn).unwrap().mode, None);
+        for m in [Mode::Off, Mode::Shadow, Mode::Enforce] {
+            set_mode(&conn, Some(m), "t").unwrap();
+            assert_eq!(control(&conn).unwrap().mode, Some(m));
+        }
+        set_mode(&conn, None, "t").unwrap();
+        assert_eq!(control(&conn).unwrap().mode, None);
+    }
+
+    #[test]
+    fn a_stored_text_that_is_no_variant_is_an_error_not_a_default() {
+        let (_d, conn) = db();
+        let v: rusqlite::Result<Mode> = conn.query_row("SELECT 'enforcing'", [], |r| r.get(0));
+        assert!(v.is_err());
+        let v: rusqlite::Result<FailureKind> = conn.query_row("SELECT 'BreakerOpen'", [], |r| r.get(0));
+        assert!(v.is_err());
+    }
 }

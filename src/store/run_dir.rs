@@ -1,0 +1,111 @@
+//! The pipeline run directory: the artefacts the fixer-wave commands share
+//! (`fix-waves-NN.json`, `classified-NN.json`, `blocked-on-NN.json`), their paths and
+//! their readers. Every read goes through `src/input.rs` (regular files only, under
+//! the limit of [`Kind::Artefact`] or [`Kind::BlockedOn`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::input::{self, InputError, Kind};
+use crate::waves::{self, ClassifiedFinding, Counts};
+
+/// `classified-NN.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Classified {
+    pub attempt: u32,
+    /// Suggestions of earlier attempts (1..N-1) that this attempt's findings do not
+    /// repeat: a suggestion is never fixed by the loop, so it must not be lost.
+    #[serde(default)]
+    pub carried_suggestions: Vec<waves::CarriedSuggestion>,
+    pub carry: CarryInfo,
+    pub counts: Counts,
+    /// Findings of the input left out, each with its reason (`counts.findings_dropped`).
+    #[serde(default)]
+    pub dropped_findings: Vec<waves::DroppedFinding>,
+    pub findings: Vec<ClassifiedFinding>,
+    pub schema_version: u32,
+    /// The findings document's shape: `lens`, `reviewer` or `sarif`.
+    pub shape: String,
+}
+
+/// What carry read, under `carry` in `classified-NN.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CarryInfo {
+    /// Most rows admitted: min(MAX_BLOCKED_ON, max_per_wave).
+    pub cap: usize,
+    pub enabled: bool,
+    /// Whether that file existed.
+    pub present: bool,
+    /// The one file carry reads (`blocked-on-<N-1>.json`), when enabled.
+    pub source: Option<String>,
+}
+
+/// Path of an attempt's artefact: `<run dir>/<stem>-NN.json`.
+pub fn artefact(run_dir: &Path, stem: &str, attempt: u32) -> PathBuf {
+    run_dir.join(format!("{stem}-{}.json", super::nn(attempt)))
+}
+
+/// Read and validate `fix-waves-NN.json`. Every failure is an error: the fence turns
+/// it into a refusal.
+pub fn read_plan(run_dir: &Path, attempt: u32) -> Result<waves::WavePlan> {
+    let path = artefact(run_dir, "fix-waves", attempt);
+    let text = input::read_text(&path, Kind::Artefact).map_err(|e| anyhow!("cannot read the wave plan: {e}"))?;
+    waves::fence::parse_plan(&text, attempt).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// Read `classified-NN.json`.
+pub fn read_classified(run_dir: &Path, attempt: u32) -> Result<Classified> {
+    let path = artefact(run_dir, "classified", attempt);
+    let text = input::read_text(&path, Kind::Artefact)?;
+    let c: Classified =
+        serde_json::from_str(&text).map_err(|e| anyhow!("{}: not a classified artefact: {e}", path.display()))?;
+    if c.schema_version != waves::SCHEMA_VERSION || c.attempt != attempt {
+        bail!("{}: schema_version/attempt are not {}/{attempt}", path.display(), waves::SCHEMA_VERSION);
+    }
+    Ok(c)
+}
+
+/// Read `blocked-on-NN.json` as text; a missing file is `None`. Larger than the
+/// limit of [`Kind::BlockedOn`], or not a regular file, is an error naming the file.
+pub fn read_blocked_on(path: &Path) -> Result<Option<String>, InputError> {
+    input::read_text_if_present(path, Kind::BlockedOn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_on_fifo_or_directory_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = artefact(dir.path(), "blocked-on", 1);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Without the regular-file check this would block until a writer came.
+        let e = read_blocked_on(&fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        let sub = artefact(dir.path(), "blocked-on", 2);
+        std::fs::create_dir(&sub).unwrap();
+        assert!(read_blocked_on(&sub).unwrap_err().to_string().contains("a directory"));
+        assert_eq!(read_blocked_on(&artefact(dir.path(), "blocked-on", 3)).unwrap(), None);
+    }
+
+    #[test]
+    fn an_oversized_blocked_on_file_or_plan_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = artefact(dir.path(), "blocked-on", 1);
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(Kind::BlockedOn.default_limit() + 1).unwrap();
+        let e = read_blocked_on(&big).unwrap_err().to_string();
+        assert!(e.contains("blocked-on-01.json") && e.contains("larger than"), "{e}");
+        let plan = artefact(dir.path(), "fix-waves", 1);
+        std::fs::File::create(&plan).unwrap().set_len(Kind::Artefact.default_limit() + 1).unwrap();
+        let e = read_plan(dir.path(), 1).unwrap_err().to_string();
+        assert!(e.contains("fix-waves-01.json") && e.contains("larger than"), "{e}");
+        let e = read_classified(dir.path(), 1).unwrap_err().to_string();
+        assert!(e.contains("classified-01.json") && e.contains("no such file"), "{e}");
+    }
+}
