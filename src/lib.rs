@@ -17,6 +17,7 @@ pub mod exec;
 pub mod findings;
 pub mod gate;
 pub mod git;
+pub mod hook;
 pub mod input;
 pub mod install;
 pub mod memory;
@@ -26,6 +27,9 @@ pub mod store;
 pub mod stripe;
 pub mod waves;
 pub mod widen;
+
+#[cfg(test)]
+mod layering_tests;
 
 /// Version string shown by `--version` and written into hook shims.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

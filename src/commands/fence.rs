@@ -13,10 +13,10 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::json;
 
 use super::Ctx;
-use super::hook::HookRun;
 use crate::config::Mode;
 use crate::diff::json_path;
 use crate::error::{CmdResult, Exit};
+use crate::hook::HookRun;
 use crate::store;
 use crate::store::fix_loop::{self, FixLoop, LoopRecord};
 use crate::waves::fence::{allowed, display_path_bytes, strays};

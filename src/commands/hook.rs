@@ -7,7 +7,7 @@
 //! 3. the signals (the widening scan, and for pre-push the copy detector) on a worker
 //!    thread, when their estimated cost fits in `hooks.budget_ms`; otherwise, or when
 //!    the budget runs out first, they are queued for the background job
-//!    ([`super::background`]), which records what they find for the next hook or
+//!    ([`crate::hook::background`]), which records what they find for the next hook or
 //!    `premerge status`. Their errors are warnings and never block;
 //! 4. for pre-push, the commit fence on the pushed paths: an authority, always here,
 //!    never deferred, which decides whether the push goes on.
@@ -18,16 +18,14 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use super::Ctx;
-use super::background::{self, InHook, Work, Worker};
 use crate::config::Config;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
 use crate::git::{Repo, parse_push_lines};
+use crate::hook::background::{self, InHook, Work, Worker};
+use crate::hook::{HookKind, HookRun, master_switch_off, signal};
 use crate::stage;
 use crate::store::background::{Background, Range};
-
-/// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
-pub const MASTER_SWITCH_ENV: &str = "PREMERGE";
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
@@ -50,39 +48,6 @@ pub enum Cmd {
         #[arg(long, value_name = "PID")]
         after_pid: Vec<u32>,
     },
-}
-
-/// Which hook is running.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookKind {
-    PrePush { remote: String, url: Option<String> },
-    PostMerge { squash: bool },
-}
-
-impl HookKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            HookKind::PrePush { .. } => "pre-push",
-            HookKind::PostMerge { .. } => "post-merge",
-        }
-    }
-}
-
-/// Everything a hook stage gets: the open repository, the configuration and the
-/// diff the hook covers (for the fence: paths only, no hunks).
-pub struct HookRun<'a, 'io> {
-    pub ctx: &'a mut Ctx<'io>,
-    pub repo: &'a Repo,
-    pub config: &'a Config,
-    pub kind: HookKind,
-    pub diff: &'a Diff,
-}
-
-/// Whether the master switch is off (`PREMERGE=0`, `false`, `no`, `off`).
-pub fn master_switch_off() -> bool {
-    crate::env::process()
-        .var(MASTER_SWITCH_ENV)
-        .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
@@ -155,7 +120,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Ok(match covered {
             Covered::Push { remote, url, ranges, pushed } => {
                 let paths = background::paths_of(&repo, &ranges)?;
-                super::fence::note_config_change(ctx, &paths, base.as_deref())?;
+                super::hook_stages::note_config_change(ctx, &paths, base.as_deref())?;
                 (Work { kind: HookKind::PrePush { remote, url }, scope: format!("{pushed} ref(s)"), ranges }, paths)
             }
             Covered::Merge { squash } => {
@@ -181,7 +146,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             Some(background::capture(&cwd, |c| {
                 let mut run = HookRun { ctx: c, repo: &repo, config: &config, kind: work.kind.clone(), diff: &paths };
                 // The authority: its own failure refuses while a fix loop is open.
-                Ok(stage::catch("fence", || super::fence::pre_push_stage(&mut run)))
+                Ok(stage::catch("fence", || super::hook_stages::pre_push_fence(&mut run)))
             }))
         }
         HookKind::PostMerge { .. } => None,
@@ -230,7 +195,7 @@ fn squash_merge(ctx: &mut Ctx, repo: &Repo, config: &Config) -> Exit {
         diff.files.len()
     );
     let mut run = HookRun { ctx, repo, config, kind: HookKind::PostMerge { squash: true }, diff: &diff };
-    signal(&mut run, "widening scan", super::scan::hook_stage);
+    signal(&mut run, "widening scan", super::hook_stages::WIDENING_SCAN);
     Exit::Ok
 }
 
@@ -268,14 +233,6 @@ fn show_background_results(ctx: &mut Ctx, bg: &Background) {
             }
         }
         Err(e) => ctx.warn(format!("background job: cannot read its results: {e:#} (signal only: continuing)")),
-    }
-}
-
-/// Run a signal stage: its failure (an error or a panic) is one warning line, never
-/// a blocked hook.
-pub(crate) fn signal(run: &mut HookRun, name: &str, f: fn(&mut HookRun) -> Result<()>) {
-    if let Err(why) = stage::catch(name, || f(run)) {
-        stage::warn(run.ctx.stderr, name, &why);
     }
 }
 

@@ -412,7 +412,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 }
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
-pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
+pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     if !run.config.scan.enabled {
         return Ok(());
     }

@@ -145,7 +145,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 }
 
 /// The pre-push signal: report copies in the pushed commits; silent when there are none.
-pub fn hook_stage(run: &mut super::hook::HookRun) -> Result<()> {
+pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     if !run.config.clones.enabled {
         return Ok(());
     }

@@ -5,9 +5,9 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use super::background;
 use super::diff::Format;
 use crate::error::{CmdResult, Exit};
+use crate::hook::background;
 use crate::store::background::Background;
 
 #[derive(Debug, ClapArgs)]
@@ -31,7 +31,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                 continue;
             }
             // With the hooks switched off nothing runs the queue, this included.
-            if bg.pending_count()? == 0 || super::hook::master_switch_off() {
+            if bg.pending_count()? == 0 || crate::hook::master_switch_off() {
                 break;
             }
             background::drain(&ctx.cwd, &bg)?;

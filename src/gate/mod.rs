@@ -6,11 +6,13 @@
 //! the authority's answer validation ([`rules`]), the built-in deterministic
 //! authority ([`builtin`]), the post-verifier ([`verify`]), the circuit breaker
 //! ([`breaker`]), reminder and re-grounding texts ([`text`]) and the merge of the
-//! agent's hook settings ([`settings`]). Git, SQLite, processes and the clock live in
-//! `commands::gate` and `git::gate`.
+//! agent's hook settings ([`settings`]). One stop judged end to end, with the
+//! repository, the database and the authority's process, is [`judge`]; the rows are
+//! `store::gate_db`, git is `git::gate`.
 
 pub mod breaker;
 pub mod builtin;
+pub mod judge;
 pub mod payload;
 pub mod reasons;
 pub mod rules;

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Ctx;
-use super::hook::{HookKind, HookRun};
+use crate::commands::Ctx;
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::git::{Detail, Repo};
+use crate::hook::{HookKind, HookRun};
 use crate::store::background::{
     Background, JOB_TIME_LIMIT, JobResult, JobState, MAX_ATTEMPTS, Outcome, Pending, Range, capture_lines,
 };
@@ -163,9 +163,9 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
         work.scope
     )?;
     let mut run = HookRun { ctx, repo: &repo, config, kind: work.kind.clone(), diff: &diff };
-    super::hook::signal(&mut run, "widening scan", super::scan::hook_stage);
+    crate::hook::signal(&mut run, "widening scan", crate::commands::hook_stages::WIDENING_SCAN);
     if pre_push {
-        super::hook::signal(&mut run, "copy detector", super::seams::hook_stage);
+        crate::hook::signal(&mut run, "copy detector", crate::commands::hook_stages::COPY_DETECTOR);
     }
     Ok(())
 }
@@ -371,7 +371,7 @@ fn run_entry(cwd: &Path, entry: &Pending) -> JobResult {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         capture(cwd, |c| {
             let repo = c.repo()?;
-            let config = super::load_config(&repo)?;
+            let config = crate::commands::load_config(&repo)?;
             signal_work(c, &config, &work)
         })
     }));
