@@ -285,8 +285,9 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say("$ premerge review route --round 1 --findings lens-findings-01.json")?;
     let args = RouteArgs { round: 1, findings: findings_path, issue: Some(42), run_dir: Some(d.run_dir.clone()) };
     d.with_ctx(b"", |c| run(Cmd::Route(args), c).map(|_| ()))?;
-    let handoff: Value = serde_json::from_str(&std::fs::read_to_string(d.run_dir.join("handoff-01.json"))?)?;
-    let brief = std::fs::read_to_string(d.run_dir.join("step-back-01.md"))?;
+    let artefact = |name: &str| crate::input::read_text(&d.run_dir.join(name), crate::input::Kind::Artefact);
+    let handoff: Value = serde_json::from_str(&artefact("handoff-01.json")?)?;
+    let brief = artefact("step-back-01.md")?;
     for line in brief.lines().filter(|l| l.starts_with("## Seam") || l.contains("` [")) {
         d.say(format!("  brief> {line}"))?;
     }

@@ -112,7 +112,18 @@ impl Repo {
         let mut find = DiffFindOptions::new();
         find.renames(true).for_untracked(true).rename_limit(RENAME_LIMIT);
         diff.find_similar(Some(&mut find))?;
-        convert_with_patches(&diff, detail)
+        let mut d = convert_with_patches(&diff, detail)?;
+        // libgit2 hashes a working-tree file whose size matches its index entry (to see
+        // whether it changed) but does not store it: that id names no object. The new
+        // side keeps an id only when the object database has it (an unchanged or staged
+        // file); any other working-tree side is `None`, read from the file itself.
+        let odb = self.inner.odb()?;
+        for f in &mut d.files {
+            if f.new_oid.as_deref().is_some_and(|o| !Oid::from_str(o).is_ok_and(|o| odb.exists(o))) {
+                f.new_oid = None;
+            }
+        }
+        Ok(d)
     }
 
     /// libgit2's answer, or, where libgit2 failed on something git can read (its own

@@ -292,16 +292,29 @@ pub fn append_private_event(dir: &Path, event: &Value) -> Result<()> {
     append_event(dir, event)
 }
 
-/// Read every event of `<dir>/events.jsonl` (missing file: none). Lines that do not
-/// parse are skipped: the log is append-only and a torn last line must not stop a reader.
+/// How much of the end of an `events.jsonl` a reader takes: the artefact limit,
+/// 32 MiB, about a hundred thousand events of a few hundred bytes. The log only grows,
+/// and its readers (drain's pending halts, the stripe check's recorded observations)
+/// want the recent events; a log beyond this is read from its end, never whole.
+pub const EVENTS_TAIL_BYTES: u64 = 32 << 20;
+
+/// Read the events of `<dir>/events.jsonl` (missing file: none), at most its last
+/// [`EVENTS_TAIL_BYTES`], through `src/input.rs` (a FIFO or device there is an error,
+/// never a hang). Lines that do not parse are skipped: the log is append-only and a
+/// torn last line must not stop a reader.
 pub fn read_events(dir: &Path) -> Result<Vec<Value>> {
+    read_events_within(dir, EVENTS_TAIL_BYTES)
+}
+
+/// [`read_events`] with at most the last `limit` bytes.
+pub fn read_events_within(dir: &Path, limit: u64) -> Result<Vec<Value>> {
     let path = dir.join(EVENTS_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(anyhow!("{}: cannot read: {e}", path.display())),
+    let bytes = match crate::input::read_tail(&path, crate::input::Kind::Artefact, limit) {
+        Ok(b) => b,
+        Err(e) if e.is_missing() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
     };
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    Ok(bytes.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice(l).ok()).collect())
 }
 
 /// Environment variable that pins the clock (RFC 3339), for reproducible tests and demos.
@@ -435,6 +448,35 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_read_from_the_end_of_a_long_log_whole_lines_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..100 {
+            append_event(dir.path(), &serde_json::json!({"kind": "k", "n": n})).unwrap();
+        }
+        let all = read_events(dir.path()).unwrap();
+        assert_eq!(all.len(), 100);
+        // 200 bytes hold the last few events; the line cut at the start is dropped,
+        // never parsed as half an event.
+        let tail = read_events_within(dir.path(), 200).unwrap();
+        assert!(!tail.is_empty() && tail.len() < 100);
+        assert_eq!(tail.last().unwrap()["n"], 99);
+        let first = tail[0]["n"].as_i64().unwrap();
+        let want: Vec<i64> = (first..100).collect();
+        assert_eq!(tail.iter().map(|e| e["n"].as_i64().unwrap()).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn an_events_log_that_is_a_fifo_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = std::ffi::CString::new(dir.path().join(EVENTS_FILE).to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_events(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        assert!(read_events(&dir.path().join("missing")).unwrap().is_empty());
+    }
 
     #[test]
     fn atomic_write_replaces_whole_file() {

@@ -22,9 +22,7 @@ fn pushed_widening(n: usize) -> (TestRepo, String) {
     }
     r.write("README.md", "# x\n");
     let base = r.commit_all("base");
-    let remote = r.dir.path().join("remote.git");
-    r.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    r.add_bare_remote("origin");
     r.git(&["push", "-q", "origin", "main"]);
     for i in 0..n {
         r.write(&format!("src/q{i}.rs"), AFTER);
@@ -38,12 +36,8 @@ fn bg_dir(r: &TestRepo) -> PathBuf {
 }
 
 fn json_files(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = match fs::read_dir(dir) {
-        Ok(e) => e.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    };
+    let mut v = crate::common::file_names(dir);
     v.retain(|n| n.ends_with(".json"));
-    v.sort();
     v
 }
 
@@ -76,8 +70,7 @@ fn hook(r: &TestRepo, stdin: &str) -> crate::common::Run {
 
 #[test]
 fn budget_zero_defers_every_signal_and_status_wait_prints_them_once() {
-    let (mut r, stdin) = pushed_widening(2);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (r, stdin) = deferred(2);
     let out = hook(&r, &stdin);
     out.expect_code(0);
     assert!(
@@ -106,8 +99,7 @@ fn budget_zero_defers_every_signal_and_status_wait_prints_them_once() {
 
 #[test]
 fn the_next_hook_prints_what_the_job_found_exactly_once() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (r, stdin) = deferred(1);
     hook(&r, &stdin).expect_code(0);
     wait_for_results(&r, 1);
     // The next hook (any: here an empty push) prints the result before its own work.
@@ -131,8 +123,7 @@ fn the_next_hook_prints_what_the_job_found_exactly_once() {
 
 #[test]
 fn concurrent_hooks_run_one_job_at_a_time_and_every_range_once() {
-    let (mut r, _) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (r, _) = deferred(1);
     // Four pushes of four different commits, all started at once.
     let mut stdins = Vec::new();
     for i in 0..4 {
@@ -170,10 +161,8 @@ fn concurrent_hooks_run_one_job_at_a_time_and_every_range_once() {
     assert_eq!(heads.len(), results.len(), "each range ran exactly once");
     assert!(results.iter().all(|x| x["outcome"] == "done"));
     // The job's log: a start is always followed by its own end before the next start.
-    let log = fs::read_to_string(r.root.join(".git/premerge/events.jsonl")).unwrap();
-    let kinds: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let kinds: Vec<Value> = crate::common::events_in(&r.state_dir())
+        .into_iter()
         .filter(|e| e["kind"].as_str().is_some_and(|k| k.starts_with("background-job-")))
         .collect();
     assert!(!kinds.is_empty());
@@ -186,6 +175,22 @@ fn concurrent_hooks_run_one_job_at_a_time_and_every_range_once() {
     assert_eq!(done, 4);
 }
 
+/// [`pushed_widening`] with a hook budget of 0: the hook defers every signal.
+fn deferred(n: usize) -> (TestRepo, String) {
+    let (mut r, stdin) = pushed_widening(n);
+    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    (r, stdin)
+}
+
+/// A [`deferred`] push whose range the hook queued while the job lock is held: no job
+/// runs it until the returned lock is dropped.
+fn queued_while_locked(n: usize) -> (TestRepo, fs::File) {
+    let (r, stdin) = deferred(n);
+    let lock = hold_job_lock(&r);
+    hook(&r, &stdin).expect_code(0);
+    (r, lock)
+}
+
 /// Hold the job lock as a running job would (released on drop).
 fn hold_job_lock(r: &TestRepo) -> fs::File {
     fs::create_dir_all(bg_dir(r)).unwrap();
@@ -196,8 +201,7 @@ fn hold_job_lock(r: &TestRepo) -> fs::File {
 
 #[test]
 fn a_range_left_by_a_killed_job_is_run_again_and_status_wait_waits() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (r, stdin) = deferred(1);
     // A job holds the lock and dies without running the queue.
     let lock = hold_job_lock(&r);
     hook(&r, &stdin).expect_code(0);
@@ -224,10 +228,7 @@ fn a_range_left_by_a_killed_job_is_run_again_and_status_wait_waits() {
 
 #[test]
 fn the_next_hook_restarts_a_killed_job() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
-    let lock = hold_job_lock(&r);
-    hook(&r, &stdin).expect_code(0);
+    let (r, lock) = queued_while_locked(1);
     drop(lock);
     // No job runs now; an unrelated hook notices the queue and starts one.
     hook(&r, "").expect_code(0);
@@ -237,10 +238,7 @@ fn the_next_hook_restarts_a_killed_job() {
 
 #[test]
 fn an_entry_no_job_ever_finishes_is_reported_abandoned() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
-    let lock = hold_job_lock(&r);
-    hook(&r, &stdin).expect_code(0);
+    let (r, lock) = queued_while_locked(1);
     // Three jobs started on it and died (the count each job records before it works).
     let pending = bg_dir(&r).join("pending");
     let name = &json_files(&pending)[0];
@@ -257,10 +255,7 @@ fn an_entry_no_job_ever_finishes_is_reported_abandoned() {
 
 #[test]
 fn a_tampered_queue_entry_is_reported_and_never_run() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
-    let lock = hold_job_lock(&r);
-    hook(&r, &stdin).expect_code(0);
+    let (r, lock) = queued_while_locked(1);
     let pending = bg_dir(&r).join("pending");
     let name = &json_files(&pending)[0];
     fs::write(pending.join(name), "{\"ranges\": [{\"head\": \"--output=/tmp/x\"}]}").unwrap();
@@ -274,8 +269,7 @@ fn a_tampered_queue_entry_is_reported_and_never_run() {
 
 #[test]
 fn budget_zero_still_runs_the_fence_in_the_hook() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (r, stdin) = deferred(1);
     // A plan that allows only README.md: the pushed src/q0.rs is a stray.
     let findings = r.dir.path().join("f.json");
     fs::write(&findings, r#"[{"file":"README.md","line":1,"summary":"s","failure_scenario":"f"}]"#).unwrap();
@@ -341,8 +335,7 @@ fn git_push_returns_while_the_job_still_runs() {
 
 #[test]
 fn master_switch_disables_the_budget_and_the_job() {
-    let (mut r, stdin) = pushed_widening(1);
-    r.env.push(("PREMERGE_HOOKS_BUDGET_MS".into(), "0".into()));
+    let (mut r, stdin) = deferred(1);
     r.env.push(("PREMERGE".into(), "0".into()));
     let out = hook(&r, &stdin);
     out.expect_code(0);

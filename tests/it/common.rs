@@ -168,6 +168,38 @@ impl TestRepo {
         c
     }
 
+    /// Run git with the hermetic environment in another directory (a clone, a bare
+    /// remote, a submodule); panics with its output on failure, returns trimmed stdout.
+    #[track_caller]
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let mut c = Command::new("git");
+        hermetic(&mut c, &self.home);
+        let o = c.current_dir(dir).args(args).output().expect("git runs");
+        assert!(
+            o.status.success(),
+            "git {args:?} in {} failed:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim_end().to_string()
+    }
+
+    /// A bare repository `<name>.git` (HEAD on `main`) beside the working tree, in the
+    /// same temporary directory, added as remote `name`. Returns its path.
+    #[track_caller]
+    pub fn add_bare_remote(&self, name: &str) -> PathBuf {
+        let remote = self.dir.path().join(format!("{name}.git"));
+        let path = remote.to_str().expect("temporary paths are UTF-8");
+        self.git_in(self.dir.path(), &["init", "-q", "--bare", "-b", "main", path]);
+        self.git(&["remote", "add", name, path]);
+        remote
+    }
+
+    /// premerge's state directory (`<git dir>/premerge`) of a plain repository.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join(".git/premerge")
+    }
+
     /// Run premerge with empty stdin.
     pub fn premerge(&self, args: &[&str]) -> Run {
         self.premerge_stdin(args, b"")
@@ -238,11 +270,49 @@ pub fn repo_with_remote() -> (TestRepo, PathBuf) {
     let r = TestRepo::new();
     r.write("a.txt", "one\n");
     r.commit_all("first");
-    let remote = r.dir.path().join("remote.git");
-    let o = Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).output().unwrap();
-    assert!(o.status.success());
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let remote = r.add_bare_remote("origin");
     (r, remote)
+}
+
+/// Whether the bare repository `remote` has `refname`.
+pub fn remote_has(remote: &Path, refname: &str) -> bool {
+    Command::new("git")
+        .arg("--git-dir")
+        .arg(remote)
+        .args(["rev-parse", "--verify", "-q", refname])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("git runs")
+        .success()
+}
+
+/// The names of the entries of `dir`, byte-sorted; none when it does not exist.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = match fs::read_dir(dir) {
+        Ok(rd) => rd.map(|e| e.expect("directory entry").file_name().to_string_lossy().into_owned()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("{}: {e}", dir.display()),
+    };
+    v.sort();
+    v
+}
+
+/// The JSON values of a JSON-lines text, one a line.
+#[track_caller]
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))).collect()
+}
+
+/// The events of `<dir>/events.jsonl` (a state or run directory), in order; none when
+/// the file does not exist.
+#[track_caller]
+pub fn events_in(dir: &Path) -> Vec<serde_json::Value> {
+    match fs::read_to_string(dir.join("events.jsonl")) {
+        Ok(text) => json_lines(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("{}: {e}", dir.join("events.jsonl").display()),
+    }
 }
 
 /// Escape a literal for use in an insta filter (a regular expression).
@@ -380,4 +450,28 @@ pub fn render_sqlite(path: &Path) -> String {
         }
     }
     out
+}
+
+/// The one fixture harness: run `check` on every case of a fixture corpus, in the
+/// order given, and snapshot one report under `name`: a `=== <case>` line, then what
+/// `check` returned for it. A case whose outcome changes shows as a one-case diff in
+/// the snapshot; normalised as by [`snapshot_settings`] for `scratch`.
+#[track_caller]
+pub fn assert_fixture_snapshot<C, F>(name: &str, scratch: &[&Path], cases: C, mut check: F)
+where
+    C: IntoIterator<Item = (String, String)>,
+    F: FnMut(&str, &str) -> String,
+{
+    let mut report = String::new();
+    let mut n = 0usize;
+    for (case, input) in cases {
+        let outcome = check(&case, &input);
+        report.push_str(&format!("=== {case}\n{}", outcome));
+        if !outcome.ends_with('\n') {
+            report.push('\n');
+        }
+        n += 1;
+    }
+    assert!(n > 0, "fixture corpus {name} has no case");
+    assert_text_snapshot(name, scratch, &report);
 }

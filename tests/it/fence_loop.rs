@@ -7,7 +7,6 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::process::Command;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -30,10 +29,7 @@ impl Lx {
             repo.write(p, c);
         }
         repo.commit_all("base");
-        let remote = repo.dir.path().join("remote.git");
-        let o = Command::new("git").args(["init", "-q", "--bare"]).arg(&remote).output().unwrap();
-        assert!(o.status.success());
-        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        let remote = repo.add_bare_remote("origin");
         repo.git(&["push", "-q", "origin", "main"]);
         repo.premerge(&["install"]).expect_code(0);
         let run = repo.dir.path().join("run");
@@ -71,14 +67,7 @@ impl Lx {
     }
 
     fn remote_has(&self, refname: &str) -> bool {
-        Command::new("git")
-            .arg("--git-dir")
-            .arg(&self.remote)
-            .args(["rev-parse", "--verify", "-q", refname])
-            .output()
-            .unwrap()
-            .status
-            .success()
+        crate::common::remote_has(&self.remote, refname)
     }
 
     fn loop_status(&self) -> Value {

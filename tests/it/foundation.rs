@@ -168,9 +168,7 @@ fn staged_and_worktree() {
 /// A bare remote with `main` pushed; returns (work repo, remote path).
 fn with_remote() -> (TestRepo, std::path::PathBuf) {
     let r = seeded();
-    let remote = r.dir.path().join("remote.git");
-    r.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let remote = r.add_bare_remote("origin");
     r.git(&["push", "-q", "origin", "main"]);
     (r, remote)
 }
@@ -442,4 +440,32 @@ fn relative_run_dir_resolves_against_the_command_directory_for_every_command() {
     c.env("PREMERGE_RUN_DIR", "pipeline/run");
     crate::common::run_with_stdin(&mut c, findings.as_bytes()).expect_code(0);
     assert!(dir.join("fix-waves-02.json").is_file());
+}
+
+/// A working-tree edit that keeps the file's size (`u32` to `u64`) is one libgit2
+/// hashes without storing: `scan`, `seams` and `diff --worktree` read it from the file
+/// (it used to fail with "object not found", exit 2), and `diff --format json` names no
+/// object that is not in the repository.
+#[test]
+fn a_same_size_worktree_edit_is_read_from_the_file() {
+    let r = TestRepo::new();
+    r.write("src/q.rs", "pub struct Q {\n    pub limit: u32,\n}\n");
+    r.commit_all("q");
+    r.write("src/q.rs", "pub struct Q {\n    pub limit: u64,\n}\n");
+    // A modification time other than the index entry's makes libgit2 hash the file.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+    fs::File::options().write(true).open(r.root.join("src/q.rs")).unwrap().set_modified(later).unwrap();
+    let scan = r.premerge(&["scan", "--worktree", "--no-memory"]);
+    scan.expect_code(0);
+    assert!(scan.stdout.contains("line 2: rust-integer-widened [medium] Q.limit"), "{}", scan.stdout);
+    r.premerge(&["seams", "--worktree"]).expect_code(0);
+    let diff = r.premerge(&["diff", "--worktree", "--format", "json"]);
+    diff.expect_code(0);
+    assert_eq!(diff.json()["files"][0]["new_oid"], Value::Null, "{}", diff.stdout);
+    // Staged, the same change is an object in the repository, named by its id.
+    r.git(&["add", "src/q.rs"]);
+    let staged = r.premerge(&["diff", "--staged", "--format", "json"]);
+    let oid = r.git(&["rev-parse", ":src/q.rs"]);
+    assert_eq!(staged.json()["files"][0]["new_oid"], oid.as_str());
+    r.premerge(&["scan", "--staged", "--no-memory"]).expect_code(0);
 }

@@ -36,7 +36,7 @@ fn evaluate(r: &TestRepo, payload: &[u8]) -> Run {
 fn events(r: &TestRepo) -> Vec<Value> {
     let run = r.premerge(&["gate", "log", "--tail", "100", "--format", "json"]);
     run.expect_code(0);
-    run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    crate::common::json_lines(&run.stdout)
 }
 
 fn last_event(r: &TestRepo) -> Value {

@@ -7,13 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestRepo, bin, hermetic, run_with_stdin};
+use crate::common::{Run, TestRepo, bin, run_with_stdin, write_exec};
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
@@ -71,32 +69,11 @@ fn name_status(r: &TestRepo, base: &str, head: &str) -> (Vec<String>, Vec<String
     (g, p)
 }
 
-/// A bare repository `name.git` beside the working tree, added as remote `origin`.
-fn add_remote(r: &TestRepo) -> PathBuf {
-    let remote = r.dir.path().join("remote.git");
-    git_in(r, r.dir.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
-    r.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    remote
-}
-
-/// Run git in `dir` with the hermetic environment of `r`; returns trimmed stdout.
-#[track_caller]
-fn git_in(r: &TestRepo, dir: &Path, args: &[&str]) -> String {
-    let mut c = Command::new("git");
-    hermetic(&mut c, &r.home);
-    let o = c.current_dir(dir).args(args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim_end().to_string()
-}
-
 /// Install the plainest possible hook: `exec premerge hook <name> "$@"`, so git
 /// itself feeds it (real pre-push stdin, real post-merge flag).
 fn hook_script(r: &TestRepo, name: &str, env: &str) {
-    let dir = PathBuf::from(r.git(&["rev-parse", "--absolute-git-dir"])).join("hooks");
-    fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    fs::write(&p, format!("#!/bin/sh\n{env}exec '{}' hook {name} \"$@\"\n", bin().display())).unwrap();
-    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    let p = PathBuf::from(r.git(&["rev-parse", "--absolute-git-dir"])).join("hooks").join(name);
+    write_exec(&p, &format!("#!/bin/sh\n{env}exec '{}' hook {name} \"$@\"\n", bin().display()));
 }
 
 /// Run git (with its hooks) and capture both streams.
@@ -411,7 +388,7 @@ fn inexact_renames_and_exact_copies_keep_their_meaning() {
 #[test]
 fn follow_tags_pushes_an_annotated_tag_and_a_tag_of_a_tree() {
     let (r, _, _) = widened();
-    let remote = add_remote(&r);
+    let remote = r.add_bare_remote("origin");
     hook_script(&r, "pre-push", "");
     let run = git_run(&r, &["push", "-q", "origin", "main"]);
     run.expect_code(0);
@@ -423,7 +400,7 @@ fn follow_tags_pushes_an_annotated_tag_and_a_tag_of_a_tree() {
     run.expect_code(0);
     assert!(!run.stderr.contains("does not name a commit"), "{}", run.stderr);
     assert!(premerge_lines(&run.stderr).iter().all(|l| !l.starts_with("premerge:")), "{}", run.stderr);
-    assert_eq!(git_in(&r, &remote, &["rev-parse", "v1^{commit}"]), r.git(&["rev-parse", "HEAD"]));
+    assert_eq!(r.git_in(&remote, &["rev-parse", "v1^{commit}"]), r.git(&["rev-parse", "HEAD"]));
     // The hook's range for a tag line alone: the tagged commit is on the remote.
     let tag = r.git(&["rev-parse", "v1"]);
     let run = pre_push(&r, &format!("refs/tags/v2 {tag} refs/tags/v2 {ZERO}\n"));
@@ -477,7 +454,7 @@ fn a_partial_clone_reads_missing_blobs_through_git() {
     let s = promisor_server();
     let url = format!("file://{}", s.root.display());
     let clone = s.dir.path().join("clone");
-    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=blob:none", &url, clone.to_str().unwrap()]);
+    s.git_in(s.dir.path(), &["clone", "-q", "--filter=blob:none", &url, clone.to_str().unwrap()]);
     let c = s.at(&clone);
     // The old versions are not there: libgit2 alone cannot read them.
     let old = c.git(&["rev-parse", "HEAD~1:src/query.rs"]);
@@ -499,13 +476,13 @@ fn a_partial_clone_reads_missing_blobs_through_git() {
     assert!(findings.iter().any(|f| f["symbol"] == "Query.limit"), "{findings:?}");
     // A treeless clone lacks the old trees as well: git fetches them.
     let treeless = s.dir.path().join("treeless");
-    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=tree:0", &url, treeless.to_str().unwrap()]);
+    s.git_in(s.dir.path(), &["clone", "-q", "--filter=tree:0", &url, treeless.to_str().unwrap()]);
     let t = s.at(&treeless);
     assert_eq!(diff_json(&t, &["--base", "HEAD~1"]), files);
     // The pre-push hook over the same range.
     let (base, head) = (c.git(&["rev-parse", "HEAD~2"]), c.git(&["rev-parse", "HEAD"]));
     let fresh = s.dir.path().join("clone2");
-    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=blob:none", "--no-checkout", &url, fresh.to_str().unwrap()]);
+    s.git_in(s.dir.path(), &["clone", "-q", "--filter=blob:none", "--no-checkout", &url, fresh.to_str().unwrap()]);
     let c2 = s.at(&fresh);
     let run = pre_push(&c2, &format!("refs/heads/x {head} refs/heads/x {base}\n"));
     run.expect_code(0);
@@ -523,9 +500,9 @@ fn a_shallow_boundary_is_history_cut_not_everything_added() {
     let s = promisor_server();
     let url = format!("file://{}", s.root.display());
     let clone = s.dir.path().join("shallow");
-    git_in(&s, s.dir.path(), &["clone", "-q", "--depth", "1", &url, clone.to_str().unwrap()]);
+    s.git_in(s.dir.path(), &["clone", "-q", "--depth", "1", &url, clone.to_str().unwrap()]);
     let c = s.at(&clone);
-    add_remote_named(&c, "mirror");
+    c.add_bare_remote("mirror");
     c.write("NOTES.md", "a note\n");
     c.commit_all("a note");
     let head = c.git(&["rev-parse", "HEAD"]);
@@ -562,12 +539,6 @@ fn a_shallow_boundary_is_history_cut_not_everything_added() {
     assert!(run.stdout.contains("0 file(s) changed"), "{}", run.stdout);
 }
 
-fn add_remote_named(r: &TestRepo, name: &str) {
-    let remote = r.dir.path().join(format!("{name}.git"));
-    git_in(r, r.dir.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
-    r.git(&["remote", "add", name, remote.to_str().unwrap()]);
-}
-
 #[test]
 fn submodules_are_reported_never_read() {
     let sub = TestRepo::new();
@@ -580,8 +551,8 @@ fn submodules_are_reported_never_read() {
     let base = r.commit_all("add a submodule");
     sub.write("lib.rs", "pub fn f() {}\npub fn g() {}\n");
     let moved = sub.commit_all("sub two");
-    git_in(&r, &r.root.join("deps/sub"), &["-c", "protocol.file.allow=always", "fetch", "-q", "origin"]);
-    git_in(&r, &r.root.join("deps/sub"), &["checkout", "-q", &moved]);
+    r.git_in(&r.root.join("deps/sub"), &["-c", "protocol.file.allow=always", "fetch", "-q", "origin"]);
+    r.git_in(&r.root.join("deps/sub"), &["checkout", "-q", &moved]);
     r.write("src/query.rs", QUERY_AFTER);
     let head = r.commit_all("move the submodule, widen");
     let files = diff_json(&r, &["--base", &base, "--head", &head]);
@@ -595,7 +566,7 @@ fn submodules_are_reported_never_read() {
     assert!(run.stderr.is_empty(), "{}", run.stderr);
     assert!(run.stdout.contains("2 file(s) changed"), "{}", run.stdout);
     // The working tree with a submodule whose checkout moved.
-    git_in(&r, &r.root.join("deps/sub"), &["checkout", "-q", "HEAD~1"]);
+    r.git_in(&r.root.join("deps/sub"), &["checkout", "-q", "HEAD~1"]);
     let wt = diff_json(&r, &["--worktree"]);
     assert_eq!(wt["deps/sub"]["submodule"], true);
 }
@@ -636,7 +607,7 @@ fn a_sparse_partial_clone_diffs_its_working_tree_through_git() {
     let s = promisor_server();
     let url = format!("file://{}", s.root.display());
     let clone = s.dir.path().join("sparse");
-    git_in(&s, s.dir.path(), &["clone", "-q", "--filter=blob:none", "--sparse", &url, clone.to_str().unwrap()]);
+    s.git_in(s.dir.path(), &["clone", "-q", "--filter=blob:none", "--sparse", &url, clone.to_str().unwrap()]);
     let c = s.at(&clone);
     assert!(!clone.join("src").exists());
     c.write("NEW.txt", "a new file\n");

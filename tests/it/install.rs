@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{Run, TestRepo, bin, hermetic, repo_with_remote, run_with_stdin, write_exec};
+use crate::common::{Run, TestRepo, bin, hermetic, remote_has, repo_with_remote, run_with_stdin, write_exec};
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
@@ -54,6 +54,16 @@ fn rec_dir(r: &TestRepo) -> PathBuf {
     d
 }
 
+/// A user's own `hook` in `.git/hooks` (the recorder `user`, exiting `code`), then
+/// `premerge install` chaining it. Returns the recorder `premerge` (exit 0), to run
+/// through `PREMERGE_BIN`.
+fn user_hook_then_install(r: &TestRepo, rec: &Path, hook: &str, code: i32) -> PathBuf {
+    let user = fs::read_to_string(recorder(rec, "user", code)).unwrap();
+    write_exec(&r.root.join(".git/hooks").join(hook), &user);
+    r.premerge(&["install"]).expect_code(0);
+    recorder(rec, "premerge", 0)
+}
+
 /// `git <args>` in `r` with extra environment, returning the run.
 fn git_env(r: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut c = r.git_cmd(args);
@@ -68,17 +78,6 @@ fn git_hooks_path(r: &TestRepo) -> PathBuf {
     let p = PathBuf::from(r.git(&["rev-parse", "--git-path", "hooks"]));
     let p = if p.is_absolute() { p } else { r.root.join(p) };
     p.canonicalize().unwrap()
-}
-
-fn remote_has(remote: &Path, refname: &str) -> bool {
-    Command::new("git")
-        .arg("--git-dir")
-        .arg(remote)
-        .args(["rev-parse", "--verify", "-q", refname])
-        .output()
-        .unwrap()
-        .status
-        .success()
 }
 
 #[test]
@@ -129,10 +128,7 @@ fn the_real_binary_runs_as_the_hook() {
 fn failing_user_hook_blocks_the_push_and_premerge_never_runs() {
     let (r, remote) = repo_with_remote();
     let rec = rec_dir(&r);
-    let user = fs::read_to_string(recorder(&rec, "user", 3)).unwrap();
-    write_exec(&r.root.join(".git/hooks/pre-push"), &user);
-    r.premerge(&["install"]).expect_code(0);
-    let premerge_rec = recorder(&rec, "premerge", 0);
+    let premerge_rec = user_hook_then_install(&r, &rec, "pre-push", 3);
     let run = git_env(&r, &["push", "origin", "main"], &[("PREMERGE_BIN", premerge_rec.to_str().unwrap())]);
     assert_ne!(run.code, 0);
     assert!(recorded(&rec, "user").is_some());
@@ -441,10 +437,7 @@ fn post_merge_runs_the_chained_hook_then_premerge() {
     r.write("b.txt", "b\n");
     r.commit_all("topic");
     r.git(&["checkout", "-q", "main"]);
-    let user = fs::read_to_string(recorder(&rec, "user", 0)).unwrap();
-    write_exec(&r.root.join(".git/hooks/post-merge"), &user);
-    r.premerge(&["install"]).expect_code(0);
-    let premerge_rec = recorder(&rec, "premerge", 0);
+    let premerge_rec = user_hook_then_install(&r, &rec, "post-merge", 0);
     git_env(&r, &["merge", "-q", "--no-edit", "topic"], &[("PREMERGE_BIN", premerge_rec.to_str().unwrap())])
         .expect_code(0);
     assert_eq!(recorded(&rec, "user").unwrap().0, vec!["0"]);
@@ -703,10 +696,7 @@ fn premerge_0_skips_premerge_but_not_the_users_own_hook() {
     // user had still runs, and still blocks.
     let (r, remote) = repo_with_remote();
     let rec = rec_dir(&r);
-    let user = fs::read_to_string(recorder(&rec, "user", 4)).unwrap();
-    write_exec(&r.root.join(".git/hooks/pre-push"), &user);
-    r.premerge(&["install"]).expect_code(0);
-    let premerge_rec = recorder(&rec, "premerge", 0);
+    let premerge_rec = user_hook_then_install(&r, &rec, "pre-push", 4);
     let env = [("PREMERGE", "0"), ("PREMERGE_BIN", premerge_rec.to_str().unwrap())];
     assert_ne!(git_env(&r, &["push", "origin", "main"], &env).code, 0);
     assert!(recorded(&rec, "user").is_some() && recorded(&rec, "premerge").is_none());

@@ -9,6 +9,7 @@ mod crash;
 mod decisions;
 mod env_snapshot;
 mod fence_loop;
+mod fixtures;
 mod foundation;
 mod fuzz;
 mod gate;

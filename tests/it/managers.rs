@@ -370,6 +370,17 @@ fn have_husky() -> bool {
     have_tool("husky", &[".."])
 }
 
+/// The set-up with husky run as on `npm install`; `None` (the test returns) where
+/// husky is not installed and not required.
+fn husky_setup() -> Option<Setup> {
+    if !have_husky() {
+        return None;
+    }
+    let s = setup();
+    run_husky(&s);
+    Some(s)
+}
+
 fn husky_snippet(s: &Setup, hook: &str) -> String {
     let out = s.premerge(&["install", "--print-config", "husky"]).stdout;
     let marker = "# and to .husky/post-merge\n";
@@ -379,11 +390,7 @@ fn husky_snippet(s: &Setup, hook: &str) -> String {
 
 #[test]
 fn husky_snippet_hands_the_ref_lines_to_premerge_and_the_users_lines_appended_or_prepended() {
-    if !have_husky() {
-        return;
-    }
-    let s = setup();
-    run_husky(&s);
+    let Some(s) = husky_setup() else { return };
     let log = s.log_path("user.log");
     // A user's line that reads git's ref lines itself, the commonest pre-push check.
     let reads = format!(
@@ -425,11 +432,7 @@ fn husky_snippet_hands_the_ref_lines_to_premerge_and_the_users_lines_appended_or
 
 #[test]
 fn husky_rewriting_its_hooks_directory_is_reported_and_repaired() {
-    if !have_husky() {
-        return;
-    }
-    let s = setup();
-    run_husky(&s);
+    let Some(s) = husky_setup() else { return };
     let log = s.log_path("user.log");
     s.r.write(".husky/pre-push", format!("cat >> {log}\n"));
     s.premerge(&["install"]).expect_code(0);
@@ -460,11 +463,7 @@ fn husky_rewriting_its_hooks_directory_is_reported_and_repaired() {
 
 #[test]
 fn husky_running_premerge_beside_premerges_shim_is_caught_running_twice() {
-    if !have_husky() {
-        return;
-    }
-    let s = setup();
-    run_husky(&s);
+    let Some(s) = husky_setup() else { return };
     let snippet = husky_snippet(&s, "pre-push");
     // Where .husky/pre-push already runs premerge, install writes no shim.
     s.r.write(".husky/pre-push", &snippet);

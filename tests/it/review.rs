@@ -59,10 +59,7 @@ fn route_issue(r: &TestRepo, round: u32, doc: &Value, issue: u64) -> Run {
 }
 
 fn events(r: &TestRepo) -> Vec<Value> {
-    match fs::read_to_string(run_dir(r).join("events.jsonl")) {
-        Ok(t) => t.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-        Err(_) => Vec::new(),
-    }
+    crate::common::events_in(&run_dir(r))
 }
 
 fn kinds(evs: &[Value]) -> Vec<String> {

@@ -260,10 +260,7 @@ fn state_dir(r: &TestRepo) -> PathBuf {
 }
 
 fn events(r: &TestRepo) -> Vec<Value> {
-    match fs::read_to_string(state_dir(r).join("events.jsonl")) {
-        Ok(t) => t.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-        Err(_) => Vec::new(),
-    }
+    crate::common::events_in(&state_dir(r))
 }
 
 fn event_kinds(r: &TestRepo) -> Vec<String> {

@@ -1,12 +1,12 @@
 //! Stripes and proposals: emit or halt, the operator workflow, drain, bad input.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestRepo};
+use crate::common::{Run, TestRepo, file_names};
 
 const SEAM_ROWS: &str = r#"[{"id":"r1","title":"Missing error handling","summary":"src/a.rs"},
  {"id":"r2","title":"missing  ERROR-handling","summary":"src/b.rs"}]"#;
@@ -25,26 +25,12 @@ fn emit(r: &TestRepo, extra: &[&str]) -> Run {
     r.premerge(&args)
 }
 
-fn files(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = match fs::read_dir(dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
-        Err(_) => Vec::new(),
-    };
-    v.sort();
-    v
-}
-
 fn proposals(r: &TestRepo, state: &str) -> Vec<String> {
-    files(&r.root.join("docs/proposals").join(state))
+    file_names(&r.root.join("docs/proposals").join(state))
 }
 
 fn events(r: &TestRepo) -> Vec<Value> {
-    let p = r.root.join(".git/premerge/run/events.jsonl");
-    fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-        .collect()
+    crate::common::events_in(&r.state_dir().join("run"))
 }
 
 #[test]
@@ -238,7 +224,7 @@ fn two_racing_emitters_write_exactly_one_proposal() {
         let codes: Vec<i32> = outs.iter().map(|o| o.status.code().unwrap()).collect();
         assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "{codes:?} {outs:?}");
         assert_eq!(codes.iter().filter(|c| **c == 1).count(), 5, "{codes:?} {outs:?}");
-        let open = files(&r.root.join(&root).join("open"));
+        let open = file_names(&r.root.join(&root).join("open"));
         assert_eq!(open.len(), 1, "{open:?}");
     }
 }
@@ -523,7 +509,7 @@ fn emit_with_a_root_works_outside_a_repository() {
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!((v["outcome"].as_str(), v["stripe"].as_str()), (Some("emitted"), Some(SEAM_STRIPE)));
-    assert_eq!(files(&work.join("props/open")).len(), 1);
+    assert_eq!(file_names(&work.join("props/open")).len(), 1);
     assert!(fs::read_to_string(work.join("props/events.jsonl")).unwrap().contains("refinement_proposal_emitted"));
     let (code, _, _) = run(&emit_args);
     assert_eq!(code, Some(1), "the repeat halts outside a repository too");

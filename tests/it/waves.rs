@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{Run, TestRepo};
+use crate::common::{Run, TestRepo, assert_fixture_snapshot};
 use premerge::findings::Finding;
 use premerge::waves;
 
@@ -267,9 +267,10 @@ fn row(file: &str) -> Value {
     json!({"file": file, "from_file": "src/owned.rs", "reason": "the new signature reaches here"})
 }
 
-#[test]
-fn hostile_carry_corpus_is_dropped_and_counted_by_reason() {
-    let (fx, outside) = corpus_repo();
+/// The blocked-on rows of the hostile carry corpus, in order: malformed rows,
+/// envelope tokens, lexical and file-system path attacks, then admitted rows with a
+/// duplicate and more than the cap. `outside` is a directory beside the repository.
+fn hostile_carry_rows(outside: &Path) -> Vec<Value> {
     let tok = "external-untrusted-input";
     let mut rows = vec![
         // not_object (4)
@@ -322,6 +323,13 @@ fn hostile_carry_corpus_is_dropped_and_counted_by_reason() {
         rows.push(row(&format!("src/c{i}.rs")));
     }
     rows.push(row("docs/readme.md"));
+    rows
+}
+
+#[test]
+fn hostile_carry_corpus_is_dropped_and_counted_by_reason() {
+    let (fx, outside) = corpus_repo();
+    let rows = hostile_carry_rows(&outside);
     assert!(rows.len() >= 30);
     fx.put_blocked_on(1, Value::Array(rows));
     let f = fx.findings("f.json", &reviewer(&[("src/owned.rs", 1, "a real defect")]));
@@ -364,6 +372,29 @@ fn hostile_carry_corpus_is_dropped_and_counted_by_reason() {
         owned[1]["carried_reasons"],
         json!([{"from_file": "src/owned.rs", "reason": "the new signature reaches here"}])
     );
+}
+
+/// Each row of the hostile carry corpus alone, carried into attempt 2: the triage
+/// line and the classified counts say what became of it (one snapshot report through
+/// the shared fixture harness). Duplicates and the cap need company: the test above.
+#[test]
+fn hostile_carry_rows_one_by_one() {
+    let (fx, outside) = corpus_repo();
+    let f = fx.findings("f.json", &reviewer(&[("src/owned.rs", 1, "a real defect")]));
+    let cases = hostile_carry_rows(&outside)
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| (format!("row {:02}", i + 1), row.to_string()));
+    assert_fixture_snapshot("waves__hostile_carry_rows", &[fx.repo.dir.path()], cases, |_, row| {
+        fx.put_blocked_on(1, Value::Array(vec![serde_json::from_str(row).unwrap()]));
+        let r = fx.plan(2, &f, &["--carry-blocked"]);
+        r.expect_code(0);
+        let counts = &fx.artefact("classified", 2)["counts"];
+        format!(
+            "{row}\n{}dropped {} admitted {} joined {}",
+            r.stdout, counts["blocked_on_dropped"], counts["blocked_on_admitted"], counts["blocked_on_joined"]
+        )
+    });
 }
 
 #[test]
@@ -748,9 +779,7 @@ fn schemas_are_published_and_artefacts_conform() {
 #[test]
 fn pre_push_fences_the_pushed_files_by_mode() {
     let mut fx = fenced_repo();
-    let remote = fx.repo.dir.path().join("remote.git");
-    fx.repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    fx.repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    fx.repo.add_bare_remote("origin");
     fx.repo.git(&["push", "-q", "origin", "main"]);
     let old = fx.repo.git(&["rev-parse", "HEAD"]);
     fx.repo.write("src/a.rs", "fixed\n");
@@ -766,10 +795,8 @@ fn pre_push_fences_the_pushed_files_by_mode() {
     let r = hook(&fx);
     r.expect_code(0);
     assert!(r.stderr.contains("shadow"), "{}", r.stderr);
-    let events = fs::read_to_string(fx.run.join("events.jsonl")).unwrap();
-    let shadow: Vec<Value> = events
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let shadow: Vec<Value> = crate::common::events_in(&fx.run)
+        .into_iter()
         .filter(|e| e["kind"] == "fence_pre_push" && e["mode"] == "shadow")
         .collect();
     assert_eq!(shadow.len(), 1);
