@@ -3,8 +3,10 @@
 //! Pure domain logic lives in one module per domain (`diff`, `widen`, `review`,
 //! `waves`, `stripe`, `gate`, ...) and never touches the file system, git, a process
 //! or the clock. The edges are `git` (the only module that names git2 types),
-//! `store` (state directory, atomic writes, locks, SQLite), `exec` (external argv
-//! templates) and `commands` (one file per subcommand).
+//! `store` (every file and table premerge owns: state and run directories, proposals,
+//! atomic writes, the lock, SQLite), `exec` (external argv templates) and `commands`
+//! (one file per subcommand, importing no other command). `docs/architecture.md`
+//! says where code lives.
 
 pub mod canonical;
 pub mod cli;

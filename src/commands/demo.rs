@@ -2,17 +2,18 @@
 //! commits, and run every stage on it, printing what each stage found and wrote.
 //!
 //! Each area adds its stage as a `demo_stage(&mut DemoRun)` function in its command
-//! module and registers it in [`STAGES`]. Stages run in-process against the scratch
+//! module and registers it in `commands::DEMO_STAGES`; a stage runs other commands
+//! through the dispatcher ([`DemoRun::cli`]). Stages run in-process against the scratch
 //! repository with the embedded default storage; nothing outside the temporary
 //! directory is touched.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args as ClapArgs;
 
-use super::Ctx;
+use super::demo_run::write_file;
+use super::{Ctx, DemoRun};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 
@@ -22,74 +23,6 @@ pub struct Args {
     #[arg(long)]
     pub keep: bool,
 }
-
-/// What a demo stage works on.
-pub struct DemoRun<'a, 'io> {
-    pub ctx: &'a mut Ctx<'io>,
-    /// The scratch repository's working tree.
-    pub root: PathBuf,
-    /// The pipeline run directory the stages share.
-    pub run_dir: PathBuf,
-}
-
-impl DemoRun<'_, '_> {
-    /// Open the scratch repository.
-    pub fn repo(&self) -> Result<Repo> {
-        Ok(Repo::discover(&self.root)?)
-    }
-
-    /// Write a file (creating parent directories) in the scratch working tree.
-    pub fn write(&self, rel: &str, text: &str) -> Result<()> {
-        write_file(&self.root, rel, text)
-    }
-
-    /// Commit every change in the scratch working tree.
-    pub fn commit(&self, message: &str) -> Result<String> {
-        Ok(self.repo()?.commit_all(message)?)
-    }
-
-    /// A `Ctx` for running another command in-process inside the scratch repository,
-    /// with `stdin` as its standard input and output going to the demo's stdout.
-    pub fn with_ctx<T>(&mut self, stdin: &[u8], f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
-        let mut input = stdin;
-        let mut sub = Ctx {
-            cwd: self.root.clone(),
-            stdin: &mut input,
-            stdout: self.ctx.stdout,
-            stderr: self.ctx.stderr,
-            env: self.ctx.env,
-        };
-        f(&mut sub)
-    }
-
-    /// Print a line of the demo's narrative.
-    pub fn say(&mut self, line: impl std::fmt::Display) -> Result<()> {
-        writeln!(self.ctx.stdout, "{line}")?;
-        Ok(())
-    }
-}
-
-fn write_file(root: &Path, rel: &str, text: &str) -> Result<()> {
-    let p = root.join(rel);
-    if let Some(parent) = p.parent() {
-        fs::create_dir_all(parent)?;
-    }
-    fs::write(&p, text).with_context(|| format!("{}: cannot write", p.display()))
-}
-
-type Stage = fn(&mut DemoRun) -> Result<()>;
-
-/// Every demo stage, in order: (name, function).
-pub const STAGES: &[(&str, Stage)] = &[
-    ("diff", diff_stage),
-    ("widening scan", super::scan::demo_stage),
-    ("review routing", super::review::demo_stage),
-    ("copies in a push", super::seams::demo_stage),
-    ("fixer waves, carry, fence", super::plan::demo_stage),
-    ("stripes and proposals", super::proposal::demo_stage),
-    ("stop gate", super::gate::demo_stage),
-    ("install", super::install::demo_stage),
-];
 
 /// The scratch project: a small service with a query type and three handlers.
 const INITIAL_FILES: &[(&str, &str)] = &[
@@ -125,7 +58,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     writeln!(ctx.stdout, "premerge demo: scratch repository {}", root.display())?;
     writeln!(ctx.stdout, "  commits: {} (initial), {} (change under review)", &c1[..12], &c2[..12])?;
     let mut demo = DemoRun { ctx, root: root.clone(), run_dir };
-    for (name, stage) in STAGES {
+    for (name, stage) in super::DEMO_STAGES {
         writeln!(demo.ctx.stdout, "\n== {name} ==")?;
         stage(&mut demo).with_context(|| format!("demo stage `{name}`"))?;
     }
@@ -138,14 +71,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn diff_stage(d: &mut DemoRun) -> Result<()> {
-    let args = super::diff::Args {
-        range: super::diff::RangeArgs { base: Some("HEAD~1".into()), ..Default::default() },
-        format: super::diff::Format::Text,
-        nul: false,
-        pre_push: None,
-        post_merge: false,
-    };
+/// The first stage: the change under review as `premerge diff` shows it.
+pub(super) fn diff_stage(d: &mut DemoRun) -> Result<()> {
     d.say("$ premerge diff --base HEAD~1")?;
-    d.with_ctx(b"", |c| super::diff::run(args, c).map(|_| ()))
+    d.cli(b"", &["diff", "--base", "HEAD~1"]).map(|_| ())
 }

@@ -468,7 +468,7 @@ fn log(a: LogArgs, ctx: &mut Ctx) -> CmdResult {
 // ---------------------------------------------------------------------------
 // demo
 
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.write(
         "docs/plans/demo.md",
         "# Plan: tighten the query bounds\n\n- [x] widen `limit` to u64\n- [ ] restore the ratio check in `set_ratio`\n- [ ] add a test for `limit` above 255\n",

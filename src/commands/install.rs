@@ -825,7 +825,7 @@ fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
 
 /// Demo stage: chain a hook the scratch repository already has, show that a second
 /// install changes nothing, retrofit the agent files, then undo both.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let hooks = d.root.join(".git/hooks");
     let user_hook = hooks.join("pre-push");
     fs::create_dir_all(&hooks)?;

@@ -28,6 +28,23 @@ pub mod seams;
 pub mod show;
 pub mod status;
 
+mod demo_run;
+
+pub use demo_run::{DemoRun, DemoStage};
+
+/// Every demo stage, in order: (name, function). Named here, the one module that
+/// names every command, so no command imports another for the demo.
+pub(crate) const DEMO_STAGES: &[(&str, DemoStage)] = &[
+    ("diff", demo::diff_stage),
+    ("widening scan", scan::demo_stage),
+    ("review routing", review::demo_stage),
+    ("copies in a push", seams::demo_stage),
+    ("fixer waves, carry, fence", plan::demo_stage),
+    ("stripes and proposals", proposal::demo_stage),
+    ("stop gate", gate::demo_stage),
+    ("install", install::demo_stage),
+];
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 

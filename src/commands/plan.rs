@@ -346,7 +346,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 
 /// Demo: plan attempt 1 from a reviewer's findings, record what a fixer was blocked
 /// on, plan attempt 2 with carry, show the waves, and fence a change with one stray.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let run_dir = d.run_dir.clone();
     d.write("src/handlers.rs", "pub fn page(limit: u64) -> u64 {\n    limit\n}\n")?;
     d.write("src/ratio.rs", "pub fn clamp(r: f64) -> f64 {\n    r\n}\n")?;
@@ -375,35 +375,20 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     let ret = br#"{"status":"partial","blocked_on_file":[
         {"file":"src/handlers.rs","reason":"page() must clamp the wider limit"},
         {"file":"../../etc/passwd","reason":"hostile row, dropped at carry"}]}"#;
-    let rec = super::blocked::Cmd::Record(super::blocked::RecordArgs {
-        attempt: 1,
-        from_file: "src/query.rs".into(),
-        run_dir: Some(run_dir.clone()),
-    });
-    d.with_ctx(ret, |c| super::blocked::run(rec, c).map(|_| ()))?;
+    let dir = run_dir.to_string_lossy().into_owned();
+    d.cli(ret, &["blocked", "record", "--attempt", "1", "--from-file", "src/query.rs", "--run-dir", &dir])?;
 
     d.say("$ premerge plan --attempt 2 --findings review/findings-01.json --carry-blocked")?;
     let a2 = plan(2, true, &run_dir);
     d.with_ctx(b"", |c| run(a2, c).map(|_| ()))?;
 
     d.say("$ premerge show waves --attempt 2 --format markdown")?;
-    let show = super::show::Cmd::Waves(super::show::WavesArgs {
-        attempt: 2,
-        format: super::show::Format::Markdown,
-        run_dir: Some(run_dir.clone()),
-    });
-    d.with_ctx(b"", |c| super::show::run(show, c).map(|_| ()))?;
+    d.cli(b"", &["show", "waves", "--attempt", "2", "--format", "markdown", "--run-dir", &dir])?;
 
     d.write("src/query.rs", "pub struct Query {\n    pub limit: u32,\n}\n")?;
     d.write("src/ratio.rs", "pub fn clamp(r: f64) -> f64 {\n    r.clamp(0.0, 1.0)\n}\n")?;
     d.say("$ premerge fence check --attempt 2 --worktree   # src/ratio.rs is nobody's file")?;
-    let check = super::fence::Cmd::Check(super::fence::CheckArgs {
-        attempt: 2,
-        worktree: true,
-        run_dir: Some(run_dir),
-        ..Default::default()
-    });
-    let exit = d.with_ctx(b"", |c| super::fence::run(check, c))?;
+    let exit = d.cli(b"", &["fence", "check", "--attempt", "2", "--worktree", "--run-dir", &dir])?;
     d.say(format!("fence exit code: {} (1 = refused)", exit.code()))?;
     Ok(())
 }

@@ -267,7 +267,7 @@ fn run_reject(a: RejectArgs, ctx: &mut Ctx) -> CmdResult {
 // ---------------------------------------------------------------------------
 // Demo
 
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let evidence = r#"[
   {"id": "round-1/ARCHITECTURE/1", "title": "Unchecked numeric range", "summary": "src/query.rs: limit widened"},
   {"id": "round-1/ARCHITECTURE/2", "title": "unchecked numeric range", "summary": "src/query.rs: ratio check removed"}
@@ -290,7 +290,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     let second = d.with_ctx(b"", |c| run_emit(emit_args(), c))?;
     d.say(format!("  (exit {}: stripe repeat, the workflow halts for a human)", second.code()))?;
     d.say("$ premerge drain")?;
-    let drained = d.with_ctx(b"", |c| super::drain::run(super::drain::Args { root: here() }, c))?;
+    let drained = d.cli(b"", &["drain", "--run-dir", &run_dir.to_string_lossy()])?;
     d.say(format!("  (exit {})", drained.code()))?;
     d.say("$ premerge proposal list")?;
     d.with_ctx(b"", |c| run_list(ListArgs { format: Format::Text, root: here() }, c))?;
@@ -301,7 +301,7 @@ pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
     d.say(format!("$ premerge proposal apply {stripe}"))?;
     d.with_ctx(b"", |c| run_apply(IdArgs { id: stripe.clone(), root: here() }, c))?;
     d.say("$ premerge drain")?;
-    let drained = d.with_ctx(b"", |c| super::drain::run(super::drain::Args { root: here() }, c))?;
+    let drained = d.cli(b"", &["drain", "--run-dir", &run_dir.to_string_lossy()])?;
     d.say(format!("  (exit {}: the halt is resolved)", drained.code()))?;
     Ok(())
 }

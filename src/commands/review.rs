@@ -261,7 +261,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
 
 /// Demo: three handlers each re-implement the page-limit check; round 1 of the review
 /// reports it once per file and routes to a step-back.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     for (name, var) in [("users", "n"), ("orders", "count"), ("items", "size")] {
         d.write(&format!("src/handlers/{name}.rs"), &demo_handler(name, var))?;
     }

@@ -445,7 +445,7 @@ pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
 }
 
 /// The demo: scan the change under review, then read the memories back.
-pub fn demo_stage(d: &mut super::demo::DemoRun) -> Result<()> {
+pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("$ premerge scan --base HEAD~1 --issue 4")?;
     let out = d.with_ctx(b"", |c| {
         let repo = c.repo()?;
