@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod diff;
+pub mod env;
 pub mod error;
 pub mod events;
 pub mod exec;

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Ctx;
 use super::diff::Format;
-use crate::config::{Config, KEYS, Value};
+use crate::config::{Config, KEYS};
 use crate::error::{CmdResult, Exit};
 
 #[derive(Debug, ClapArgs)]
@@ -22,9 +22,10 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     if args.keys {
-        for k in KEYS {
+        for (name, default, _) in Config::defaults().entries() {
+            let Some(k) = KEYS.iter().find(|k| k.name == name) else { continue };
             let env = k.env.map(|e| format!(" (env {e})")).unwrap_or_default();
-            writeln!(ctx.stdout, "{}{env}\n    {} Default: {}", k.name, k.doc, k.default)?;
+            writeln!(ctx.stdout, "{}{env}\n    {} Default: {}", k.name, k.doc, default_text(&default))?;
         }
         return Ok(Exit::Ok);
     }
@@ -36,14 +37,14 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn render(v: &Value) -> String {
+/// A default as `--keys` shows it: strings bare, lists with `, ` between items.
+fn default_text(v: &serde_json::Value) -> String {
     match v {
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Str(s) => serde_json::to_string(s).expect("a string serialises"),
-        Value::Mode(m) => format!("\"{m}\""),
-        Value::List(l) => serde_json::to_string(l).expect("a list of strings serialises"),
-        Value::Table(t) => serde_json::to_string(t).expect("a table of strings serialises"),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => {
+            format!("[{}]", items.iter().map(serde_json::Value::to_string).collect::<Vec<_>>().join(", "))
+        }
+        other => other.to_string(),
     }
 }
 
@@ -51,15 +52,15 @@ fn render(v: &Value) -> String {
 pub fn write_config(cfg: &Config, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     match format {
         Format::Text => {
-            for (k, (v, src)) in &cfg.values {
-                writeln!(out, "{k} = {}  # {src}", render(v))?;
+            for (k, v, src) in cfg.entries() {
+                writeln!(out, "{k} = {v}  # {src}")?;
             }
         }
         Format::Json => {
             let values: serde_json::Map<String, serde_json::Value> = cfg
-                .values
-                .iter()
-                .map(|(k, (v, src))| (k.clone(), json!({"value": v, "source": src.to_string()})))
+                .entries()
+                .into_iter()
+                .map(|(k, v, src)| (k.to_string(), json!({"value": v, "source": src.to_string()})))
                 .collect();
             out.write_all(crate::canonical::to_line(&json!({"schema_version": 1, "values": values}))?.as_bytes())?;
         }

@@ -245,7 +245,7 @@ pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<
 /// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
 /// disables the fence.
 pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
-    let mode = run.config.mode("fence.mode");
+    let mode = run.config.fence.mode;
     if mode == Mode::Off {
         return Ok(Exit::Ok);
     }
@@ -261,7 +261,7 @@ pub fn pre_push_stage(run: &mut HookRun) -> CmdResult {
         }
     };
     let run_dir = l.run_dir_path();
-    if let Some(env) = std::env::var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
+    if let Some(env) = run.ctx.env.var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
         let same = fix_loop::canonical_run_dir(Path::new(&env)).is_ok_and(|c| c == l.run_dir);
         if !same {
             writeln!(

@@ -77,14 +77,13 @@ pub struct Outcome {
     pub memory: MemoryOutcome,
 }
 
-/// Build the engine policy from the configuration.
+/// Build the engine policy from the configuration (and `PREMERGE_SCAN_WINDOW=0`, which
+/// parses every changed file whole).
 pub fn policy(config: &Config) -> Result<Policy> {
-    Ok(Policy::new(
-        config.int("scan.max_file_bytes"),
-        config.bool("scan.include_tests"),
-        config.list("scan.ignore"),
-        config.table("scan.severity"),
-    )?)
+    let mut policy =
+        Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?;
+    policy.window = crate::env::process().var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0");
+    Ok(policy)
 }
 
 /// Read both versions of every changed file the scan can look at. Files of no
@@ -193,7 +192,7 @@ pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -
     let (history, mut history_notes) = migration_history(repo, diff, &files);
     history_notes.extend(read_notes);
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
-    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path) {
+    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, policy.window) {
         Some(cache) => {
             let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
             let _ = cache.save();
@@ -208,7 +207,7 @@ pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -
         });
     }
     let mut mem = MemoryOutcome::default();
-    if opts.memory && config.bool("memory.enabled") && !report.findings.is_empty() {
+    if opts.memory && config.memory.enabled && !report.findings.is_empty() {
         // The index and the working tree have no commit of their own: their cycle is
         // the commit they sit on.
         let cycle = match (&diff.head, opts.issue) {
@@ -291,8 +290,8 @@ fn write_memories(
     let state = repo.state_dir();
     let mut conn = state.open_db()?;
     let mut out = MemoryOutcome::default();
-    let backend = config.list("memory.backend_command");
-    let timeout = Duration::from_millis(config.int("memory.backend_timeout_ms"));
+    let backend = &config.memory.backend_command;
+    let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     for (m, write) in planned.iter().zip(writes) {
@@ -354,7 +353,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     // The scan reads whole files: hunks would be computed for nothing.
     let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
-    if !config.bool("scan.enabled") {
+    if !config.scan.enabled {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
         let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };
         return print(ctx, &args, &diff, &out);
@@ -506,7 +505,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
 pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
-    if !run.config.bool("scan.enabled") {
+    if !run.config.scan.enabled {
         return Ok(());
     }
     let opts = ScanOptions { issue: None, memory: true, backend: true };
@@ -517,7 +516,7 @@ pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
         return Ok(());
     }
     let w = &mut *run.ctx.stdout;
-    let memories = if run.config.bool("memory.enabled") {
+    let memories = if run.config.memory.enabled {
         format!(", {} guard memory(ies) written", out.memory.written)
     } else {
         String::new()

@@ -45,8 +45,8 @@ pub struct Report {
 }
 
 fn thresholds(config: &Config, min_files: Option<u64>, min_tokens: Option<u64>) -> Result<Thresholds> {
-    let f = min_files.unwrap_or(config.int("clones.min_files"));
-    let t = min_tokens.unwrap_or(config.int("clones.min_tokens"));
+    let f = min_files.unwrap_or(config.clones.min_files);
+    let t = min_tokens.unwrap_or(config.clones.min_tokens);
     if f < 2 {
         bail!("clones.min_files: must be at least 2 (a copy needs two places), got {f}");
     }
@@ -128,7 +128,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     let t = thresholds(&config, args.min_files, args.min_tokens)?;
     let diff = args.range.diff(&repo)?;
-    if !config.bool("clones.enabled") {
+    if !config.clones.enabled {
         match args.format {
             Format::Json => {
                 let out = json!({"schema_version": 1, "enabled": false, "clusters": []});
@@ -162,7 +162,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 
 /// The pre-push signal: report copies in the pushed commits; silent when there are none.
 pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
-    if !run.config.bool("clones.enabled") {
+    if !run.config.clones.enabled {
         return Ok(());
     }
     let t = thresholds(run.config, None, None)?;

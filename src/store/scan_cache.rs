@@ -53,11 +53,11 @@ const FORMAT: u32 = 1;
 /// may change what a rule reports without renaming it). `None` when the executable
 /// cannot be examined: then nothing is cached, rather than risk serving findings of
 /// another build.
-pub fn ruleset() -> Option<String> {
+pub fn ruleset(window: bool) -> Option<String> {
     let exe = std::env::current_exe().ok()?.metadata().ok()?;
     let modified = exe.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     let mut h = Sha256::new();
-    h.update(format!("{MAGIC} {FORMAT} {} window={}\n", env!("CARGO_PKG_VERSION"), crate::widen::window::enabled()));
+    h.update(format!("{MAGIC} {FORMAT} {} window={}\n", env!("CARGO_PKG_VERSION"), window));
     for r in RuleId::ALL {
         h.update(r.as_str());
         h.update(b"\n");
@@ -113,11 +113,12 @@ impl ScanCache {
     /// The cache of the state directory `dir`; `None` when switched off or when the
     /// rule set cannot be named. Never fails: anything wrong with the file is an empty
     /// cache.
-    pub fn open(dir: &Path) -> Option<ScanCache> {
-        if std::env::var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
+    /// `window` is whether the scan uses the change window (its findings are kept apart).
+    pub fn open(dir: &Path, window: bool) -> Option<ScanCache> {
+        if crate::env::process().var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
             return None;
         }
-        Some(ScanCache::open_with(dir, ruleset()?))
+        Some(ScanCache::open_with(dir, ruleset(window)?))
     }
 
     /// [`ScanCache::open`] with a given rule set.
