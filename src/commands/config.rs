@@ -6,7 +6,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::config::{Config, KEYS, Value};
 use crate::error::{CmdResult, Exit};
 

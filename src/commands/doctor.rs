@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Ctx;
-use super::diff::Format;
 use super::install::{git_version, observe, open_repo, premerge_runner, shim_moved_by_lefthook, shim_runs};
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, parse_shim, recognise};

@@ -101,7 +101,7 @@ fn run_allowed(a: AllowedArgs, ctx: &mut Ctx) -> CmdResult {
 
 fn changed_paths(ctx: &Ctx, a: &CheckArgs) -> Result<Vec<Vec<u8>>> {
     let repo = ctx.repo()?;
-    let range = super::diff::RangeArgs {
+    let range = crate::cli::RangeArgs {
         range: a.range_pos.clone().or_else(|| a.range.clone()),
         base: a.base.clone(),
         head: a.head.clone(),

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::store::fix_loop::{self, FixLoop, LoopRecord};
 

@@ -7,7 +7,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::input::escape_for_message;
 use crate::memory::Memory;

@@ -12,7 +12,7 @@ use clap::Args as ClapArgs;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::diff::{Format, RangeArgs};
+use crate::cli::{Format, RangeArgs};
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind};
 use crate::error::{CmdResult, Exit};
@@ -477,7 +477,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
             if last.is_some() {
                 writeln!(w)?;
             }
-            writeln!(w, "{}", super::diff::quote_path(&f.file))?;
+            writeln!(w, "{}", crate::diff::quote_path(&f.file))?;
             last = Some(&f.file);
             files += 1;
         }
@@ -525,7 +525,7 @@ pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
     writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
     for f in out.findings.iter().take(MAX_HOOK_LINES) {
         let after = if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) };
-        let file = super::diff::quote_path(&f.file);
+        let file = crate::diff::quote_path(&f.file);
         writeln!(w, "  {}:{} {} {}: {} -> {}", file, f.line, f.rule, esc(&f.symbol), esc(&f.before), after)?;
     }
     if out.findings.len() > MAX_HOOK_LINES {

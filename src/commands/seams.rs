@@ -9,7 +9,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use super::diff::{Format, RangeArgs};
+use crate::cli::{Format, RangeArgs};
 use crate::config::Config;
 use crate::diff::{Diff, EntryKind, Status};
 use crate::error::{CmdResult, Exit};
