@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod config_render;
 pub mod diff;
 pub mod error;
 pub mod events;

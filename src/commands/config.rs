@@ -1,13 +1,11 @@
 //! `premerge config`: the effective configuration and where each value came from.
 
-use std::io::Write;
-
 use clap::Args as ClapArgs;
-use serde_json::json;
 
 use super::Ctx;
 use crate::cli::Format;
-use crate::config::{Config, KEYS, Value};
+use crate::config::KEYS;
+use crate::config_render::write_config;
 use crate::error::{CmdResult, Exit};
 
 #[derive(Debug, ClapArgs)]
@@ -34,35 +32,4 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     };
     write_config(&cfg, args.format, ctx.stdout)?;
     Ok(Exit::Ok)
-}
-
-fn render(v: &Value) -> String {
-    match v {
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Str(s) => serde_json::to_string(s).expect("a string serialises"),
-        Value::Mode(m) => format!("\"{m}\""),
-        Value::List(l) => serde_json::to_string(l).expect("a list of strings serialises"),
-        Value::Table(t) => serde_json::to_string(t).expect("a table of strings serialises"),
-    }
-}
-
-/// Print the configuration: `key = value  # source`, or canonical JSON.
-pub fn write_config(cfg: &Config, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    match format {
-        Format::Text => {
-            for (k, (v, src)) in &cfg.values {
-                writeln!(out, "{k} = {}  # {src}", render(v))?;
-            }
-        }
-        Format::Json => {
-            let values: serde_json::Map<String, serde_json::Value> = cfg
-                .values
-                .iter()
-                .map(|(k, (v, src))| (k.clone(), json!({"value": v, "source": src.to_string()})))
-                .collect();
-            out.write_all(crate::canonical::to_line(&json!({"schema_version": 1, "values": values}))?.as_bytes())?;
-        }
-    }
-    Ok(())
 }

@@ -98,6 +98,17 @@ impl Ctx<'_> {
     }
 }
 
+/// Open `--repo DIR` (relative to the command's directory) or the current repository.
+pub fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
+    match dir {
+        Some(d) => {
+            let d = if d.is_absolute() { d.to_path_buf() } else { ctx.cwd.join(d) };
+            Ok(Repo::discover(&d)?)
+        }
+        None => ctx.repo(),
+    }
+}
+
 /// Read and parse a findings file (`-`: stdin), refusing one larger than
 /// `review.max_findings_bytes`. Errors name the file and the JSON path.
 pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
