@@ -19,6 +19,7 @@ use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::input::{InputError, escape_for_message as esc};
 use crate::memory;
+use crate::memory::listing::Query;
 use crate::store::memory_db as db;
 use crate::store::scan_cache;
 use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
@@ -554,12 +555,10 @@ pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     if out.memory.written > 0 {
         d.say("\n$ premerge memory search --file src/query.rs")?;
         d.with_ctx(b"", |c| {
-            let cmd = super::memory::Cmd::Search(super::memory::SearchArgs {
-                file: vec!["src/query.rs".into()],
-                query: None,
-                format: Format::Text,
-            });
-            super::memory::run(cmd, c).map(|_| ())
+            let files = ["src/query.rs".to_string()];
+            let memories =
+                crate::memory::listing::read(&c.repo()?.state_dir(), Query::Search { words: None, files: &files })?;
+            crate::memory::listing::print(c.stdout, &memories, Format::Text)
         })?;
     }
     Ok(())
