@@ -25,6 +25,7 @@ pub mod input;
 pub mod install;
 pub mod memory;
 pub mod review;
+pub mod scan;
 pub mod stage;
 pub mod store;
 pub mod stripe;

@@ -207,22 +207,6 @@ fn read_config_file(path: &Path) -> Result<Option<String>> {
     Ok(crate::input::read_text_if_present(path, crate::input::Kind::Config)?)
 }
 
-/// The stages the hooks run that live beside their commands, named here (the one
-/// module that names every command) so that `hook` and `background` import no other
-/// command. The order the hooks run them in is `commands/hook.rs`.
-pub(crate) mod hook_stages {
-    use crate::hook::SignalStage;
-
-    /// The widening scan (both hooks): findings and guard memories, never blocks.
-    pub(crate) const WIDENING_SCAN: SignalStage = super::scan::hook_stage;
-    /// The copy detector (pre-push): copies in the pushed commits, never blocks.
-    pub(crate) const COPY_DETECTOR: SignalStage = super::seams::hook_stage;
-    /// A pushed `premerge.toml` change, said before the fence judges the push.
-    pub(crate) use super::fence::note_config_change;
-    /// The commit fence (pre-push): the authority, never deferred.
-    pub(crate) use super::fence::pre_push_stage as pre_push_fence;
-}
-
 /// Dispatch a parsed command line.
 pub fn dispatch(cli: Cli, ctx: &mut Ctx) -> CmdResult {
     if let Some(dir) = &cli.chdir {
