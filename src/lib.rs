@@ -14,6 +14,7 @@ pub mod commands;
 pub mod config;
 pub mod config_render;
 pub mod diff;
+pub mod env;
 pub mod error;
 pub mod events;
 pub mod exec;

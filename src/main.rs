@@ -42,6 +42,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
+    // The one read of the environment: every variable premerge looks at comes from
+    // this snapshot (src/env.rs).
+    let env = premerge::env::init(premerge::env::Env::capture());
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -57,7 +60,7 @@ fn main() -> ExitCode {
     // message from a scan thread) would wait for the lock forever while the main
     // thread waits for it.
     let mut stderr = io::stderr();
-    let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr };
+    let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr, env };
     // A panic is never a bare exit 101: from a hook it is one warning line and git
     // goes on (the stages guard themselves, this catches the rest); elsewhere it is an
     // error line and exit 2.

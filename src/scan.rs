@@ -49,14 +49,13 @@ pub struct Outcome {
     pub memory: MemoryOutcome,
 }
 
-/// Build the engine policy from the configuration.
+/// Build the engine policy from the configuration (and `PREMERGE_SCAN_WINDOW=0`, which
+/// parses every changed file whole).
 pub fn policy(config: &Config) -> Result<Policy> {
-    Ok(Policy::new(
-        config.int("scan.max_file_bytes"),
-        config.bool("scan.include_tests"),
-        config.list("scan.ignore"),
-        config.table("scan.severity"),
-    )?)
+    let mut policy =
+        Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?;
+    policy.window = crate::widen::window::enabled();
+    Ok(policy)
 }
 
 /// Read both versions of every changed file the scan can look at. Files of no
@@ -180,7 +179,7 @@ pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -
         });
     }
     let mut mem = MemoryOutcome::default();
-    if opts.memory && config.bool("memory.enabled") && !report.findings.is_empty() {
+    if opts.memory && config.memory.enabled && !report.findings.is_empty() {
         // The index and the working tree have no commit of their own: their cycle is
         // the commit they sit on.
         let cycle = match (&diff.head, opts.issue) {
@@ -263,8 +262,8 @@ fn write_memories(
     let state = repo.state_dir();
     let mut conn = state.open_db()?;
     let mut out = MemoryOutcome::default();
-    let backend = config.list("memory.backend_command");
-    let timeout = Duration::from_millis(config.int("memory.backend_timeout_ms"));
+    let backend = &config.memory.backend_command;
+    let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     for (m, write) in planned.iter().zip(writes) {

@@ -32,7 +32,7 @@ pub fn install_panic_hook() {
         if let Ok(mut last) = LAST_PANIC.lock() {
             *last = Some(msg);
         }
-        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+        if crate::env::process().var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
             default(info);
         }
     }));
@@ -72,7 +72,7 @@ pub fn catch<T>(stage: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T,
 /// Panic here when [`TEST_PANIC_ENV`] names `stage` (debug builds only).
 #[cfg(debug_assertions)]
 pub fn inject_test_panic(stage: &str) {
-    if std::env::var(TEST_PANIC_ENV).is_ok_and(|v| v == stage) {
+    if crate::env::process().var(TEST_PANIC_ENV).is_some_and(|v| v == stage) {
         panic!("injected by {TEST_PANIC_ENV}={stage}");
     }
 }
@@ -112,8 +112,11 @@ pub fn warn(stderr: &mut dyn Write, stage: &str, why: &str) {
 /// itself could not be loaded: then only `PREMERGE_FENCE_MODE` is known.
 pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
     let mode = match config {
-        Some(c) => c.mode("fence.mode"),
-        None => std::env::var("PREMERGE_FENCE_MODE").ok().and_then(|v| Mode::parse(v.trim())).unwrap_or(Mode::Enforce),
+        Some(c) => c.fence.mode,
+        None => crate::env::process()
+            .var("PREMERGE_FENCE_MODE")
+            .and_then(|v| Mode::parse(v.trim()))
+            .unwrap_or(Mode::Enforce),
     };
     if mode != Mode::Enforce {
         return None;

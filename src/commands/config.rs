@@ -4,7 +4,7 @@ use clap::Args as ClapArgs;
 
 use super::Ctx;
 use crate::cli::Format;
-use crate::config::KEYS;
+use crate::config::{Config, KEYS};
 use crate::config_render::write_config;
 use crate::error::{CmdResult, Exit};
 
@@ -20,9 +20,10 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     if args.keys {
-        for k in KEYS {
+        for (name, default, _) in Config::defaults().entries() {
+            let Some(k) = KEYS.iter().find(|k| k.name == name) else { continue };
             let env = k.env.map(|e| format!(" (env {e})")).unwrap_or_default();
-            writeln!(ctx.stdout, "{}{env}\n    {} Default: {}", k.name, k.doc, k.default)?;
+            writeln!(ctx.stdout, "{}{env}\n    {} Default: {}", k.name, k.doc, default_text(&default))?;
         }
         return Ok(Exit::Ok);
     }
@@ -32,4 +33,15 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     };
     write_config(&cfg, args.format, ctx.stdout)?;
     Ok(Exit::Ok)
+}
+
+/// A default as `--keys` shows it: strings bare, lists with `, ` between items.
+fn default_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => {
+            format!("[{}]", items.iter().map(serde_json::Value::to_string).collect::<Vec<_>>().join(", "))
+        }
+        other => other.to_string(),
+    }
 }

@@ -42,8 +42,13 @@ impl DemoRun<'_, '_> {
     /// with `stdin` as its standard input and output going to the demo's stdout.
     pub fn with_ctx<T>(&mut self, stdin: &[u8], f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
         let mut input = stdin;
-        let mut sub =
-            Ctx { cwd: self.root.clone(), stdin: &mut input, stdout: self.ctx.stdout, stderr: self.ctx.stderr };
+        let mut sub = Ctx {
+            cwd: self.root.clone(),
+            stdin: &mut input,
+            stdout: self.ctx.stdout,
+            stderr: self.ctx.stderr,
+            env: self.ctx.env,
+        };
         f(&mut sub)
     }
 

@@ -78,7 +78,7 @@ fn binary_version(bin: &Path, me: Option<&Path>) -> Result<String, String> {
 
 /// The file premerge would run when a shim's recorded binary is gone: `premerge` on PATH.
 fn premerge_on_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+    let path = crate::env::process().var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join("premerge")).find(|p| is_executable(p))
 }
 
@@ -115,7 +115,7 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                         });
                     }
                     let recorded = info.bin.as_deref().map(PathBuf::from);
-                    let runs = match std::env::var_os("PREMERGE_BIN").filter(|v| !v.is_empty()) {
+                    let runs = match ctx.env.var_os("PREMERGE_BIN").filter(|v| !v.is_empty()) {
                         Some(b) => Some(PathBuf::from(b)),
                         None => recorded.clone().filter(|p| is_executable(p)).or_else(premerge_on_path),
                     };

@@ -329,7 +329,7 @@ fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
     let conn = repo.state_dir().open_db()?;
     let control = db::control(&conn)?;
     let (effective, from) = effective(&cfg, control);
-    let argv = cfg.list("gate.authority_command");
+    let argv = &cfg.gate.authority_command;
     let now = crate::store::now();
     let (authority, breaker) = if argv.is_empty() {
         ("builtin".to_string(), None)

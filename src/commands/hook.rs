@@ -104,7 +104,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Ok(c) => c,
         Err(why) => return Ok(before_fence(ctx, Some(&repo), None, pre_push, "configuration", &why)),
     };
-    if !config.bool("hooks.enabled") {
+    if !config.hooks.enabled {
         return Ok(Exit::Ok);
     }
     let bg = Background::new(&repo.state_dir());
@@ -135,7 +135,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Ok(v) => v,
         Err(why) => return Ok(before_fence(ctx, Some(&repo), Some(&config), pre_push, "diff", &why)),
     };
-    let budget = Duration::from_millis(config.int("hooks.budget_ms"));
+    let budget = Duration::from_millis(config.hooks.budget_ms);
 
     // Stage list: the signals (on a worker, within the budget), then the fence.
     let worker = (paths.files.is_empty() || background::fits(&repo, &config, &work.kind, &paths, budget))

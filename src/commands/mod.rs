@@ -65,6 +65,9 @@ pub struct Ctx<'a> {
     pub stdin: &'a mut dyn Read,
     pub stdout: &'a mut dyn Write,
     pub stderr: &'a mut dyn Write,
+    /// The environment snapshot `main` took ([`crate::env`]): commands read variables
+    /// here, never from the process.
+    pub env: &'a crate::env::Env,
 }
 
 impl Ctx<'_> {
@@ -118,7 +121,7 @@ pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -
 /// [`read_findings`], or with `lenient` a reader that drops malformed records (listed in
 /// `Findings::dropped`) instead of refusing the document.
 pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path, lenient: bool) -> Result<Findings> {
-    let max = config.int("review.max_findings_bytes");
+    let max = config.review.max_findings_bytes;
     let name = path.display().to_string();
     let read = if path == Path::new("-") {
         crate::input::read_stream(&mut ctx.stdin, crate::input::Kind::Findings, max)
@@ -151,12 +154,12 @@ pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path
 /// its working tree, `premerge.*` git config, and the process environment.
 pub fn load_config(repo: &Repo) -> Result<Config> {
     let file = match repo.workdir() {
-        Some(root) => read_config_file(&root.join("premerge.toml"))?,
+        Some(root) => read_config_file(&root.join(crate::config::config_file()))?,
         None => None,
     };
     let entries = repo.premerge_config_entries()?;
-    let env = |k: &str| std::env::var(k).ok();
-    Ok(Config::load(file.as_ref().map(|t| ("premerge.toml", t.as_str())), &entries, &env)?)
+    let env = |k: &str| crate::env::process().lookup(k);
+    Ok(Config::load(file.as_ref().map(|t| (crate::config::CONFIG_FILE_NAME, t.as_str())), &entries, &env)?)
 }
 
 /// The configuration a pre-push hook runs with: `premerge.toml` as of `base` (the
@@ -167,7 +170,7 @@ pub fn load_config(repo: &Repo) -> Result<Config> {
 /// parsed is reported and skipped: the defaults are the strictest settings.
 pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<Config> {
     let entries = repo.premerge_config_entries()?;
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::env::process().lookup(k);
     let text = match base {
         None => None,
         Some(b) => match repo.file_at(b, crate::config::CONFIG_FILE_NAME) {
@@ -197,7 +200,7 @@ pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<
 
 /// Configuration outside any repository: defaults and the environment only.
 pub fn load_config_without_repo() -> Result<Config> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| crate::env::process().lookup(k);
     Ok(Config::load(None, &[], &env)?)
 }
 

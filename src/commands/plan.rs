@@ -124,11 +124,11 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let root = repo.require_workdir()?;
     let root_canon = fs::canonicalize(&root).with_context(|| format!("{}: cannot resolve", root.display()))?;
     let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
-    let max_per_wave = args.max_per_wave.unwrap_or(config.int("plan.max_per_wave")) as usize;
+    let max_per_wave = args.max_per_wave.unwrap_or(config.plan.max_per_wave) as usize;
     if max_per_wave == 0 {
         bail!("plan.max_per_wave: must be at least 1");
     }
-    let max_findings = config.int("plan.max_findings") as usize;
+    let max_findings = config.plan.max_findings as usize;
     let name = args.findings.display().to_string();
     let mut parsed = super::read_findings_as(ctx, &repo, &config, &args.findings, !args.strict)
         .map_err(|e| if args.strict { anyhow!("{e:#} ({STRICT_HINT})") } else { e })?;

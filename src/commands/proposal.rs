@@ -110,7 +110,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         (Err(_), Some(r)) => {
             let cfg = super::load_config_without_repo()?;
             let root = ctx.cwd.join(r);
-            let events_dir = match (&args.run_dir, std::env::var_os("PREMERGE_RUN_DIR")) {
+            let events_dir = match (&args.run_dir, ctx.env.var_os("PREMERGE_RUN_DIR")) {
                 (Some(d), _) => ctx.cwd.join(d),
                 (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
                 _ => root.clone(),
@@ -119,7 +119,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
                 root,
                 events_dir,
                 generator: GeneratorCfg::from_config(&cfg),
-                mode: cfg.mode("proposal.halt_mode"),
+                mode: cfg.proposal.halt_mode,
             });
         }
         (Err(e), None) => return Err(e),
@@ -130,7 +130,7 @@ fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
         None => default_root(&repo, &cfg)?,
     };
     let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
-    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.mode("proposal.halt_mode") })
+    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.proposal.halt_mode })
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {

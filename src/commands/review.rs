@@ -122,7 +122,7 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
     let (f, dropped) = read_round(ctx, &repo, &config, &args.findings)?;
-    let r = route(args.round, &f.findings, config.bool("review.seam_escalation"), args.issue);
+    let r = route(args.round, &f.findings, config.review.seam_escalation, args.issue);
     let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref());
     let mut out = serde_json::to_value(&r)?;
     if !dropped.is_empty() {
@@ -226,7 +226,7 @@ fn dispatch(
     round: u32,
     issue: Option<u64>,
 ) -> Dispatch {
-    let template = config.list("review.dispatch_command");
+    let template = &config.review.dispatch_command;
     if template.is_empty() {
         return Dispatch::NotConfigured;
     }
@@ -236,7 +236,7 @@ fn dispatch(
     values.insert("issue", issue.map(|n| n.to_string()).unwrap_or_default());
     values.insert("run_dir", run_dir.to_string_lossy().into_owned());
     let argv = crate::exec::render(template, &values);
-    let timeout = Duration::from_millis(config.int("review.dispatch_timeout_ms"));
+    let timeout = Duration::from_millis(config.review.dispatch_timeout_ms);
     match crate::exec::run(&argv, brief.as_bytes(), timeout) {
         Ok(o) => Dispatch::Answered { argv, output: String::from_utf8_lossy(&o.stdout).into_owned() },
         Err(e) => Dispatch::Failed { argv, why: e.to_string() },

@@ -47,7 +47,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     // The scan reads whole files: hunks would be computed for nothing.
     let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
-    if !config.bool("scan.enabled") {
+    if !config.scan.enabled {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
         let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };
         return print(ctx, &args, &diff, &out);

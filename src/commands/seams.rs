@@ -31,7 +31,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     let t = thresholds(&config, args.min_files, args.min_tokens)?;
     let diff = args.range.diff(&repo)?;
-    if !config.bool("clones.enabled") {
+    if !config.clones.enabled {
         match args.format {
             Format::Json => {
                 let out = json!({"schema_version": 1, "enabled": false, "clusters": []});

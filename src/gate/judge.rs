@@ -112,7 +112,7 @@ fn judge(
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),
     };
-    row.mode = cfg.mode("gate.mode");
+    row.mode = cfg.gate.mode;
     let control = match db::control(conn) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
@@ -194,10 +194,10 @@ fn judge(
 
 pub fn switches(cfg: &Config, control: db::Control) -> Switches {
     let env_mode = match cfg.source("gate.mode") {
-        Some(Source::Env(_)) => Some(cfg.mode("gate.mode")),
+        Some(Source::Env(_)) => Some(cfg.gate.mode),
         _ => None,
     };
-    core::resolve_switches(control.kill_switch, cfg.bool("gate.enabled"), env_mode, control.mode, cfg.mode("gate.mode"))
+    core::resolve_switches(control.kill_switch, cfg.gate.enabled, env_mode, control.mode, cfg.gate.mode)
 }
 
 /// `last_assistant_message` when present, else the transcript's last assistant message.
@@ -234,7 +234,7 @@ fn collect_evidence(
     history: Option<&Connection>,
 ) -> Result<Evidence> {
     let mut b = globset::GlobSetBuilder::new();
-    for g in cfg.list("gate.plan_globs") {
+    for g in &cfg.gate.plan_globs {
         b.add(globset::Glob::new(g).with_context(|| format!("gate.plan_globs: bad glob `{g}`"))?);
     }
     let globs = b.build()?;
@@ -339,7 +339,7 @@ fn authority(
     evidence: &Evidence,
     row: &mut db::EventRow,
 ) -> Result<Verdict, Failure> {
-    let argv = cfg.list("gate.authority_command");
+    let argv = &cfg.gate.authority_command;
     if argv.is_empty() {
         row.authority = "builtin".into();
         return Ok(builtin::decide(reason, evidence));
@@ -352,7 +352,7 @@ fn authority(
     if !breaker.admits(now) {
         return Err(Failure::new(FailureKind::BreakerOpen, "the external authority's circuit breaker is open"));
     }
-    let result = call_external(argv, cfg.int("gate.authority_timeout_ms"), session_id, reason, evidence);
+    let result = call_external(argv, cfg.gate.authority_timeout_ms, session_id, reason, evidence);
     let next: Breaker = match &result {
         Err(f) if f.kind.trips_breaker() => breaker.on_failure(now),
         _ => breaker.on_success(),

@@ -27,7 +27,9 @@ impl Repo {
             return Ok(HooksDir { path: self.common_dir().join("hooks"), hooks_path_config: None });
         };
         let expanded = match value.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME").map_or_else(|| PathBuf::from(&value), |h| Path::new(&h).join(rest)),
+            Some(rest) => {
+                crate::env::process().var_os("HOME").map_or_else(|| PathBuf::from(&value), |h| Path::new(h).join(rest))
+            }
             None => PathBuf::from(&value),
         };
         let path = if expanded.is_absolute() {

@@ -127,7 +127,7 @@ impl Repo {
     /// Open the repository the way a git subcommand would: honouring `GIT_DIR` and
     /// `GIT_WORK_TREE` (set by git when it runs a hook), else discovering from `cwd`.
     pub fn open_for_command(cwd: &Path) -> Result<Repo> {
-        if std::env::var_os("GIT_DIR").is_some() {
+        if crate::env::process().var_os("GIT_DIR").is_some() {
             tune_libgit2();
             return Repository::open_from_env().map(|inner| Repo { inner }).map_err(|e| open_error(cwd, e));
         }

@@ -46,8 +46,13 @@ pub fn capture<T>(cwd: &Path, f: impl FnOnce(&mut Ctx) -> Result<T>) -> (Capture
     let mut out = Captured::default();
     let mut stdin = std::io::empty();
     let result = {
-        let mut ctx =
-            Ctx { cwd: cwd.to_path_buf(), stdin: &mut stdin, stdout: &mut out.stdout, stderr: &mut out.stderr };
+        let mut ctx = Ctx {
+            cwd: cwd.to_path_buf(),
+            stdin: &mut stdin,
+            stdout: &mut out.stdout,
+            stderr: &mut out.stderr,
+            env: crate::env::process(),
+        };
         f(&mut ctx)
     };
     (out, result)
@@ -76,8 +81,8 @@ pub fn fits(repo: &Repo, config: &Config, kind: &HookKind, paths: &Diff, budget:
     if budget_us == 0 {
         return false;
     }
-    let scan = config.bool("scan.enabled");
-    let clones = matches!(kind, HookKind::PrePush { .. }) && config.bool("clones.enabled");
+    let scan = config.scan.enabled;
+    let clones = matches!(kind, HookKind::PrePush { .. }) && config.clones.enabled;
     let readable = |k: EntryKind| k == EntryKind::File;
     let scanned = |path: &str| scan && Language::for_path(path).is_some();
     // A lower bound first, from counts alone: hundreds of files never read a header.

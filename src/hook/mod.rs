@@ -45,9 +45,9 @@ pub struct HookRun<'a, 'io> {
 
 /// Whether the master switch is off (`PREMERGE=0`, `false`, `no`, `off`).
 pub fn master_switch_off() -> bool {
-    std::env::var(MASTER_SWITCH_ENV)
-        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
-        .unwrap_or(false)
+    crate::env::process()
+        .var(MASTER_SWITCH_ENV)
+        .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
 }
 
 /// A signal stage: reports what it finds, never decides.

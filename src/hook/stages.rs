@@ -25,7 +25,7 @@ const MAX_HOOK_LINES: usize = 8;
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
 pub fn widening_scan(run: &mut HookRun) -> Result<()> {
-    if !run.config.bool("scan.enabled") {
+    if !run.config.scan.enabled {
         return Ok(());
     }
     let opts = crate::scan::ScanOptions { issue: None, memory: true, backend: true };
@@ -36,7 +36,7 @@ pub fn widening_scan(run: &mut HookRun) -> Result<()> {
         return Ok(());
     }
     let w = &mut *run.ctx.stdout;
-    let memories = if run.config.bool("memory.enabled") {
+    let memories = if run.config.memory.enabled {
         format!(", {} guard memory(ies) written", out.memory.written)
     } else {
         String::new()
@@ -59,7 +59,7 @@ pub fn widening_scan(run: &mut HookRun) -> Result<()> {
 
 /// The pre-push signal: report copies in the pushed commits; silent when there are none.
 pub fn copy_detector(run: &mut HookRun) -> Result<()> {
-    if !run.config.bool("clones.enabled") {
+    if !run.config.clones.enabled {
         return Ok(());
     }
     let t = copies::thresholds(run.config, None, None)?;
@@ -90,7 +90,7 @@ pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<
 /// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
 /// disables the fence.
 pub fn pre_push_fence(run: &mut HookRun) -> CmdResult {
-    let mode = run.config.mode("fence.mode");
+    let mode = run.config.fence.mode;
     if mode == Mode::Off {
         return Ok(Exit::Ok);
     }
@@ -106,7 +106,7 @@ pub fn pre_push_fence(run: &mut HookRun) -> CmdResult {
         }
     };
     let run_dir = l.run_dir_path();
-    if let Some(env) = std::env::var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
+    if let Some(env) = run.ctx.env.var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
         let same = fix_loop::canonical_run_dir(Path::new(&env)).is_ok_and(|c| c == l.run_dir);
         if !same {
             writeln!(

@@ -112,7 +112,7 @@ pub fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>>
 
 /// The version of the git premerge would run (`PREMERGE_GIT`, else `git` on PATH).
 pub fn git_version() -> Result<GitVersion> {
-    let git = std::env::var(GIT_ENV).ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "git".to_string());
+    let git = crate::env::process().non_empty(GIT_ENV).unwrap_or("git").to_string();
     let out = crate::exec::run(&[git.clone(), "--version".to_string()], b"", GIT_VERSION_TIMEOUT)
         .map_err(|e| anyhow!("cannot tell git's version: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -25,8 +25,8 @@ pub struct Report {
 }
 
 pub fn thresholds(config: &Config, min_files: Option<u64>, min_tokens: Option<u64>) -> Result<Thresholds> {
-    let f = min_files.unwrap_or(config.int("clones.min_files"));
-    let t = min_tokens.unwrap_or(config.int("clones.min_tokens"));
+    let f = min_files.unwrap_or(config.clones.min_files);
+    let t = min_tokens.unwrap_or(config.clones.min_tokens);
     if f < 2 {
         bail!("clones.min_files: must be at least 2 (a copy needs two places), got {f}");
     }

@@ -101,12 +101,13 @@ pub fn resolves_inside(path: &Path, bounds: &[&Path]) -> Result<(PathBuf, bool)>
     Ok((real, false))
 }
 
-/// The directory a path-valued configuration key names, relative to the work tree,
-/// refused when it came from repository content and resolves outside the work tree and
-/// the state directory. `hint` says how the user allows it (the git config key, a flag).
-pub fn config_root(repo: &Repo, cfg: &Config, key: &str, hint: &str) -> Result<PathBuf> {
+/// The directory a path-valued configuration key names (`value`, the key's effective
+/// value), relative to the work tree, refused when it came from repository content and
+/// resolves outside the work tree and the state directory. `hint` says how the user
+/// allows it (the git config key, a flag).
+pub fn config_root(repo: &Repo, cfg: &Config, key: &str, value: &str, hint: &str) -> Result<PathBuf> {
     let work_tree = repo.require_workdir()?;
-    let path = work_tree.join(cfg.str(key));
+    let path = work_tree.join(value);
     let source = cfg.source(key);
     if chosen_by_user(source) {
         return Ok(path);

@@ -81,7 +81,7 @@ impl StateDir {
         if let Some(p) = explicit {
             return p.to_path_buf();
         }
-        match std::env::var_os(RUN_DIR_ENV) {
+        match crate::env::process().var_os(RUN_DIR_ENV) {
             Some(v) if !v.is_empty() => PathBuf::from(v),
             _ => self.default_run_dir(),
         }
@@ -325,8 +325,7 @@ pub const FAKE_NOW_ENV: &str = "PREMERGE_FAKE_NOW";
 
 /// The current time, UTC (or `PREMERGE_FAKE_NOW` when set and valid).
 pub fn now() -> time::OffsetDateTime {
-    if let Some(v) = std::env::var_os(FAKE_NOW_ENV)
-        && let Some(s) = v.to_str()
+    if let Some(s) = crate::env::process().var(FAKE_NOW_ENV)
         && let Ok(t) = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
     {
         return t.to_offset(time::UtcOffset::UTC);

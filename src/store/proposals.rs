@@ -33,7 +33,13 @@ pub const ROOT_LOCK_WAIT: Duration = store::LOCK_WAIT;
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.
 pub fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
-    crate::store::contain::config_root(repo, cfg, "proposal.root", "git config premerge.proposal.root, or --root")
+    crate::store::contain::config_root(
+        repo,
+        cfg,
+        "proposal.root",
+        cfg.proposal.root.as_str(),
+        "git config premerge.proposal.root, or --root",
+    )
 }
 
 /// Refuse a root that exists but is not a directory; create `<root>/open/`.

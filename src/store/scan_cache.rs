@@ -114,7 +114,7 @@ impl ScanCache {
     /// rule set cannot be named. Never fails: anything wrong with the file is an empty
     /// cache.
     pub fn open(dir: &Path) -> Option<ScanCache> {
-        if std::env::var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
+        if crate::env::process().var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
             return None;
         }
         Some(ScanCache::open_with(dir, ruleset()?))

@@ -32,10 +32,10 @@ pub struct GeneratorCfg {
 impl GeneratorCfg {
     /// The configured generator, `None` when `proposal.generator_command` is empty.
     pub fn from_config(cfg: &Config) -> Option<GeneratorCfg> {
-        let argv = cfg.list("proposal.generator_command");
+        let argv = &cfg.proposal.generator_command;
         (!argv.is_empty()).then(|| GeneratorCfg {
             argv: argv.to_vec(),
-            timeout: Duration::from_millis(cfg.int("proposal.generator_timeout_ms")),
+            timeout: Duration::from_millis(cfg.proposal.generator_timeout_ms),
         })
     }
 }
@@ -274,7 +274,7 @@ pub fn emit_for_repo(
 ) -> Result<EmitOutcome> {
     let root = signal_root(repo, cfg, events_dir)?;
     let generator = GeneratorCfg::from_config(cfg);
-    let mode = cfg.mode("proposal.halt_mode");
+    let mode = cfg.proposal.halt_mode;
     // Idempotent reads: the same observation (stripe and row ids) seen again on
     // unchanged state answers what was recorded, and records nothing new.
     if mode != Mode::Off
@@ -300,12 +300,13 @@ pub fn emit_for_repo(
 /// working tree on purpose: a proposal written during an attempt must never show up as
 /// a changed path that the commit fence would have to refuse.
 pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf> {
-    match cfg.str("proposal.signal_root") {
+    match cfg.proposal.signal_root.as_str() {
         "" => Ok(run_dir.join("proposals")),
         _ => crate::store::contain::config_root(
             repo,
             cfg,
             "proposal.signal_root",
+            cfg.proposal.signal_root.as_str(),
             "git config premerge.proposal.signalRoot",
         ),
     }

@@ -50,6 +50,10 @@ pub struct Policy {
     pub ignore: GlobSet,
     /// Per-rule severity override; `None` silences the rule.
     pub severity: BTreeMap<String, Option<Severity>>,
+    /// Parse only the declarations an edit touches when they stand alone (the change
+    /// window); `false` (`PREMERGE_SCAN_WINDOW=0`) parses every changed file whole: the
+    /// same findings, slower (`scripts/check-window.sh` compares the two).
+    pub window: bool,
 }
 
 impl Default for Policy {
@@ -59,6 +63,7 @@ impl Default for Policy {
             include_tests: false,
             ignore: GlobSet::empty(),
             severity: BTreeMap::new(),
+            window: true,
         }
     }
 }
@@ -86,7 +91,7 @@ impl Policy {
                 .ok_or_else(|| PolicyError::BadSeverity { rule: rule.clone(), value: value.clone() })?;
             sev.insert(rule.clone(), v);
         }
-        Ok(Policy { max_file_bytes, include_tests, ignore, severity: sev })
+        Ok(Policy { max_file_bytes, include_tests, ignore, severity: sev, window: true })
     }
 }
 
@@ -340,14 +345,14 @@ fn scan_one(
         (_, Some((key, cache))) => match cache.get(key) {
             Some(found) => Ok(found),
             None => {
-                let found = detector::run(lang, path, before, after, true);
+                let found = detector::run(lang, path, before, after, policy.window);
                 if let Ok(found) = &found {
                     cache.put(key, found);
                 }
                 found
             }
         },
-        (_, None) => detector::run(lang, path, before, after, true),
+        (_, None) => detector::run(lang, path, before, after, policy.window),
     };
     let raw = match raw {
         Ok(r) => r,

@@ -27,16 +27,13 @@ use tree_sitter::{Parser, Range, Tree};
 
 use super::syntax::{compact, point_at};
 
-/// `PREMERGE_SCAN_WINDOW=0` parses every changed file whole: the same findings, slower
-/// (`scripts/check-window.sh` compares the two on a repository's history).
-static ENABLED: std::sync::LazyLock<bool> =
-    std::sync::LazyLock::new(|| std::env::var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0"));
-
-/// Whether the window is in use (`PREMERGE_SCAN_WINDOW` is not `0`). The window can
-/// scan a file whose untouched part does not parse, so what a scan finds may depend on
-/// it: the scan cache keeps the two modes apart.
+/// Whether the window is in use (`PREMERGE_SCAN_WINDOW` is not `0`; `0` parses every
+/// changed file whole: the same findings, slower, which `scripts/check-window.sh`
+/// compares on a repository's history). The scan policy carries it to the detectors
+/// (`Policy::window`); the window can scan a file whose untouched part does not parse,
+/// so what a scan finds may depend on it: the scan cache keeps the two modes apart.
 pub fn enabled() -> bool {
-    *ENABLED
+    crate::env::process().var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0")
 }
 
 /// Which lexer finds the declaration boundaries of a file.
@@ -70,9 +67,6 @@ const MAX_PIECES: usize = 20_000;
 /// declarations between the edits out of the window, not only a common prefix and
 /// suffix.
 pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<Window> {
-    if !*ENABLED {
-        return None;
-    }
     let bounds = |src: &str| match lexer {
         Lexer::Rust => rust_boundaries(src),
         Lexer::Script => script_boundaries(src),

@@ -617,9 +617,8 @@ fn fuzz_premerge_toml() {
         match PmConfig::load(Some(("premerge.toml", text)), &[], &|_| None) {
             Ok(cfg) => {
                 // Every integer the rest of premerge reads is inside its declared range.
-                for name in cfg.values.keys() {
+                for (name, v) in cfg.ints() {
                     if let Some((lo, hi)) = int_range(name) {
-                        let v = cfg.int(name);
                         assert!((lo..=hi).contains(&v), "config: {name} = {v} accepted outside {lo}..={hi}");
                     }
                 }
@@ -653,9 +652,9 @@ fn fuzz_config_from_git_and_env() {
             let env = move |var: &str| if var == "PREMERGE_GATE_MODE" { env_v.clone() } else { None };
             match premerge::config::Config::load(None, &git, &env) {
                 Ok(cfg) => {
-                    for name in cfg.values.keys() {
+                    for (name, v) in cfg.ints() {
                         if let Some((lo, hi)) = int_range(name) {
-                            prop_assert!((lo..=hi).contains(&cfg.int(name)), "{} out of range", name);
+                            prop_assert!((lo..=hi).contains(&v), "{} out of range", name);
                         }
                     }
                 }

@@ -7,6 +7,7 @@ mod budget;
 mod cli_snapshots;
 mod crash;
 mod decisions;
+mod env_snapshot;
 mod fence_loop;
 mod fixtures;
 mod foundation;
