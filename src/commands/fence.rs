@@ -1,5 +1,6 @@
-//! `premerge fence allowed|check` and the pre-push fence stage: what an attempt may
-//! change, derived from `fix-waves-NN.json` alone, and whether a change stayed inside.
+//! `premerge fence allowed|check` (the pre-push fence stage is
+//! `crate::hook::stages::pre_push_fence`): what an attempt may change, derived from
+//! `fix-waves-NN.json` alone, and whether a change stayed inside.
 //!
 //! The fence fails closed: a missing, unreadable, truncated or schema-invalid plan
 //! refuses (exit 1 for `check` and for an enforcing pre-push hook). It is an authority

@@ -1,7 +1,8 @@
 //! `premerge scan`: the widening scan of a range, and the guard memories it writes.
 //!
 //! A signal: it never blocks. The command exits 0 whatever it finds; in the hooks a
-//! scan error is a warning ([`hook_stage`]).
+//! scan error is a warning (`crate::hook::stages::widening_scan`). The scan itself is
+//! [`crate::scan`].
 
 use std::io::Write;
 

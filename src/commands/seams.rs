@@ -1,6 +1,7 @@
 //! `premerge seams`: find blocks a change copies into several distinct files (the
-//! copy detector of `crate::review::clones`), and the same check in `premerge hook
-//! pre-push`, where it is a signal: it reports and never blocks.
+//! copy detector of `crate::review::copies`). `premerge hook pre-push` runs the same
+//! check (`crate::hook::stages::copy_detector`), where it is a signal: it reports and
+//! never blocks.
 
 use anyhow::Result;
 use clap::Args as ClapArgs;
