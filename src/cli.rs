@@ -1,11 +1,16 @@
 //! The command line, as clap derive types. Each subcommand's arguments live beside
-//! its implementation in `crate::commands::<name>`; this file only lists them.
+//! its implementation in `crate::commands::<name>`; this file lists them and holds the
+//! argument types several commands share (`Format`, `RangeArgs`, `RootArgs`), so no
+//! command imports another for them.
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use anyhow::{Result, bail};
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 
 use crate::commands;
+use crate::diff::Diff;
+use crate::git::{Detail, Repo};
 
 /// The deterministic controller side of automated review-and-fix loops.
 ///
@@ -100,4 +105,97 @@ pub struct RootArgs {
     /// Run directory whose events.jsonl records proposal events.
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+}
+
+/// Output format of commands that print a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Which two trees to compare. Shared by every command that takes a range: either
+/// `--base/--head` or one positional `A..B` (as git writes ranges), never both.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct RangeArgs {
+    /// A range `A..B` (the same as `--base A --head B`; an empty side is HEAD) or
+    /// `A...B` (from the merge base of A and B to B).
+    #[arg(value_name = "A..B", conflicts_with_all = ["base", "head", "staged", "worktree"])]
+    pub range: Option<String>,
+    /// Base revision (any revision git understands). Default: the head's first parent
+    /// (the empty tree for a root commit), or HEAD with --staged / --worktree.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Head revision. Default: HEAD.
+    #[arg(long, value_name = "REV", conflicts_with_all = ["staged", "worktree"])]
+    pub head: Option<String>,
+    /// Compare the index (staged changes) against HEAD.
+    #[arg(long, conflicts_with = "worktree")]
+    pub staged: bool,
+    /// Compare the working tree against HEAD; untracked files count as added.
+    #[arg(long)]
+    pub worktree: bool,
+}
+
+impl RangeArgs {
+    /// Compute the diff this range names.
+    pub fn diff(&self, repo: &Repo) -> Result<Diff> {
+        self.diff_with(repo, Detail::Hunks)
+    }
+
+    /// Compute the diff this range names, with only the detail asked for.
+    pub fn diff_with(&self, repo: &Repo, detail: Detail) -> Result<Diff> {
+        if let Some(r) = &self.range {
+            let (base, head) = resolve_range(repo, r)?;
+            return Ok(repo.diff_commits_with(Some(&base), &head, detail)?);
+        }
+        if self.staged || self.worktree {
+            if let Some(b) = &self.base {
+                let base = repo.resolve_commit(b)?;
+                if repo.head_oid().as_deref() != Some(base.as_str()) {
+                    bail!(
+                        "--base with --staged or --worktree must be HEAD (the index and working tree compare against HEAD)"
+                    );
+                }
+            }
+            return Ok(if self.staged { repo.diff_staged_with(detail)? } else { repo.diff_worktree_with(detail)? });
+        }
+        let head = repo.resolve_commit(self.head.as_deref().unwrap_or("HEAD"))?;
+        let base = match &self.base {
+            Some(b) => Some(repo.resolve_commit(b)?),
+            None if repo.is_shallow_boundary(&head) => bail!(
+                "{head}: this shallow clone's history is cut here, so its parent and its own changes are unknown \
+                 (pass --base, or fetch more history: git fetch --deepen=1)"
+            ),
+            None => repo.resolve_commit(&format!("{head}^")).ok(),
+        };
+        Ok(repo.diff_commits_with(base.as_deref(), &head, detail)?)
+    }
+}
+
+/// Resolve a positional range `A..B` or `A...B` to `(base, head)` commit ids. An empty
+/// side means HEAD, as in git; `A...B` starts at the merge base of A and B.
+pub fn resolve_range(repo: &Repo, range: &str) -> Result<(String, String)> {
+    let bad = || anyhow::anyhow!("range `{range}`: expected A..B or A...B (revisions git understands)");
+    let (base, head, symmetric) = if let Some((a, b)) = range.split_once("...") {
+        (a, b, true)
+    } else if let Some((a, b)) = range.split_once("..") {
+        (a, b, false)
+    } else {
+        return Err(bad());
+    };
+    if head.contains("..") || (base.is_empty() && head.is_empty()) {
+        return Err(bad());
+    }
+    let or_head = |s: &str| if s.is_empty() { "HEAD".to_string() } else { s.to_string() };
+    let head = repo.resolve_commit(&or_head(head))?;
+    let base = repo.resolve_commit(&or_head(base))?;
+    if symmetric {
+        let mb = repo
+            .merge_base(&base, &head)?
+            .ok_or_else(|| anyhow::anyhow!("range `{range}`: the two sides have no common ancestor"))?;
+        return Ok((mb, head));
+    }
+    Ok((base, head))
 }

@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::json;
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::diff::{json_path, quote_path_bytes};
 use crate::error::{CmdResult, Exit};
 use crate::git::Detail;

@@ -1,13 +1,11 @@
 //! `premerge config`: the effective configuration and where each value came from.
 
-use std::io::Write;
-
 use clap::Args as ClapArgs;
-use serde_json::json;
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::config::{Config, KEYS};
+use crate::config_render::write_config;
 use crate::error::{CmdResult, Exit};
 
 #[derive(Debug, ClapArgs)]
@@ -46,24 +44,4 @@ fn default_text(v: &serde_json::Value) -> String {
         }
         other => other.to_string(),
     }
-}
-
-/// Print the configuration: `key = value  # source`, or canonical JSON.
-pub fn write_config(cfg: &Config, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    match format {
-        Format::Text => {
-            for (k, v, src) in cfg.entries() {
-                writeln!(out, "{k} = {v}  # {src}")?;
-            }
-        }
-        Format::Json => {
-            let values: serde_json::Map<String, serde_json::Value> = cfg
-                .entries()
-                .into_iter()
-                .map(|(k, v, src)| (k.to_string(), json!({"value": v, "source": src.to_string()})))
-                .collect();
-            out.write_all(crate::canonical::to_line(&json!({"schema_version": 1, "values": values}))?.as_bytes())?;
-        }
-    }
-    Ok(())
 }

@@ -64,7 +64,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     }
     // Any STOP_* ends the fix loop of this run directory: the fence stops blocking.
     let closed_loop = match ctx.repo() {
-        Ok(repo) => super::fix_loop::on_converge(ctx, &repo, run_dir.as_std_path(), &v.decision.to_string())?,
+        Ok(repo) => {
+            crate::store::fix_loop::on_converge(ctx.stderr, &repo, run_dir.as_std_path(), &v.decision.to_string())?
+        }
         Err(_) => None,
     };
     let halts = stripe.as_ref().is_some_and(|o| o.halts());

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Ctx;
-use super::diff::Format;
-use super::install::{git_version, observe, open_repo, premerge_runner, shim_moved_by_lefthook, shim_runs};
+use super::open_repo;
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
+use crate::install::probe::{git_version, observe, premerge_runner, shim_moved_by_lefthook, shim_runs};
 use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, parse_shim, recognise};
 
 /// How long `<shim binary> --version` may take before doctor reports it as hung.
@@ -278,7 +279,7 @@ fn check_config(repo: &Repo, problems: &mut Vec<Problem>, ctx: &mut Ctx) -> anyh
         Ok(cfg) => {
             writeln!(ctx.stdout, "effective configuration:")?;
             let mut buf = Vec::new();
-            super::config::write_config(&cfg, Format::Text, &mut buf)?;
+            crate::config_render::write_config(&cfg, Format::Text, &mut buf)?;
             for line in String::from_utf8_lossy(&buf).lines() {
                 writeln!(ctx.stdout, "  {line}")?;
             }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::store::fix_loop::{self, FixLoop, LoopRecord};
 
@@ -99,57 +99,4 @@ fn write_loop(ctx: &mut Ctx, l: &FixLoop) -> anyhow::Result<()> {
         writeln!(ctx.stdout, "close it: premerge loop close")?;
     }
     Ok(())
-}
-
-/// `plan --attempt N` wrote (or is about to write) a plan in `run_dir`: open or advance
-/// the loop, and say so on stderr (stdout carries the triage line alone).
-pub fn on_plan(ctx: &mut Ctx, repo: &crate::git::Repo, run_dir: &std::path::Path, attempt: u32) -> anyhow::Result<()> {
-    let state = repo.state_dir();
-    let o = fix_loop::record_plan(&state, run_dir, attempt)?;
-    if let Some(old) = &o.replaced {
-        writeln!(
-            ctx.stderr,
-            "premerge: plan: replaced open fix loop {} (run directory {}, attempt {})",
-            old.id, old.run_dir, old.attempt
-        )?;
-    }
-    let l = &o.current;
-    let verb = if o.new { "opened" } else { "continues" };
-    writeln!(
-        ctx.stderr,
-        "premerge: plan: fix loop {} {verb} (run directory {}, attempt {}): the pre-push fence is active until converge says STOP_* or `premerge loop close`",
-        l.id, l.run_dir, l.attempt
-    )?;
-    let (loop_id, run_dir) = (l.id.clone(), l.run_dir.clone());
-    let ev = if o.new {
-        crate::events::Event::LoopOpened { loop_id, attempt, run_dir }
-    } else {
-        crate::events::Event::LoopAdvanced { loop_id, attempt, run_dir }
-    };
-    if let Err(e) = crate::store::append_event(&state.path, &ev) {
-        ctx.warn(format!("loop: cannot log: {e:#}"));
-    }
-    Ok(())
-}
-
-/// `converge` decided `decision` for `run_dir`: any `STOP_*` closes that run directory's
-/// open loop. Returns the closed loop's id.
-pub fn on_converge(
-    ctx: &mut Ctx,
-    repo: &crate::git::Repo,
-    run_dir: &std::path::Path,
-    decision: &str,
-) -> anyhow::Result<Option<String>> {
-    if !decision.starts_with("STOP_") {
-        return Ok(None);
-    }
-    let state = repo.state_dir();
-    let by = format!("converge {decision}");
-    let Some(l) = fix_loop::close(&state, &by, Some(run_dir))? else { return Ok(None) };
-    writeln!(ctx.stderr, "premerge: converge: {decision}: closed fix loop {} (run directory {})", l.id, l.run_dir)?;
-    let ev = crate::events::Event::LoopClosed { loop_id: l.id.clone(), by, attempt: l.attempt };
-    if let Err(e) = crate::store::append_event(&state.path, &ev) {
-        ctx.warn(format!("loop: cannot log the close: {e:#}"));
-    }
-    Ok(Some(l.id))
 }

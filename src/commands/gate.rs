@@ -8,7 +8,7 @@
 use crate::gate::judge::{self, switches};
 use crate::store::gate_db as db;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow};
@@ -19,7 +19,6 @@ use super::Ctx;
 use crate::config::{Config, Mode, Source};
 use crate::error::{CmdResult, Exit};
 use crate::gate::{self as core, FailureKind, Switches};
-use crate::git::Repo;
 
 /// Shadow suggests `gate set --mode enforce` once operators have annotated at least
 /// this many of its decisions as correct...
@@ -142,7 +141,8 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Cmd::InstallAgentHook(a) => install_agent_hook(a, ctx),
         Cmd::UninstallAgentHook(a) => {
             let path = settings_path(a.settings, ctx)?;
-            uninstall_agent_hook_at(&path, ctx)
+            crate::gate::agent_hook::uninstall_at(&path, ctx.stdout)?;
+            Ok(Exit::Ok)
         }
         Cmd::Status(a) => status(a, ctx),
         Cmd::Set(a) => {
@@ -239,11 +239,6 @@ fn settings_path(explicit: Option<PathBuf>, ctx: &Ctx) -> Result<PathBuf> {
     })
 }
 
-/// The settings text (empty when the file does not exist; read through symlinks).
-fn read_settings(path: &Path) -> Result<String> {
-    Ok(crate::input::read_text_if_present(path, crate::input::Kind::Settings)?.unwrap_or_default())
-}
-
 /// The program the hooks run: `--program`, else this binary's absolute path (the
 /// path the git shims record), quoted for the shell Claude Code runs hooks with.
 fn hook_program(explicit: Option<String>) -> Result<String> {
@@ -261,20 +256,17 @@ fn hook_program(explicit: Option<String>) -> Result<String> {
     Ok(if plain { program } else { crate::install::sh_quote(&program) })
 }
 
-/// New settings files are readable by all, like the rest of a working tree.
-const SETTINGS_MODE: u32 = 0o644;
-
 fn install_agent_hook(a: InstallArgs, ctx: &mut Ctx) -> CmdResult {
     let path = settings_path(a.settings, ctx)?;
     let program = hook_program(a.program)?;
-    let existing = read_settings(&path)?;
+    let existing = crate::gate::agent_hook::read_settings(&path)?;
     let (text, m) =
         crate::gate::settings::merge(&existing, &program).map_err(|e| crate::error::input_error(path.display(), e))?;
     if !m.changed() {
         writeln!(ctx.stdout, "{}: premerge agent hooks already installed ({program})", path.display())?;
         return Ok(Exit::Ok);
     }
-    crate::install::agent_docs::write_through(&path, text.as_bytes(), SETTINGS_MODE)?;
+    crate::install::agent_docs::write_through(&path, text.as_bytes(), crate::gate::agent_hook::SETTINGS_MODE)?;
     let mut what = Vec::new();
     if m.added > 0 {
         what.push(format!("added {}", m.added));
@@ -288,28 +280,6 @@ fn install_agent_hook(a: InstallArgs, ctx: &mut Ctx) -> CmdResult {
     writeln!(ctx.stdout, "{}: premerge agent hooks (Stop, SessionStart): {}", path.display(), what.join(", "))?;
     writeln!(ctx.stdout, "they run {program}; `premerge gate uninstall-agent-hook` removes them")?;
     Ok(Exit::Ok)
-}
-
-/// Remove premerge's agent hooks from the settings file at `path`.
-pub fn uninstall_agent_hook_at(path: &Path, ctx: &mut Ctx) -> CmdResult {
-    let existing = read_settings(path)?;
-    let (text, n) =
-        crate::gate::settings::remove(&existing).map_err(|e| crate::error::input_error(path.display(), e))?;
-    if n == 0 {
-        writeln!(ctx.stdout, "{}: no premerge agent hook", path.display())?;
-    } else {
-        crate::install::agent_docs::write_through(path, text.as_bytes(), SETTINGS_MODE)?;
-        writeln!(ctx.stdout, "{}: removed {n} premerge agent hook(s)", path.display())?;
-    }
-    Ok(Exit::Ok)
-}
-
-/// For `premerge uninstall`: the working tree's `.claude/settings.json` when it has a
-/// premerge agent hook.
-pub fn agent_hook_present(repo: &Repo) -> Option<PathBuf> {
-    let path = repo.workdir()?.join(".claude").join("settings.json");
-    let text = crate::input::read_text(&path, crate::input::Kind::Settings).ok()?;
-    crate::gate::settings::installed(&text).then_some(path)
 }
 
 /// The effective mode and where it comes from, as `gate status` and `gate set` print it.

@@ -120,7 +120,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Ok(match covered {
             Covered::Push { remote, url, ranges, pushed } => {
                 let paths = background::paths_of(&repo, &ranges)?;
-                super::hook_stages::note_config_change(ctx, &paths, base.as_deref())?;
+                crate::hook::stages::note_config_change(ctx, &paths, base.as_deref())?;
                 (Work { kind: HookKind::PrePush { remote, url }, scope: format!("{pushed} ref(s)"), ranges }, paths)
             }
             Covered::Merge { squash } => {
@@ -146,7 +146,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             Some(background::capture(&cwd, |c| {
                 let mut run = HookRun { ctx: c, repo: &repo, config: &config, kind: work.kind.clone(), diff: &paths };
                 // The authority: its own failure refuses while a fix loop is open.
-                Ok(stage::catch("fence", || super::hook_stages::pre_push_fence(&mut run)))
+                Ok(stage::catch("fence", || crate::hook::stages::pre_push_fence(&mut run)))
             }))
         }
         HookKind::PostMerge { .. } => None,
@@ -195,7 +195,7 @@ fn squash_merge(ctx: &mut Ctx, repo: &Repo, config: &Config) -> Exit {
         diff.files.len()
     );
     let mut run = HookRun { ctx, repo, config, kind: HookKind::PostMerge { squash: true }, diff: &diff };
-    signal(&mut run, "widening scan", super::hook_stages::WIDENING_SCAN);
+    signal(&mut run, "widening scan", crate::hook::stages::widening_scan);
     Exit::Ok
 }
 

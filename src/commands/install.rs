@@ -10,28 +10,24 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use tempfile::NamedTempFile;
 
-use super::Ctx;
+use super::{Ctx, open_repo};
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
 use crate::install::agent_docs::{self, Injected};
 use crate::install::managers::{self as mgr, Snippet};
+use crate::install::probe::{
+    config_shim_path, git_version, observe, premerge_runner, read_manager_config, shim_moved_by_lefthook, shim_runs,
+};
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
-    UninstallAction, lefthook_old_name, parse_git_version, parse_shim, plan_install, plan_uninstall,
-    plan_via_pre_commit_legacy, pre_commit_legacy_name, recognise, shim_text,
+    UninstallAction, plan_install, plan_uninstall, plan_via_pre_commit_legacy, pre_commit_legacy_name, recognise,
+    shim_text,
 };
 
-/// Environment variable naming the git executable used for version detection
-/// (tests point it at a stand-in that reports another version).
-pub const GIT_ENV: &str = "PREMERGE_GIT";
-/// How long `git --version` may take: it answers in milliseconds; a hung wrapper
-/// script must not hang the install.
-const GIT_VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// Mode of the shims: executable by everyone, like the samples git writes.
 const SHIM_MODE: u32 = 0o755;
 
@@ -116,9 +112,10 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     }
     if args.agent_hook {
         let path = repo.require_workdir()?.join(".claude").join("settings.json");
-        return super::gate::uninstall_agent_hook_at(&path, ctx);
+        crate::gate::agent_hook::uninstall_at(&path, ctx.stdout)?;
+        return Ok(Exit::Ok);
     }
-    if let Some(path) = super::gate::agent_hook_present(&repo) {
+    if let Some(path) = crate::gate::agent_hook::present(&repo) {
         writeln!(
             ctx.stdout,
             "note: {} has the stop gate's agent hooks; `premerge uninstall --agent-hook` removes them",
@@ -196,20 +193,6 @@ pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-/// How many bytes of a manager's configuration file premerge reads: far more than any
-/// hand-written hook configuration; a larger file is not one.
-const MANAGER_CONFIG_MAX_BYTES: u64 = 1 << 20;
-
-/// A manager's configuration file under `root`, when it is a regular file within the limit.
-fn read_manager_config(path: &Path) -> Option<String> {
-    let meta = fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let bytes = crate::input::read_file(path, crate::input::Kind::Settings, MANAGER_CONFIG_MAX_BYTES).ok()?;
-    String::from_utf8(bytes).ok()
-}
-
 /// The snippet `--print-config` prints for the repository at `root` (none: outside one).
 fn print_config(manager: Manager, root: Option<&Path>) -> Result<Snippet> {
     let first = |names: &[&str]| root.and_then(|r| names.iter().find_map(|n| read_manager_config(&r.join(n))));
@@ -222,92 +205,6 @@ fn print_config(manager: Manager, root: Option<&Path>) -> Result<Snippet> {
     })
 }
 
-/// The hook managers whose hook runs at `hook` in `dir`: the hook file's, and the
-/// chained file's when premerge's shim chains one.
-fn live_managers(dir: &Path, hook: Hook) -> Result<Vec<Manager>> {
-    let mut out = Vec::new();
-    for name in [hook.name().to_string(), hook.chained_name()] {
-        if let Observed::File(b) = observe(&dir.join(name))?
-            && let Some(m) = recognise(&b)
-        {
-            out.push(m);
-        }
-    }
-    Ok(out)
-}
-
-/// The configuration files through which `manager` could run premerge for `hook`.
-fn manager_configs(repo: &Repo, dir: &Path, manager: Manager, hook: Hook) -> Vec<PathBuf> {
-    let root = repo.workdir();
-    let under_root = |names: &[&str]| -> Vec<PathBuf> {
-        root.as_ref().map(|r| names.iter().map(|n| r.join(n)).collect()).unwrap_or_default()
-    };
-    match manager {
-        Manager::PreCommit | Manager::Prek => under_root(mgr::PRE_COMMIT_CONFIGS),
-        Manager::Lefthook => under_root(mgr::LEFTHOOK_CONFIGS),
-        // husky v9 runs `<husky dir>/<hook>` for the stub `<husky dir>/_/<hook>`.
-        Manager::Husky => match (dir.file_name(), dir.parent()) {
-            (Some(n), Some(parent)) if n == "_" => vec![parent.join(hook.name())],
-            _ => Vec::new(),
-        },
-    }
-}
-
-/// A hook manager that runs at `hook` and whose configuration runs premerge there,
-/// with the file that says so.
-pub(crate) fn premerge_runner(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<(Manager, PathBuf)>> {
-    for manager in live_managers(dir, hook)? {
-        for file in manager_configs(repo, dir, manager, hook) {
-            if read_manager_config(&file).is_some_and(|t| mgr::runs_premerge(&t, hook)) {
-                return Ok(Some((manager, file)));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// Whether premerge's own shim runs at `hook`: the hook file, pre-commit's or prek's
-/// legacy hook, or a config-declared hook.
-pub(crate) fn shim_runs(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
-    for name in [hook.name().to_string(), pre_commit_legacy_name(hook)] {
-        let path = dir.join(&name);
-        if matches!(observe(&path)?, Observed::File(b) if parse_shim(&b).is_some()) {
-            if name != hook.name()
-                && !matches!(live_managers(dir, hook)?.first(), Some(Manager::PreCommit | Manager::Prek))
-            {
-                continue;
-            }
-            return Ok(Some(path));
-        }
-    }
-    if repo.config_string(&format!("hook.{CONFIG_HOOK_PREFIX}{hook}.command"))?.is_some() {
-        return Ok(Some(config_shim_path(repo, hook)));
-    }
-    Ok(None)
-}
-
-/// premerge's shim where `lefthook install` moved it (`<hook>.old`, which lefthook
-/// never runs), when the hook is lefthook's.
-pub(crate) fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
-    let at_hook = observe(&dir.join(hook.name()))?;
-    if !matches!(&at_hook, Observed::File(b) if recognise(b) == Some(Manager::Lefthook)) {
-        return Ok(None);
-    }
-    let old = dir.join(lefthook_old_name(hook));
-    Ok(matches!(observe(&old)?, Observed::File(b) if parse_shim(&b).is_some()).then_some(old))
-}
-
-/// Open `--repo DIR` (relative to the command's directory) or the current repository.
-pub(crate) fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
-    match dir {
-        Some(d) => {
-            let d = if d.is_absolute() { d.to_path_buf() } else { ctx.cwd.join(d) };
-            Ok(Repo::discover(&d)?)
-        }
-        None => ctx.repo(),
-    }
-}
-
 /// The absolute path of the running binary, which the shims record.
 fn installing_binary() -> Result<String> {
     let exe = std::env::current_exe().context("cannot tell where the premerge binary is")?;
@@ -315,35 +212,6 @@ fn installing_binary() -> Result<String> {
     exe.to_str()
         .map(str::to_string)
         .ok_or_else(|| anyhow!("{}: the binary's path is not UTF-8; move premerge elsewhere", exe.display()))
-}
-
-/// The version of the git premerge would run (`PREMERGE_GIT`, else `git` on PATH).
-pub(crate) fn git_version() -> Result<GitVersion> {
-    let git = crate::env::process().non_empty(GIT_ENV).unwrap_or("git").to_string();
-    let out = crate::exec::run(&[git.clone(), "--version".to_string()], b"", GIT_VERSION_TIMEOUT)
-        .map_err(|e| anyhow!("cannot tell git's version: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    parse_git_version(&text)
-        .ok_or_else(|| anyhow!("cannot tell git's version: `{git} --version` said {:?}", text.trim()))
-}
-
-/// `lstat` a path and read it when it is a regular file.
-pub(crate) fn observe(path: &Path) -> Result<Observed> {
-    let meta = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Observed::Absent),
-        Err(e) => return Err(anyhow!("{}: cannot inspect: {e}", path.display())),
-    };
-    let ft = meta.file_type();
-    if ft.is_symlink() {
-        Ok(Observed::Symlink)
-    } else if ft.is_dir() {
-        Ok(Observed::Directory)
-    } else if ft.is_file() {
-        Ok(Observed::File(crate::input::read(path, crate::input::Kind::Hook)?))
-    } else {
-        Ok(Observed::Special)
-    }
 }
 
 /// Write `bytes` to a new temporary file in `dir` with `mode`, synced: the first half
@@ -627,12 +495,6 @@ fn husky_advice(dir: &Path, hook: Hook) -> String {
         " (husky rewrites {} whenever its prepare script runs, e.g. on npm install, which drops the shim again: to keep premerge, add `premerge install --print-config husky` to {script} instead)",
         dir.display()
     )
-}
-
-/// The shims of config-declared hooks live in the state directory (they chain
-/// nothing: git runs every configured hook of an event itself).
-fn config_shim_path(repo: &Repo, hook: Hook) -> PathBuf {
-    repo.state_dir().path.join("hooks").join(hook.name())
 }
 
 fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion, ctx: &mut Ctx) -> CmdResult {

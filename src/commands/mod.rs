@@ -103,6 +103,17 @@ impl Ctx<'_> {
     }
 }
 
+/// Open `--repo DIR` (relative to the command's directory) or the current repository.
+pub fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
+    match dir {
+        Some(d) => {
+            let d = if d.is_absolute() { d.to_path_buf() } else { ctx.cwd.join(d) };
+            Ok(Repo::discover(&d)?)
+        }
+        None => ctx.repo(),
+    }
+}
+
 /// Read and parse a findings file (`-`: stdin), refusing one larger than
 /// `review.max_findings_bytes`. Errors name the file and the JSON path.
 pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
@@ -199,22 +210,6 @@ fn read_config_file(path: &Path) -> Result<Option<String>> {
     // Only a regular file under the configuration limit: a committed `premerge.toml`
     // that is a FIFO or a symlink to a device must not hang or flood every command.
     Ok(crate::input::read_text_if_present(path, crate::input::Kind::Config)?)
-}
-
-/// The stages the hooks run that live beside their commands, named here (the one
-/// module that names every command) so that `hook` and `background` import no other
-/// command. The order the hooks run them in is `commands/hook.rs`.
-pub(crate) mod hook_stages {
-    use crate::hook::SignalStage;
-
-    /// The widening scan (both hooks): findings and guard memories, never blocks.
-    pub(crate) const WIDENING_SCAN: SignalStage = super::scan::hook_stage;
-    /// The copy detector (pre-push): copies in the pushed commits, never blocks.
-    pub(crate) const COPY_DETECTOR: SignalStage = super::seams::hook_stage;
-    /// A pushed `premerge.toml` change, said before the fence judges the push.
-    pub(crate) use super::fence::note_config_change;
-    /// The commit fence (pre-push): the authority, never deferred.
-    pub(crate) use super::fence::pre_push_stage as pre_push_fence;
 }
 
 /// Dispatch a parsed command line.

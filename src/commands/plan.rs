@@ -78,97 +78,6 @@ pub fn check_path(root_canon: &Path, rel: &str) -> PathCheck {
     }
 }
 
-/// The one repository-relative name of a finding's path: resolved as the kernel would
-/// (`.` and empty components skipped, `..` taken after the symbolic links before it),
-/// every existing prefix replaced by its real path, and the result required to lie
-/// inside the repository. `src//a.rs`, `src/../src/a.rs` and `innerlink/a.rs` (a link
-/// to `inner/`) all become `src/a.rs` or `inner/a.rs`, so one real file has one owner;
-/// `etclink/passwd` (a link to `/etc`) is `outside_repo`. A path that does not exist
-/// yet keeps its remaining components as written.
-pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static str> {
-    if rel.is_empty() {
-        return Err("empty_path");
-    }
-    if rel.chars().any(char::is_control) {
-        return Err("control_character");
-    }
-    let mut cur = root_canon.to_path_buf();
-    let mut exists = true;
-    for comp in rel.split('/') {
-        match comp {
-            "" | "." => continue,
-            ".." => {
-                if !cur.pop() {
-                    return Err("outside_repo");
-                }
-                // Back on a real directory (`missing/..`): resolve links again from here.
-                exists = exists || cur.is_dir();
-            }
-            c => {
-                cur.push(c);
-                if exists {
-                    // One lstat per component; only a link is resolved (the prefix is
-                    // already real, so a plain directory or file needs nothing more).
-                    match fs::symlink_metadata(&cur) {
-                        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(&cur) {
-                            Ok(real) => cur = real,
-                            // A dangling link: the rest is as written.
-                            Err(_) => exists = false,
-                        },
-                        Ok(_) => {}
-                        // A missing component: the rest is as written.
-                        Err(_) => exists = false,
-                    }
-                }
-            }
-        }
-    }
-    let inside = cur.strip_prefix(root_canon).map_err(|_| "outside_repo")?;
-    let mut parts = Vec::new();
-    for c in inside.components() {
-        match c {
-            Component::Normal(n) => parts.push(n.to_str().ok_or("non_utf8_path")?),
-            _ => return Err("outside_repo"),
-        }
-    }
-    if parts.is_empty() {
-        return Err("empty_path");
-    }
-    let out = parts.join("/");
-    match waves::lexical_problem(&out) {
-        Some(why) => Err(why),
-        None => Ok(out),
-    }
-}
-
-/// [`canonical_rel`] over every finding: the kept ones with their canonical paths, and
-/// the dropped ones with their reasons.
-pub fn canonicalise_findings(
-    root_canon: &Path,
-    findings: Vec<crate::findings::Finding>,
-) -> (Vec<crate::findings::Finding>, Vec<waves::DroppedFinding>) {
-    let mut kept = Vec::with_capacity(findings.len());
-    let mut dropped = Vec::new();
-    // Many findings name one file: resolve each spelling once (a few syscalls each).
-    let mut resolved: std::collections::HashMap<String, Result<String, &'static str>> =
-        std::collections::HashMap::new();
-    for mut f in findings {
-        let canon = resolved.entry(f.file.clone()).or_insert_with(|| canonical_rel(root_canon, &f.file)).clone();
-        match canon {
-            Ok(p) => {
-                f.file = p;
-                kept.push(f);
-            }
-            Err(reason) => dropped.push(waves::DroppedFinding {
-                detail: format!("finding {}: file `{}`: {reason}", f.index, f.file.escape_debug()),
-                index: f.index,
-                reason: reason.to_string(),
-            }),
-        }
-    }
-    (kept, dropped)
-}
-
 /// Every suggestion of attempts 1..`attempt` (by fingerprint, first seen wins) that
 /// `current` does not already hold: the carry of suggestions, which walks every earlier
 /// attempt because a suggestion is never fixed by the loop. An earlier attempt whose
@@ -231,7 +140,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
         .map(|d| waves::DroppedFinding { detail: d.detail.clone(), index: d.index, reason: d.reason.to_string() })
         .collect();
     // One owner per real file: every path in its one canonical name, inside the repository.
-    let (kept, path_drops) = canonicalise_findings(&root_canon, std::mem::take(&mut parsed.findings));
+    let (kept, path_drops) =
+        crate::findings::canonical::canonicalise_findings(&root_canon, std::mem::take(&mut parsed.findings));
     if let (true, Some(d)) = (args.strict, path_drops.first()) {
         bail!("{name}: {} ({STRICT_HINT})", d.detail);
     }
@@ -324,7 +234,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     // The loop opens before the plan is written: a failure between the two leaves an
     // open loop without this plan, which the fence refuses (fail closed), never a plan
     // the fence does not see.
-    super::fix_loop::on_plan(ctx, &repo, run_dir.as_std_path(), args.attempt)?;
+    crate::store::fix_loop::on_plan(ctx.stderr, &repo, run_dir.as_std_path(), args.attempt)?;
     // The plan is written last: a reader that finds fix-waves-NN.json finds the
     // classified-NN.json it was derived from.
     store::atomic_write(
@@ -407,34 +317,6 @@ pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
 mod tests {
     use super::*;
     use crate::waves::Counts;
-
-    #[test]
-    fn canonical_rel_gives_one_name_per_real_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path()).unwrap();
-        fs::create_dir_all(root.join("inner")).unwrap();
-        fs::create_dir_all(root.join("src")).unwrap();
-        fs::write(root.join("inner/z.rs"), "z").unwrap();
-        fs::write(root.join("src/a.rs"), "a").unwrap();
-        std::os::unix::fs::symlink("inner", root.join("innerlink")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("etclink")).unwrap();
-        for (raw, want) in [
-            ("inner/z.rs", Ok("inner/z.rs")),
-            ("innerlink/z.rs", Ok("inner/z.rs")),
-            ("src//a.rs", Ok("src/a.rs")),
-            ("./src/./a.rs", Ok("src/a.rs")),
-            ("src/../src/a.rs", Ok("src/a.rs")),
-            ("missing/../innerlink/z.rs", Ok("inner/z.rs")),
-            ("src/new.rs", Ok("src/new.rs")),
-            ("etclink/passwd", Err("outside_repo")),
-            ("../x", Err("outside_repo")),
-            ("src/..", Err("empty_path")),
-            (".git/config", Err("git_internal")),
-            ("a\nb", Err("control_character")),
-        ] {
-            assert_eq!(canonical_rel(&root, raw).as_deref().map_err(|e| *e), want, "{raw}");
-        }
-    }
 
     #[test]
     fn classified_serialises_canonically() {

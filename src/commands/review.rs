@@ -94,7 +94,7 @@ fn read_round(
     let mut dropped = std::collections::BTreeMap::new();
     let Some(root) = repo.workdir() else { return Ok((f, dropped)) };
     let root_canon = std::fs::canonicalize(&root).map_err(|e| input_error(root.display(), e))?;
-    let (kept, drops) = super::plan::canonicalise_findings(&root_canon, std::mem::take(&mut f.findings));
+    let (kept, drops) = crate::findings::canonical::canonicalise_findings(&root_canon, std::mem::take(&mut f.findings));
     for d in &drops {
         ctx.warn(format!("{}: dropped: {}", path.display(), d.detail));
         *dropped.entry(d.reason.clone()).or_default() += 1;

@@ -1,33 +1,24 @@
 //! `premerge scan`: the widening scan of a range, and the guard memories it writes.
 //!
 //! A signal: it never blocks. The command exits 0 whatever it finds; in the hooks a
-//! scan error is a warning ([`hook_stage`]).
+//! scan error is a warning (`crate::hook::stages::widening_scan`). The scan itself is
+//! [`crate::scan`].
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args as ClapArgs;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::diff::{Format, RangeArgs};
-use crate::config::Config;
-use crate::diff::{Diff, EntryKind};
+use crate::cli::{Format, RangeArgs};
+use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
-use crate::git::Repo;
-use crate::input::{InputError, escape_for_message as esc};
-use crate::memory;
-use crate::store::memory_db as db;
-use crate::store::scan_cache;
-use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
-use crate::widen::migrations::{self, History};
-use crate::widen::{Language, catalogue};
-
-/// Most findings the hooks print; the rest are counted on one line. A hook's output
-/// is read by someone waiting for a push: one screen at most.
-const MAX_HOOK_LINES: usize = 8;
+use crate::input::escape_for_message as esc;
+use crate::memory::listing::Query;
+use crate::scan::{MemoryOutcome, Outcome, ScanOptions, record_repeats, report_notes, scan_diff};
+use crate::widen::catalogue;
+use crate::widen::engine::Finding;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -46,302 +37,6 @@ pub struct Args {
     /// Print the rule catalogue as Markdown (the content of docs/rules.md) and exit.
     #[arg(long, conflicts_with_all = ["issue", "no_memory"])]
     pub rules_doc: bool,
-}
-
-/// What writing guard memories did.
-#[derive(Debug, Default)]
-pub struct MemoryOutcome {
-    pub written: usize,
-    pub duplicates: usize,
-    /// External-backend failures (each also recorded on the memory and as an event).
-    pub warnings: Vec<String>,
-    /// Evidence rows of `(file, symbol)`s written this cycle that already had a memory
-    /// from an earlier cycle: the same invariant widened again (`scan:widening_repeat`).
-    pub repeated: Vec<Value>,
-}
-
-/// How a scan should treat memories.
-#[derive(Debug, Clone, Copy)]
-pub struct ScanOptions {
-    pub issue: Option<u64>,
-    /// Write guard memories (still subject to `memory.enabled`).
-    pub memory: bool,
-    /// Also send new memories to `memory.backend_command` (the demo never does).
-    pub backend: bool,
-}
-
-/// A finished scan.
-pub struct Outcome {
-    pub findings: Vec<Finding>,
-    pub notes: Vec<Note>,
-    pub memory: MemoryOutcome,
-}
-
-/// Build the engine policy from the configuration (and `PREMERGE_SCAN_WINDOW=0`, which
-/// parses every changed file whole).
-pub fn policy(config: &Config) -> Result<Policy> {
-    let mut policy =
-        Policy::new(config.scan.max_file_bytes, config.scan.include_tests, &config.scan.ignore, &config.scan.severity)?;
-    policy.window = crate::env::process().var_os("PREMERGE_SCAN_WINDOW").is_none_or(|v| v != "0");
-    Ok(policy)
-}
-
-/// Read both versions of every changed file the scan can look at. Files of no
-/// supported language, submodules and symlinks are not read at all.
-/// Also returns each file's scan-cache key: the path and both blob ids (`None` when a
-/// version comes from the working tree, which has no id).
-/// A working-tree file that is not a regular file (a FIFO, a device) or is over
-/// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
-/// on the opened file before a byte is read, so it never hangs or blocks a hook).
-#[allow(clippy::type_complexity)]
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>, Vec<Note>)> {
-    /// Where one version of a file comes from.
-    enum Source<'d> {
-        Absent,
-        /// The n-th blob of the batch read below.
-        Blob(usize),
-        /// The working tree, which is not hashed: the file itself.
-        Worktree(&'d str),
-    }
-    let mut oids: Vec<&str> = Vec::new();
-    let mut wanted: Vec<(&str, Source, Source)> = Vec::new();
-    for f in &diff.files {
-        if Language::for_path(&f.path).is_none() || f.is_submodule() || policy.ignore.is_match(&f.path) {
-            continue;
-        }
-        let before = match (&f.old_oid, f.old_kind) {
-            (Some(oid), EntryKind::File) => {
-                oids.push(oid);
-                Source::Blob(oids.len() - 1)
-            }
-            _ => Source::Absent,
-        };
-        let after = match (&f.new_oid, f.new_kind) {
-            (_, EntryKind::Absent | EntryKind::Symlink | EntryKind::Submodule) => Source::Absent,
-            (Some(oid), _) => {
-                oids.push(oid);
-                Source::Blob(oids.len() - 1)
-            }
-            (None, _) => Source::Worktree(&f.path),
-        };
-        if f.old_kind == EntryKind::Symlink && matches!(after, Source::Absent) {
-            continue;
-        }
-        wanted.push((&f.path, before, after));
-    }
-    let mut blobs: Vec<Option<Vec<u8>>> =
-        repo.blobs(&oids).context("reading the changed files")?.into_iter().map(Some).collect();
-    let mut root = None;
-    // The inner `Err` is why a version is skipped.
-    let mut read = |path: &str, side: &str, src: Source| -> Result<Result<Option<Vec<u8>>, String>> {
-        Ok(Ok(match src {
-            Source::Absent => None,
-            Source::Blob(i) => Some(blobs[i].take().with_context(|| format!("{path}: {side} version read twice"))?),
-            Source::Worktree(p) => {
-                let root = match &root {
-                    Some(r) => r,
-                    None => root.insert(repo.require_workdir()?),
-                };
-                match crate::input::read_file(&root.join(p), crate::input::Kind::Source, policy.max_file_bytes) {
-                    Ok(bytes) => Some(bytes),
-                    Err(InputError::NotRegular { what, .. }) => {
-                        return Ok(Err(format!("{side} version is not a regular file ({what})")));
-                    }
-                    Err(InputError::TooLarge { limit, .. }) => {
-                        return Ok(Err(format!("{side} version is over scan.max_file_bytes ({limit})")));
-                    }
-                    Err(e) => return Err(anyhow::Error::new(e).context(format!("{p}: cannot read"))),
-                }
-            }
-        }))
-    };
-    let mut out = Vec::with_capacity(wanted.len());
-    let mut keys = Vec::with_capacity(wanted.len());
-    let mut notes = Vec::new();
-    for (path, before, after) in wanted {
-        let key = match (&before, &after) {
-            (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
-            (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
-            _ => None,
-        };
-        let skip = |reason| Note { file: path.to_string(), kind: NoteKind::Skipped, reason };
-        let before = match read(path, "old", before)? {
-            Ok(b) => b,
-            Err(why) => {
-                notes.push(skip(why));
-                continue;
-            }
-        };
-        let after = match read(path, "new", after)? {
-            Ok(a) => a,
-            Err(why) => {
-                notes.push(skip(why));
-                continue;
-            }
-        };
-        keys.push(key);
-        out.push(FileInput { path: path.to_string(), before, after });
-    }
-    Ok((out, keys, notes))
-}
-
-/// Scan a diff and (unless told not to) write guard memories for what it found.
-pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
-    let policy = policy(config)?;
-    let (files, keys, read_notes) = inputs(repo, diff, &policy)?;
-    let (history, mut history_notes) = migration_history(repo, diff, &files);
-    history_notes.extend(read_notes);
-    // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
-    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, policy.window) {
-        Some(cache) => {
-            let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
-            let _ = cache.save();
-            report
-        }
-        None => engine::scan_with_history(&files, &policy, &history),
-    };
-    if !history_notes.is_empty() {
-        report.notes.extend(history_notes);
-        report.notes.sort_by(|a, b| {
-            a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
-        });
-    }
-    let mut mem = MemoryOutcome::default();
-    if opts.memory && config.memory.enabled && !report.findings.is_empty() {
-        // The index and the working tree have no commit of their own: their cycle is
-        // the commit they sit on.
-        let cycle = match (&diff.head, opts.issue) {
-            (Some(_), _) | (None, Some(_)) => memory::cycle(opts.issue, diff.head.as_deref()),
-            (None, None) => format!("worktree-{}", repo.head_oid().unwrap_or_else(|| "unborn".into())),
-        };
-        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
-    }
-    Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem })
-}
-
-/// The earlier migrations of every migration sequence the change adds to or edits,
-/// read at the base revision (the change's own new versions laid over them), within
-/// the caps of `widen::migrations`. What is left out is counted in one note; an
-/// unreadable history is a note too, and the scan goes on without it.
-fn migration_history(repo: &Repo, diff: &Diff, files: &[FileInput]) -> (History, Vec<Note>) {
-    let sets: BTreeSet<String> =
-        files.iter().filter(|f| f.after.is_some()).filter_map(|f| migrations::slot(&f.path)).map(|s| s.set).collect();
-    let (Some(base), Some(first)) = (diff.base.as_deref(), sets.first()) else {
-        return (History::default(), Vec::new());
-    };
-    let note = |reason: String| Note { file: first.clone(), kind: NoteKind::Skipped, reason };
-    let touched: BTreeSet<String> = diff.touched_paths().into_iter().collect();
-    let mut candidates = Vec::new();
-    let mut oids = BTreeMap::new();
-    let mut dropped: BTreeMap<&str, usize> = BTreeMap::new();
-    for set in &sets {
-        // Two levels: diesel and Prisma keep each migration in its own directory.
-        let listed = match repo.tree_files(base, set, 2) {
-            Ok(l) => l,
-            Err(e) => return (History::default(), vec![note(format!("migration history not read: {e}"))]),
-        };
-        for f in listed.into_iter().filter(|f| !touched.contains(&f.path) && migrations::slot(&f.path).is_some()) {
-            match f.bytes {
-                Some(bytes) => {
-                    candidates.push(migrations::Candidate { path: f.path.clone(), bytes });
-                    oids.insert(f.path, f.oid);
-                }
-                None => *dropped.entry("not-in-local-objects").or_default() += 1,
-            }
-        }
-    }
-    let selection = migrations::select(candidates);
-    dropped.extend(selection.dropped);
-    let wanted: Vec<&str> = selection.read.iter().filter_map(|p| oids.get(p).map(String::as_str)).collect();
-    let blobs = match repo.blobs(&wanted) {
-        Ok(b) => b,
-        Err(e) => return (History::default(), vec![note(format!("migration history not read: {e}"))]),
-    };
-    let mut texts = Vec::with_capacity(blobs.len() + files.len());
-    for (path, blob) in selection.read.into_iter().zip(blobs) {
-        match String::from_utf8(blob) {
-            Ok(text) => texts.push((path, text)),
-            Err(_) => *dropped.entry("not-utf-8").or_default() += 1,
-        }
-    }
-    let in_sets = |p: &str| migrations::slot(p).is_some_and(|s| sets.contains(&s.set));
-    for f in files.iter().filter(|f| in_sets(&f.path)) {
-        if let Some(text) = f.after.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
-            texts.push((f.path.clone(), text.to_string()));
-        }
-    }
-    let mut notes = Vec::new();
-    if !dropped.is_empty() {
-        let total: usize = dropped.values().sum();
-        let why: Vec<String> = dropped.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        notes.push(note(format!("migration history: {total} earlier files not replayed ({})", why.join(", "))));
-    }
-    (History::new(texts), notes)
-}
-
-fn write_memories(
-    repo: &Repo,
-    config: &Config,
-    findings: &[Finding],
-    opts: ScanOptions,
-    cycle: &str,
-    commit: Option<&str>,
-) -> Result<MemoryOutcome> {
-    let state = repo.state_dir();
-    let mut conn = state.open_db()?;
-    let mut out = MemoryOutcome::default();
-    let backend = &config.memory.backend_command;
-    let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
-    let planned = memory::plan(findings, cycle, opts.issue, commit);
-    let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
-    for (m, write) in planned.iter().zip(writes) {
-        let event = |id: i64| crate::events::GuardMemory {
-            id,
-            cycle: m.cycle.clone(),
-            file: m.file.clone(),
-            symbol: m.symbol.clone(),
-            rule: m.rule.clone(),
-            error: None,
-        };
-        match write {
-            db::Write::Duplicate(id) => {
-                out.duplicates += 1;
-                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryDuplicateSkipped(event(id)))?;
-            }
-            db::Write::Written(id) => {
-                out.written += 1;
-                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryWritten(event(id)))?;
-                let earlier = db::earlier_cycles(&conn, &m.file, &m.symbol, &m.cycle)?;
-                if earlier > 0 {
-                    out.repeated.push(json!({
-                        "id": format!("memory-{id}"), "file": m.file, "symbol": m.symbol, "rule": m.rule,
-                    }));
-                }
-                if opts.backend && !backend.is_empty() {
-                    let meta = crate::canonical::to_compact(&m.metadata)?;
-                    let values = BTreeMap::from([("text", m.content.clone()), ("metadata", meta)]);
-                    let argv = crate::exec::render(backend, &values);
-                    match crate::exec::run(&argv, b"", timeout) {
-                        Ok(_) => db::set_backend(&conn, id, "sent")?,
-                        Err(e) => {
-                            let why = e.to_string();
-                            db::set_backend(&conn, id, &format!("failed: {why}"))?;
-                            let ev = crate::events::GuardMemory { error: Some(why.clone()), ..event(id) };
-                            crate::store::append_event(
-                                &state.path,
-                                &crate::events::Event::GuardMemoryBackendFailed(ev),
-                            )?;
-                            out.warnings.push(format!(
-                                "memory backend failed for {} `{}`: {why} (kept in the embedded store)",
-                                m.file, m.symbol
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
@@ -363,41 +58,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     report_notes(ctx, &out);
     record_repeats(ctx, &repo, &config, &out);
     print(ctx, &args, &diff, &out)
-}
-
-/// The same `(file, symbol)` widened again in a later cycle is a stripe
-/// (`scan`, `widening_repeat`). The scan is a signal: the outcome (a proposal, or a
-/// halt recorded for `premerge drain`) is reported on stderr and never changes the exit.
-fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
-    if out.memory.repeated.is_empty() {
-        return;
-    }
-    let run_dir = repo.state_dir().run_dir(None);
-    if let Some(o) = crate::stripe::emit::emit_own_signal(
-        ctx,
-        repo,
-        config,
-        &run_dir,
-        "scan",
-        "widening_repeat",
-        &out.memory.repeated,
-    ) {
-        let line = crate::canonical::to_compact(&o.to_json()).unwrap_or_default();
-        let _ = writeln!(ctx.stderr, "premerge: scan: widened again in a later cycle: stripe {line}");
-    }
-}
-
-/// Notes and backend failures go to stderr as warnings.
-fn report_notes(ctx: &mut Ctx, out: &Outcome) {
-    for n in &out.notes {
-        match n.kind {
-            NoteKind::Skipped => ctx.warn(format!("scan: {}: skipped: {}", n.file, n.reason)),
-            NoteKind::ParseFailed => ctx.warn(format!("scan: {}: not scanned: {}", n.file, n.reason)),
-        }
-    }
-    for w in &out.memory.warnings {
-        ctx.warn(w);
-    }
 }
 
 fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
@@ -476,7 +136,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
             if last.is_some() {
                 writeln!(w)?;
             }
-            writeln!(w, "{}", super::diff::quote_path(&f.file))?;
+            writeln!(w, "{}", crate::diff::quote_path(&f.file))?;
             last = Some(&f.file);
             files += 1;
         }
@@ -503,40 +163,6 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
     Ok(())
 }
 
-/// The hooks' widening scan: one short block of findings, memories written, never blocks.
-pub fn hook_stage(run: &mut crate::hook::HookRun) -> Result<()> {
-    if !run.config.scan.enabled {
-        return Ok(());
-    }
-    let opts = ScanOptions { issue: None, memory: true, backend: true };
-    let out = scan_diff(run.repo, run.config, run.diff, opts)?;
-    report_notes(run.ctx, &out);
-    record_repeats(run.ctx, run.repo, run.config, &out);
-    if out.findings.is_empty() {
-        return Ok(());
-    }
-    let w = &mut *run.ctx.stdout;
-    let memories = if run.config.memory.enabled {
-        format!(", {} guard memory(ies) written", out.memory.written)
-    } else {
-        String::new()
-    };
-    writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
-    for f in out.findings.iter().take(MAX_HOOK_LINES) {
-        let after = if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) };
-        let file = super::diff::quote_path(&f.file);
-        writeln!(w, "  {}:{} {} {}: {} -> {}", file, f.line, f.rule, esc(&f.symbol), esc(&f.before), after)?;
-    }
-    if out.findings.len() > MAX_HOOK_LINES {
-        writeln!(
-            w,
-            "  ... and {} more: run `premerge scan` on the range for all of them",
-            out.findings.len() - MAX_HOOK_LINES
-        )?;
-    }
-    Ok(())
-}
-
 /// The demo: scan the change under review, then read the memories back.
 pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("$ premerge scan --base HEAD~1 --issue 4")?;
@@ -553,12 +179,10 @@ pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     if out.memory.written > 0 {
         d.say("\n$ premerge memory search --file src/query.rs")?;
         d.with_ctx(b"", |c| {
-            let cmd = super::memory::Cmd::Search(super::memory::SearchArgs {
-                file: vec!["src/query.rs".into()],
-                query: None,
-                format: Format::Text,
-            });
-            super::memory::run(cmd, c).map(|_| ())
+            let files = ["src/query.rs".to_string()];
+            let memories =
+                crate::memory::listing::read(&c.repo()?.state_dir(), Query::Search { words: None, files: &files })?;
+            crate::memory::listing::print(c.stdout, &memories, Format::Text)
         })?;
     }
     Ok(())

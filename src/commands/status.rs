@@ -5,7 +5,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use super::diff::Format;
+use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::hook::background;
 use crate::store::background::Background;

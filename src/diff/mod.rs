@@ -132,6 +132,12 @@ pub fn is_plain_path(p: &[u8]) -> bool {
         .is_ok_and(|s| !s.chars().any(|c| c.is_control() || is_bidi_control(c) || c == '"' || c == '\\'))
 }
 
+/// Quote a path for line-oriented text output the way git does (`core.quotePath`
+/// off): plain when safe, else in double quotes with C escapes.
+pub fn quote_path(p: &str) -> String {
+    quote_path_bytes(p.as_bytes())
+}
+
 /// A path as premerge prints it in text, the way git quotes it (`core.quotePath` off):
 /// as is when plain, else in double quotes with C escapes, every byte that is not part
 /// of valid UTF-8 written as a three-digit octal escape (`w\377.rs`). Never lossy:
@@ -241,5 +247,17 @@ impl Diff {
             }
         }
         Diff { base, head, files: by_paths.into_values().collect() }
+    }
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::quote_path;
+
+    #[test]
+    fn quoting_matches_git_style() {
+        assert_eq!(quote_path("a b/ü.rs"), "a b/ü.rs");
+        assert_eq!(quote_path("a\nb"), "\"a\\nb\"");
+        assert_eq!(quote_path("q\"\\"), "\"q\\\"\\\\\"");
     }
 }

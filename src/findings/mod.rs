@@ -10,6 +10,8 @@
 //! Pure: the caller reads the file (and enforces its size limit) and passes the text
 //! and the repository root used to make absolute paths and `file://` URIs relative.
 
+pub mod canonical;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 

@@ -10,6 +10,7 @@
 //! repository, the database and the authority's process, is [`judge`]; the rows are
 //! `store::gate_db`, git is `git::gate`.
 
+pub mod agent_hook;
 pub mod breaker;
 pub mod builtin;
 pub mod judge;

@@ -163,9 +163,9 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
         work.scope
     )?;
     let mut run = HookRun { ctx, repo: &repo, config, kind: work.kind.clone(), diff: &diff };
-    crate::hook::signal(&mut run, "widening scan", crate::commands::hook_stages::WIDENING_SCAN);
+    crate::hook::signal(&mut run, "widening scan", crate::hook::stages::widening_scan);
     if pre_push {
-        crate::hook::signal(&mut run, "copy detector", crate::commands::hook_stages::COPY_DETECTOR);
+        crate::hook::signal(&mut run, "copy detector", crate::hook::stages::copy_detector);
     }
     Ok(())
 }

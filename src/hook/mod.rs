@@ -1,9 +1,10 @@
 //! What every hook stage shares: which hook runs ([`HookKind`]), what a stage gets
 //! ([`HookRun`]), how a signal stage fails ([`signal`]: one warning, never a blocked
 //! hook), and the master switch (`PREMERGE=0`). The stage list itself is
-//! `commands/hook.rs`; the stages are named in `commands/mod.rs` (`hook_stages`).
+//! `commands/hook.rs`; the stages themselves are [`stages`].
 
 pub mod background;
+pub mod stages;
 
 use anyhow::Result;
 

@@ -10,6 +10,7 @@
 
 pub mod agent_docs;
 pub mod managers;
+pub mod probe;
 
 use std::fmt;
 

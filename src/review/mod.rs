@@ -12,6 +12,7 @@
 
 pub mod caps;
 pub mod clones;
+pub mod copies;
 pub mod route;
 pub mod seam;
 pub mod stepback;

@@ -101,10 +101,10 @@ pub fn resolves_inside(path: &Path, bounds: &[&Path]) -> Result<(PathBuf, bool)>
     Ok((real, false))
 }
 
-/// The directory a path-valued configuration key names, relative to the work tree,
-/// refused when it came from repository content and resolves outside the work tree and
-/// the state directory. `value` is the key's value; `hint` says how the user allows it
-/// (the git config key, a flag).
+/// The directory a path-valued configuration key names (`value`, the key's effective
+/// value), relative to the work tree, refused when it came from repository content and
+/// resolves outside the work tree and the state directory. `hint` says how the user
+/// allows it (the git config key, a flag).
 pub fn config_root(repo: &Repo, cfg: &Config, key: &str, value: &str, hint: &str) -> Result<PathBuf> {
     let work_tree = repo.require_workdir()?;
     let path = work_tree.join(value);

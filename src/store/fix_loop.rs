@@ -12,7 +12,7 @@
 //! `premerge loop close` replaces it.
 
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow};
@@ -228,6 +228,59 @@ pub fn close(state: &StateDir, by: &str, run_dir: Option<&Path>) -> Result<Optio
     l.closed_by = Some(by.to_string());
     write(state, &l)?;
     Ok(Some(l))
+}
+
+/// `plan --attempt N` wrote (or is about to write) a plan in `run_dir`: open or advance
+/// the loop, and say so on `err` (stderr; warnings as `Ctx::warn` writes them) (stdout carries the triage line alone).
+pub fn on_plan(err: &mut dyn Write, repo: &crate::git::Repo, run_dir: &Path, attempt: u32) -> Result<()> {
+    let state = repo.state_dir();
+    let o = record_plan(&state, run_dir, attempt)?;
+    if let Some(old) = &o.replaced {
+        writeln!(
+            err,
+            "premerge: plan: replaced open fix loop {} (run directory {}, attempt {})",
+            old.id, old.run_dir, old.attempt
+        )?;
+    }
+    let l = &o.current;
+    let verb = if o.new { "opened" } else { "continues" };
+    writeln!(
+        err,
+        "premerge: plan: fix loop {} {verb} (run directory {}, attempt {}): the pre-push fence is active until converge says STOP_* or `premerge loop close`",
+        l.id, l.run_dir, l.attempt
+    )?;
+    let (loop_id, run_dir) = (l.id.clone(), l.run_dir.clone());
+    let ev = if o.new {
+        crate::events::Event::LoopOpened { loop_id, attempt, run_dir }
+    } else {
+        crate::events::Event::LoopAdvanced { loop_id, attempt, run_dir }
+    };
+    if let Err(e) = crate::store::append_event(&state.path, &ev) {
+        let _ = writeln!(err, "premerge: warning: loop: cannot log: {e:#}");
+    }
+    Ok(())
+}
+
+/// `converge` decided `decision` for `run_dir`: any `STOP_*` closes that run directory's
+/// open loop. Returns the closed loop's id.
+pub fn on_converge(
+    err: &mut dyn Write,
+    repo: &crate::git::Repo,
+    run_dir: &Path,
+    decision: &str,
+) -> Result<Option<String>> {
+    if !decision.starts_with("STOP_") {
+        return Ok(None);
+    }
+    let state = repo.state_dir();
+    let by = format!("converge {decision}");
+    let Some(l) = close(&state, &by, Some(run_dir))? else { return Ok(None) };
+    writeln!(err, "premerge: converge: {decision}: closed fix loop {} (run directory {})", l.id, l.run_dir)?;
+    let ev = crate::events::Event::LoopClosed { loop_id: l.id.clone(), by, attempt: l.attempt };
+    if let Err(e) = crate::store::append_event(&state.path, &ev) {
+        let _ = writeln!(err, "premerge: warning: loop: cannot log the close: {e:#}");
+    }
+    Ok(Some(l.id))
 }
 
 #[cfg(test)]

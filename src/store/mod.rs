@@ -7,6 +7,7 @@
 
 pub mod background;
 pub mod contain;
+pub mod fence_plan;
 pub mod fix_loop;
 pub mod gate_db;
 pub mod memory_db;

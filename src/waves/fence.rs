@@ -111,6 +111,19 @@ pub fn display_path(p: &str) -> String {
     }
 }
 
+/// One line when some strays are not UTF-8: no wave plan (JSON text) can name them,
+/// so the fence can only refuse them; renaming the file is the way through.
+pub fn unrepresentable_note(out: &mut dyn std::io::Write, prefix: &str, stray: &[Vec<u8>]) -> std::io::Result<()> {
+    let n = stray.iter().filter(|p| std::str::from_utf8(p).is_err()).count();
+    if n > 0 {
+        writeln!(
+            out,
+            "{prefix}: {n} path(s) are not UTF-8 and no wave plan can name them: rename them to UTF-8 names"
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

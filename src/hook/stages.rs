@@ -1,0 +1,190 @@
+//! The bodies of the hooks' stages, in one place: the widening scan (both hooks), the
+//! copy detector (pre-push), the note on a pushed `premerge.toml` and the commit fence
+//! (pre-push). The order the hooks run them in is `commands/hook.rs` (and
+//! [`super::background`] for the deferred signals).
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+
+use super::HookRun;
+use crate::commands::Ctx;
+use crate::config::Mode;
+use crate::diff::json_path;
+use crate::error::{CmdResult, Exit};
+use crate::input::escape_for_message as esc;
+use crate::review::copies;
+use crate::store;
+use crate::store::fence_plan;
+use crate::store::fix_loop::{self, FixLoop, LoopRecord};
+use crate::waves::fence::{display_path_bytes, strays};
+
+/// Most findings the hooks print; the rest are counted on one line. A hook's output
+/// is read by someone waiting for a push: one screen at most.
+const MAX_HOOK_LINES: usize = 8;
+
+/// The hooks' widening scan: one short block of findings, memories written, never blocks.
+pub fn widening_scan(run: &mut HookRun) -> Result<()> {
+    if !run.config.scan.enabled {
+        return Ok(());
+    }
+    let opts = crate::scan::ScanOptions { issue: None, memory: true, backend: true };
+    let out = crate::scan::scan_diff(run.repo, run.config, run.diff, opts)?;
+    crate::scan::report_notes(run.ctx, &out);
+    crate::scan::record_repeats(run.ctx, run.repo, run.config, &out);
+    if out.findings.is_empty() {
+        return Ok(());
+    }
+    let w = &mut *run.ctx.stdout;
+    let memories = if run.config.memory.enabled {
+        format!(", {} guard memory(ies) written", out.memory.written)
+    } else {
+        String::new()
+    };
+    writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
+    for f in out.findings.iter().take(MAX_HOOK_LINES) {
+        let after = if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) };
+        let file = crate::diff::quote_path(&f.file);
+        writeln!(w, "  {}:{} {} {}: {} -> {}", file, f.line, f.rule, esc(&f.symbol), esc(&f.before), after)?;
+    }
+    if out.findings.len() > MAX_HOOK_LINES {
+        writeln!(
+            w,
+            "  ... and {} more: run `premerge scan` on the range for all of them",
+            out.findings.len() - MAX_HOOK_LINES
+        )?;
+    }
+    Ok(())
+}
+
+/// The pre-push signal: report copies in the pushed commits; silent when there are none.
+pub fn copy_detector(run: &mut HookRun) -> Result<()> {
+    if !run.config.clones.enabled {
+        return Ok(());
+    }
+    let t = copies::thresholds(run.config, None, None)?;
+    let r = copies::detect(run.repo, run.diff, t)?;
+    if !r.clusters.is_empty() {
+        write!(run.ctx.stdout, "premerge pre-push: copy detector: {}", copies::text_report(&r))?;
+    }
+    Ok(())
+}
+
+/// One line when a push changes `premerge.toml`: its settings take effect for pushes
+/// after it lands, this one is judged by the base's (see `load_config_at`).
+pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<&str>) -> Result<()> {
+    let name = crate::config::CONFIG_FILE_NAME.as_bytes();
+    if diff.files.iter().any(|f| f.touched_path_bytes().any(|p| p == name)) {
+        let at =
+            base.map_or_else(|| "the defaults".to_string(), |b| format!("premerge.toml at {}", &b[..b.len().min(12)]));
+        writeln!(
+            ctx.stderr,
+            "premerge: this push changes premerge.toml: it applies once it is on the remote; this push is judged by {at}"
+        )?;
+    }
+    Ok(())
+}
+
+/// Pre-push: while the clone's fix loop is open, fence the pushed files against the
+/// plan of the loop's run directory. The loop record, not the push's environment,
+/// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
+/// disables the fence.
+pub fn pre_push_fence(run: &mut HookRun) -> CmdResult {
+    let mode = run.config.fence.mode;
+    if mode == Mode::Off {
+        return Ok(Exit::Ok);
+    }
+    let state = run.repo.state_dir();
+    let l = match fix_loop::read(&state) {
+        LoopRecord::Absent => return Ok(Exit::Ok),
+        LoopRecord::Loop(l) if !l.is_open() => return Ok(Exit::Ok),
+        LoopRecord::Loop(l) => l,
+        LoopRecord::Unreadable(why) => {
+            // Fail closed: a record that exists may be an open loop.
+            let log = state.path.clone();
+            return decide(run, mode, None, &log, 0, Err(anyhow!("fix loop record unreadable: {why}")));
+        }
+    };
+    let run_dir = l.run_dir_path();
+    if let Some(env) = run.ctx.env.var_os(store::RUN_DIR_ENV).filter(|v| !v.is_empty()) {
+        let same = fix_loop::canonical_run_dir(Path::new(&env)).is_ok_and(|c| c == l.run_dir);
+        if !same {
+            writeln!(
+                run.ctx.stderr,
+                "premerge fence: {}={} is ignored: the open loop {} fences with {}",
+                store::RUN_DIR_ENV,
+                Path::new(&env).display(),
+                l.id,
+                l.run_dir
+            )?;
+        }
+    }
+    // A newer plan in the loop's run directory than the loop recorded is the current one.
+    let attempt = match fence_plan::current_attempt(&run_dir) {
+        Ok(n) => n.unwrap_or(0).max(l.attempt),
+        Err(e) => return decide(run, mode, Some(&l), &run_dir, l.attempt, Err(e)),
+    };
+    let outcome = fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None)
+        .map(|set| strays(&run.diff.touched_path_bytes(), &set));
+    decide(run, mode, Some(&l), &run_dir, attempt, outcome)
+}
+
+fn decide(
+    run: &mut HookRun,
+    mode: Mode,
+    l: Option<&FixLoop>,
+    log_dir: &Path,
+    attempt: u32,
+    outcome: Result<Vec<Vec<u8>>>,
+) -> CmdResult {
+    let loop_name = l.map_or_else(|| "(unreadable)".to_string(), |l| l.id.clone());
+    let (strays, why) = match outcome {
+        Ok(s) if s.is_empty() => {
+            writeln!(
+                run.ctx.stdout,
+                "premerge fence: pushed files are inside the plan of attempt {attempt} (fix loop {loop_name})"
+            )?;
+            return Ok(Exit::Ok);
+        }
+        Ok(s) => {
+            let why = format!("{} pushed path(s) outside fix-waves-{}.json", s.len(), store::nn(attempt));
+            (s, why)
+        }
+        Err(e) => (Vec::new(), format!("no trustworthy wave plan: {e:#}")),
+    };
+    let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();
+    let logged: Vec<String> = strays.iter().map(|p| json_path(p).0).collect();
+    let event = crate::events::Event::FencePrePush {
+        mode: if mode == Mode::Shadow { Mode::Shadow } else { Mode::Enforce },
+        attempt,
+        loop_id: loop_name.clone(),
+        strays: logged,
+        refused: mode == Mode::Enforce,
+        why: why.clone(),
+    };
+    if let Err(e) = store::append_event(log_dir, &event) {
+        run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
+    }
+    for p in &shown {
+        writeln!(run.ctx.stderr, "premerge fence: stray: {p}")?;
+    }
+    crate::waves::fence::unrepresentable_note(run.ctx.stderr, "premerge fence", &strays)?;
+    if mode == Mode::Shadow {
+        writeln!(run.ctx.stderr, "premerge fence (shadow, not blocking): would refuse: {why}")?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(run.ctx.stderr, "premerge fence: push refused: {why}")?;
+    match l {
+        Some(l) => writeln!(
+            run.ctx.stderr,
+            "premerge fence: fix loop {} is open (run directory {}, attempt {attempt}, opened {})",
+            l.id, l.run_dir, l.opened_at
+        )?,
+        None => writeln!(run.ctx.stderr, "premerge fence: the fix loop record cannot be read, so a loop may be open")?,
+    }
+    writeln!(
+        run.ctx.stderr,
+        "premerge fence: to end the loop: premerge loop close; to skip premerge for this push only: PREMERGE=0 git push"
+    )?;
+    Ok(Exit::Policy)
+}
