@@ -2,6 +2,9 @@
 //! decide "already open" (a hit) or "new" (a miss), and a whole in-process `emit`
 //! that halts. Run: `cargo bench --bench open_stripe`.
 
+// Tests and benchmarks may unwrap and panic: a failure there is the report.
+#![allow(clippy::unwrap_used, clippy::panic, unreachable_pub)]
+
 use std::time::{Duration, Instant};
 
 use premerge::store::proposals::find_open;

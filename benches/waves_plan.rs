@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench --bench waves_plan` (release build; a few seconds).
 
+// Tests and benchmarks may unwrap and panic: a failure there is the report.
+#![allow(clippy::unwrap_used, clippy::panic, unreachable_pub)]
+
 use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// Compact canonical JSON (no trailing newline): the form hashed for ids.
-pub fn to_compact<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+pub(crate) fn to_compact<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     let v = serde_json::to_value(value)?;
     serde_json::to_string(&v)
 }
@@ -22,7 +22,7 @@ pub fn to_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String>
 }
 
 /// One line of canonical JSON with a trailing `\n`: the form for stdout and JSONL.
-pub fn to_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+pub(crate) fn to_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     let mut s = to_compact(value)?;
     s.push('\n');
     Ok(s)

@@ -145,7 +145,7 @@ impl RangeArgs {
     }
 
     /// Compute the diff this range names, with only the detail asked for.
-    pub fn diff_with(&self, repo: &Repo, detail: Detail) -> Result<Diff> {
+    pub(crate) fn diff_with(&self, repo: &Repo, detail: Detail) -> Result<Diff> {
         if let Some(r) = &self.range {
             let (base, head) = resolve_range(repo, r)?;
             return Ok(repo.diff_commits_with(Some(&base), &head, detail)?);
@@ -176,7 +176,7 @@ impl RangeArgs {
 
 /// Resolve a positional range `A..B` or `A...B` to `(base, head)` commit ids. An empty
 /// side means HEAD, as in git; `A...B` starts at the merge base of A and B.
-pub fn resolve_range(repo: &Repo, range: &str) -> Result<(String, String)> {
+pub(crate) fn resolve_range(repo: &Repo, range: &str) -> Result<(String, String)> {
     let bad = || anyhow::anyhow!("range `{range}`: expected A..B or A...B (revisions git understands)");
     let (base, head, symmetric) = if let Some((a, b)) = range.split_once("...") {
         (a, b, true)

@@ -18,10 +18,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The committed team-policy file at the repository root.
-pub const CONFIG_FILE_NAME: &str = "premerge.toml";
+pub(crate) const CONFIG_FILE_NAME: &str = "premerge.toml";
 
 /// [`CONFIG_FILE_NAME`] as a path, relative to the root of the working tree.
-pub fn config_file() -> &'static Utf8Path {
+pub(crate) fn config_file() -> &'static Utf8Path {
     Utf8Path::new(CONFIG_FILE_NAME)
 }
 
@@ -110,7 +110,7 @@ impl fmt::Display for Source {
 
 /// One declared key.
 #[derive(Debug)]
-pub struct KeyDef {
+pub(crate) struct KeyDef {
     /// Dotted name as written in `premerge.toml` (`section.key`).
     pub name: &'static str,
     pub kind: Kind,
@@ -126,7 +126,7 @@ macro_rules! key {
 }
 
 /// Every configuration key premerge understands. Byte-order sorted by name.
-pub const KEYS: &[KeyDef] = &[
+pub(crate) const KEYS: &[KeyDef] = &[
     key!("clones.enabled", Bool, None, "Run the copied-code detector in `premerge seams` and pre-push."),
     key!("clones.min_files", Int, None, "A clone cluster must span at least this many distinct files."),
     key!("clones.min_tokens", Int, None, "Smallest block (in normalised tokens) that counts as a copy."),
@@ -210,14 +210,14 @@ pub const KEYS: &[KeyDef] = &[
 ];
 
 /// Look up a declared key.
-pub fn key_def(name: &str) -> Option<&'static KeyDef> {
+pub(crate) fn key_def(name: &str) -> Option<&'static KeyDef> {
     KEYS.iter().find(|k| k.name == name)
 }
 
 /// The allowed range of every integer key, checked on load. Each bound keeps the
 /// value meaningful and the arithmetic it feeds safe (a wave of 2^63 files overflows
 /// the planner's allocation; a byte limit of 2^64-1 wraps to 0 when one is added).
-pub const INT_RANGES: &[(&str, u64, u64)] = &[
+pub(crate) const INT_RANGES: &[(&str, u64, u64)] = &[
     // A clone cluster needs at least two files to be a copy; 10,000 is beyond any change.
     ("clones.min_files", 2, 10_000),
     ("clones.min_tokens", 1, 1_000_000),
@@ -446,7 +446,7 @@ impl Default for Scan {
 
 impl Config {
     /// Defaults only.
-    pub fn defaults() -> Config {
+    pub(crate) fn defaults() -> Config {
         Config::default()
     }
 
@@ -699,7 +699,7 @@ fn kind_name(k: Kind) -> &'static str {
 ///
 /// Booleans accept `1/0/true/false/yes/no/on/off` (so `PREMERGE=0` reads as false);
 /// lists accept a JSON array of strings or, for convenience, a comma-separated list.
-pub fn parse_env(def: &KeyDef, raw: &str) -> Result<Value, String> {
+pub(crate) fn parse_env(def: &KeyDef, raw: &str) -> Result<Value, String> {
     let s = raw.trim();
     match def.kind {
         Kind::Bool => match s.to_ascii_lowercase().as_str() {

@@ -9,7 +9,7 @@ use crate::cli::Format;
 use crate::config::Config;
 
 /// Print the configuration: `key = value  # source`, or canonical JSON.
-pub fn write_config(cfg: &Config, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn write_config(cfg: &Config, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     match format {
         Format::Text => {
             for (k, v, src) in cfg.entries() {

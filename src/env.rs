@@ -28,7 +28,8 @@ impl Env {
     }
 
     /// A snapshot holding exactly `vars` (tests, and contexts built in-process).
-    pub fn from_vars<K: Into<OsString>, V: Into<OsString>>(vars: impl IntoIterator<Item = (K, V)>) -> Env {
+    #[cfg(test)]
+    pub(crate) fn from_vars<K: Into<OsString>, V: Into<OsString>>(vars: impl IntoIterator<Item = (K, V)>) -> Env {
         Env { vars: vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
     }
 
@@ -44,12 +45,12 @@ impl Env {
     }
 
     /// The value of `name` when it is set, UTF-8 and not empty.
-    pub fn non_empty(&self, name: &str) -> Option<&str> {
+    pub(crate) fn non_empty(&self, name: &str) -> Option<&str> {
         self.var(name).filter(|v| !v.is_empty())
     }
 
     /// `name` as the configuration loader looks it up (owned, UTF-8 only).
-    pub fn lookup(&self, name: &str) -> Option<String> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<String> {
         self.var(name).map(str::to_string)
     }
 }

@@ -34,9 +34,9 @@ impl From<Exit> for ExitCode {
 }
 
 /// Result type of every command function.
-pub type CmdResult = anyhow::Result<Exit>;
+pub(crate) type CmdResult = anyhow::Result<Exit>;
 
 /// Build a one-line usage/input error: `<what>: <why>`.
-pub fn input_error(what: impl std::fmt::Display, why: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn input_error(what: impl std::fmt::Display, why: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{what}: {why}")
 }

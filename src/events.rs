@@ -214,7 +214,7 @@ impl Event {
     }
 
     /// The line as written, without `ts`: a JSON object with `kind` and the fields.
-    pub fn to_value(&self) -> serde_json::Result<Value> {
+    pub(crate) fn to_value(&self) -> serde_json::Result<Value> {
         serde_json::to_value(self)
     }
 }

@@ -25,7 +25,7 @@ use wait_timeout::ChildExt;
 /// command premerge runs answers in a line or a short JSON document (an authority's
 /// verdict, a memory id, a generated proposal of a few KiB); 8 MiB is three orders of
 /// magnitude above that and keeps a runaway child (`yes`) from taking the memory.
-pub const MAX_CHILD_OUTPUT: usize = 8 << 20;
+pub(crate) const MAX_CHILD_OUTPUT: usize = 8 << 20;
 
 /// How long to wait for the pipes to close after the process group was killed before
 /// giving up on them (a descendant that left the group with `setsid` can hold them).
@@ -108,7 +108,7 @@ pub fn run(argv: &[String], stdin: &[u8], timeout: Duration) -> Result<Output, E
 }
 
 /// [`run`] with an explicit per-stream output limit.
-pub fn run_limited(argv: &[String], stdin: &[u8], timeout: Duration, limit: usize) -> Result<Output, ExecError> {
+pub(crate) fn run_limited(argv: &[String], stdin: &[u8], timeout: Duration, limit: usize) -> Result<Output, ExecError> {
     let (program, args) = argv.split_first().ok_or(ExecError::Empty)?;
     let start = Instant::now();
     let deadline = start + timeout;

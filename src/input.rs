@@ -48,7 +48,7 @@ pub enum Kind {
 impl Kind {
     /// The default limit in bytes. Each is far above what a real input of the kind
     /// holds and far below what would hurt the machine.
-    pub const fn default_limit(self) -> u64 {
+    pub(crate) const fn default_limit(self) -> u64 {
         match self {
             // 16 MiB: a round of several thousand findings with long descriptions.
             Kind::Findings => 16 << 20,
@@ -118,7 +118,7 @@ pub enum InputError {
 
 impl InputError {
     /// Whether the file simply does not exist (callers that treat absence as "none").
-    pub fn is_missing(&self) -> bool {
+    pub(crate) fn is_missing(&self) -> bool {
         matches!(self, InputError::Missing { .. })
     }
 }
@@ -144,7 +144,7 @@ pub fn escape_for_message(s: &str) -> String {
 }
 
 /// The Unicode bidirectional formatting characters, which can reorder what a terminal shows.
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -191,7 +191,7 @@ fn read_limited(r: impl Read, limit: u64, path: &str, kind: Kind) -> Result<Vec<
 /// Read a whole regular file of `kind`, at most `limit` bytes. The size is checked with
 /// `fstat` before a byte is read; a file that grows while it is read is still cut off
 /// at the limit.
-pub fn read_file(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_file(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
     let (file, len) = open_regular(path, kind)?;
     if len > limit {
         return Err(InputError::TooLarge { path: shown(path), limit, kind: kind.name() });
@@ -205,12 +205,12 @@ pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, InputError> {
 }
 
 /// [`read`] as UTF-8 text.
-pub fn read_text(path: &Path, kind: Kind) -> Result<String, InputError> {
+pub(crate) fn read_text(path: &Path, kind: Kind) -> Result<String, InputError> {
     to_text(read(path, kind)?, &shown(path))
 }
 
 /// [`read_text`], with a missing file as `None`.
-pub fn read_text_if_present(path: &Path, kind: Kind) -> Result<Option<String>, InputError> {
+pub(crate) fn read_text_if_present(path: &Path, kind: Kind) -> Result<Option<String>, InputError> {
     match read_text(path, kind) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.is_missing() => Ok(None),
@@ -221,7 +221,7 @@ pub fn read_text_if_present(path: &Path, kind: Kind) -> Result<Option<String>, I
 /// Read at most the last `limit` bytes of a regular file (a transcript grows at its
 /// end, and only its end matters). The first partial line is dropped when the read
 /// did not start at the beginning.
-pub fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
     let (mut file, len) = open_regular(path, kind)?;
     let start = len.saturating_sub(limit);
     file.seek(SeekFrom::Start(start)).map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
@@ -240,12 +240,12 @@ pub fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, InputEr
 }
 
 /// Read stdin (or any stream) under the kind's limit.
-pub fn read_stream(r: impl Read, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_stream(r: impl Read, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
     read_limited(r, limit, "stdin", kind)
 }
 
 /// [`read_stream`] as UTF-8 text.
-pub fn read_stream_text(r: impl Read, kind: Kind, limit: u64) -> Result<String, InputError> {
+pub(crate) fn read_stream_text(r: impl Read, kind: Kind, limit: u64) -> Result<String, InputError> {
     to_text(read_stream(r, kind, limit)?, "stdin")
 }
 

@@ -16,7 +16,15 @@ fn src() -> &'static Path {
 /// The command modules: the `pub mod x;` lines of `commands/mod.rs`.
 fn command_modules() -> BTreeSet<String> {
     let text = std::fs::read_to_string(src().join("commands/mod.rs")).unwrap();
-    text.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';').map(str::to_string)).collect()
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("pub(crate) mod "))?
+                .strip_suffix(';')
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 /// Every `(module, rest)` that `text` names as `super::<module>` or

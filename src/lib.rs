@@ -12,7 +12,7 @@ pub mod canonical;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod config_render;
+pub(crate) mod config_render;
 pub mod diff;
 pub mod env;
 pub mod error;
@@ -37,4 +37,4 @@ pub mod widen;
 mod layering_tests;
 
 /// Version string shown by `--version` and written into hook shims.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");

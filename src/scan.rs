@@ -34,7 +34,7 @@ pub struct MemoryOutcome {
 
 /// How a scan should treat memories.
 #[derive(Debug, Clone, Copy)]
-pub struct ScanOptions {
+pub(crate) struct ScanOptions {
     pub issue: Option<u64>,
     /// Write guard memories (still subject to `memory.enabled`).
     pub memory: bool,
@@ -158,7 +158,7 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, 
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
-pub fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
+pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
     let (files, keys, read_notes) = inputs(repo, diff, &policy)?;
     let (history, mut history_notes) = migration_history(repo, diff, &files);
@@ -319,7 +319,7 @@ fn write_memories(
 /// The same `(file, symbol)` widened again in a later cycle is a stripe
 /// (`scan`, `widening_repeat`). The scan is a signal: the outcome (a proposal, or a
 /// halt recorded for `premerge drain`) is reported on stderr and never changes the exit.
-pub fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
+pub(crate) fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome) {
     if out.memory.repeated.is_empty() {
         return;
     }
@@ -339,7 +339,7 @@ pub fn record_repeats(ctx: &mut Ctx, repo: &Repo, config: &Config, out: &Outcome
 }
 
 /// Notes and backend failures go to stderr as warnings.
-pub fn report_notes(ctx: &mut Ctx, out: &Outcome) {
+pub(crate) fn report_notes(ctx: &mut Ctx, out: &Outcome) {
     for n in &out.notes {
         match n.kind {
             NoteKind::Skipped => ctx.warn(format!("scan: {}: skipped: {}", n.file, n.reason)),

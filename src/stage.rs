@@ -19,7 +19,7 @@ static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 /// Debug builds only: the stage named by this variable panics on entry, so the
 /// integration tests can prove a panic anywhere becomes one warning line.
-pub const TEST_PANIC_ENV: &str = "PREMERGE_TEST_PANIC";
+pub(crate) const TEST_PANIC_ENV: &str = "PREMERGE_TEST_PANIC";
 
 /// Replace Rust's default panic report (several lines on stderr) with a record the
 /// guards turn into one line. With `RUST_BACKTRACE` set, the default report is kept
@@ -57,7 +57,7 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Run `f`, turning its error or its panic into one line of text (the error chain
 /// joined with `: `, never a newline).
-pub fn catch<T>(stage: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T, String> {
+pub(crate) fn catch<T>(stage: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T, String> {
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         inject_test_panic(stage);
         f()
@@ -71,6 +71,7 @@ pub fn catch<T>(stage: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T,
 
 /// Panic here when [`TEST_PANIC_ENV`] names `stage` (debug builds only).
 #[cfg(debug_assertions)]
+#[allow(clippy::panic, reason = "the point of the injection: a debug-only test hook")]
 pub fn inject_test_panic(stage: &str) {
     if crate::env::process().var(TEST_PANIC_ENV).is_some_and(|v| v == stage) {
         panic!("injected by {TEST_PANIC_ENV}={stage}");
@@ -87,7 +88,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// How to turn a stage off, for the warning line.
-pub fn fix_for(stage: &str) -> &'static str {
+pub(crate) fn fix_for(stage: &str) -> &'static str {
     match stage {
         "widening scan" => "scan.enabled = false or PREMERGE_WIDENING_SCAN=0 turns the scan off",
         "copy detector" => "clones.enabled = false turns the copy detector off",
@@ -134,7 +135,7 @@ pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
 /// A stage the fence depends on failed before the fence could run: a warning line
 /// and the push goes on, unless a fix loop is open (pre-push only), when the fence
 /// refuses because it cannot see what it would judge. Returns whether to refuse.
-pub fn failed_before_fence(
+pub(crate) fn failed_before_fence(
     stderr: &mut dyn Write,
     repo: Option<&Repo>,
     config: Option<&Config>,

@@ -20,7 +20,7 @@ use crate::waves::SCHEMA_VERSION;
 /// Most rows one `blocked-on-NN.json` keeps. Carry admits at most `MAX_BLOCKED_ON` (8)
 /// of them; the rest exist only so drops can be counted. Sixty-four fixers' worth of
 /// rows is more than any attempt has; beyond it rows are dropped here, with a warning.
-pub const MAX_RECORDED_ROWS: usize = 64;
+pub(crate) const MAX_RECORDED_ROWS: usize = 64;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
@@ -42,17 +42,17 @@ pub struct RecordArgs {
 }
 
 /// The drop reason of rows past [`MAX_RECORDED_ROWS`].
-pub const OVER_RECORD_CAP: &str = "over_record_cap";
+pub(crate) const OVER_RECORD_CAP: &str = "over_record_cap";
 /// The drop reason of a misspelt key: a top-level key that looks like `blocked_on_file`
 /// but is not (its rows are not recorded), or a row key other than `file` and `reason`.
-pub const UNKNOWN_KEY: &str = "unknown_key";
+pub(crate) const UNKNOWN_KEY: &str = "unknown_key";
 
 /// The key a fixer return names its blocked-on rows under.
-pub const RETURN_KEY: &str = "blocked_on_file";
+pub(crate) const RETURN_KEY: &str = "blocked_on_file";
 
 /// A fixer return read: the rows to record, and what was left out by reason.
 #[derive(Debug, Default, PartialEq)]
-pub struct Return {
+pub(crate) struct Return {
     pub rows: Vec<Value>,
     pub dropped: BTreeMap<String, usize>,
     /// Every unknown key seen, for the warning.
@@ -68,7 +68,7 @@ fn looks_like_return_key(k: &str) -> bool {
 
 /// The rows of a fixer's return: `blocked_on_file` as an array of paths or of
 /// `{file, reason}` objects (absent or null: nothing). Unknown keys are counted.
-pub fn read_return(text: &str, from_file: &str) -> Result<Return> {
+pub(crate) fn read_return(text: &str, from_file: &str) -> Result<Return> {
     let doc: Value = if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {

@@ -20,7 +20,7 @@ use crate::git::Detail;
 
 /// Most branches compared in one run: the pairs grow as n², and a merge queue with more
 /// open pull requests than this is better split by area. 256 branches are 32,640 pairs.
-pub const MAX_BRANCHES: usize = 256;
+pub(crate) const MAX_BRANCHES: usize = 256;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

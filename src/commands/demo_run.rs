@@ -11,10 +11,10 @@ use crate::error::CmdResult;
 use crate::git::Repo;
 
 /// A demo stage: one area shown on the scratch repository.
-pub type DemoStage = fn(&mut DemoRun) -> Result<()>;
+pub(crate) type DemoStage = fn(&mut DemoRun) -> Result<()>;
 
 /// What a demo stage works on.
-pub struct DemoRun<'a, 'io> {
+pub(crate) struct DemoRun<'a, 'io> {
     pub ctx: &'a mut Ctx<'io>,
     /// The scratch repository's working tree.
     pub root: PathBuf,
@@ -24,23 +24,23 @@ pub struct DemoRun<'a, 'io> {
 
 impl DemoRun<'_, '_> {
     /// Open the scratch repository.
-    pub fn repo(&self) -> Result<Repo> {
+    pub(crate) fn repo(&self) -> Result<Repo> {
         Ok(Repo::discover(&self.root)?)
     }
 
     /// Write a file (creating parent directories) in the scratch working tree.
-    pub fn write(&self, rel: &str, text: &str) -> Result<()> {
+    pub(crate) fn write(&self, rel: &str, text: &str) -> Result<()> {
         write_file(&self.root, rel, text)
     }
 
     /// Commit every change in the scratch working tree.
-    pub fn commit(&self, message: &str) -> Result<String> {
+    pub(crate) fn commit(&self, message: &str) -> Result<String> {
         Ok(self.repo()?.commit_all(message)?)
     }
 
     /// A `Ctx` for running another command in-process inside the scratch repository,
     /// with `stdin` as its standard input and output going to the demo's stdout.
-    pub fn with_ctx<T>(&mut self, stdin: &[u8], f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_ctx<T>(&mut self, stdin: &[u8], f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
         let mut input = stdin;
         let mut sub = Ctx {
             cwd: self.root.clone(),
@@ -54,7 +54,7 @@ impl DemoRun<'_, '_> {
 
     /// Run another command in-process through the dispatcher, as `premerge <argv...>`
     /// in the scratch repository: a stage runs other commands without importing them.
-    pub fn cli(&mut self, stdin: &[u8], argv: &[&str]) -> CmdResult {
+    pub(crate) fn cli(&mut self, stdin: &[u8], argv: &[&str]) -> CmdResult {
         let cli =
             <crate::cli::Cli as clap::Parser>::try_parse_from(std::iter::once("premerge").chain(argv.iter().copied()))
                 .with_context(|| format!("demo: premerge {}", argv.join(" ")))?;
@@ -62,7 +62,7 @@ impl DemoRun<'_, '_> {
     }
 
     /// Print a line of the demo's narrative.
-    pub fn say(&mut self, line: impl std::fmt::Display) -> Result<()> {
+    pub(crate) fn say(&mut self, line: impl std::fmt::Display) -> Result<()> {
         writeln!(self.ctx.stdout, "{line}")?;
         Ok(())
     }

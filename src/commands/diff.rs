@@ -49,7 +49,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 }
 
 /// The `premerge diff --format json` document (schema_version 1).
-pub fn json_model(diff: &Diff) -> serde_json::Value {
+pub(crate) fn json_model(diff: &Diff) -> serde_json::Value {
     let files: Vec<_> = diff
         .files
         .iter()

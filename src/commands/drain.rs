@@ -19,7 +19,7 @@ use crate::error::{CmdResult, Exit};
 use crate::store;
 
 /// File name of the halt report in the run directory.
-pub const DRAIN_HALT_FILE: &str = "DRAIN_HALT.md";
+pub(crate) const DRAIN_HALT_FILE: &str = "DRAIN_HALT.md";
 
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {
@@ -29,7 +29,7 @@ pub struct Args {
 
 /// One open proposal with the halts recorded against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingHalt {
+pub(crate) struct PendingHalt {
     pub stripe: String,
     /// The open proposal.
     pub proposal: PathBuf,
@@ -41,7 +41,7 @@ pub struct PendingHalt {
 }
 
 /// Every pending halt recorded in `events` whose proposal is still open under `root`.
-pub fn pending_halts(root: &Path, events: &[Value]) -> Vec<PendingHalt> {
+pub(crate) fn pending_halts(root: &Path, events: &[Value]) -> Vec<PendingHalt> {
     let mut by_file: BTreeMap<String, PendingHalt> = BTreeMap::new();
     for ev in events {
         // A shadow-mode halt was decided and logged but never meant to stop anything.

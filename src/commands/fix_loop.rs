@@ -26,7 +26,7 @@ pub struct FormatArgs {
     pub format: Format,
 }
 
-pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let state = repo.state_dir();
     match cmd {

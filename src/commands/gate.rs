@@ -25,7 +25,7 @@ use crate::gate::{self as core, FailureKind, Switches};
 pub const SUGGEST_AFTER_CORRECT: i64 = 20;
 /// ...and at most this share (in percent) of its annotated decisions as incorrect:
 /// the rate the gate's corpus test holds the built-in authority to.
-pub const SUGGEST_MAX_INCORRECT_PERCENT: i64 = 5;
+pub(crate) const SUGGEST_MAX_INCORRECT_PERCENT: i64 = 5;
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
@@ -439,7 +439,7 @@ fn log(a: LogArgs, ctx: &mut Ctx) -> CmdResult {
 // ---------------------------------------------------------------------------
 // demo
 
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.write(
         "docs/plans/demo.md",
         "# Plan: tighten the query bounds\n\n- [x] widen `limit` to u64\n- [ ] restore the ratio check in `set_ratio`\n- [ ] add a test for `limit` above 255\n",

@@ -73,7 +73,7 @@ pub struct UninstallArgs {
     pub agent_hook: bool,
 }
 
-pub fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
     if let Some(name) = &args.print_config {
         let manager = Manager::parse(name).ok_or_else(|| anyhow!("--print-config: unknown manager `{name}`"))?;
         let root = open_repo(args.repo.as_deref(), ctx).ok().and_then(|r| r.workdir());
@@ -105,7 +105,7 @@ pub fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
     install_files(&repo, &hooks, &bin, ctx)
 }
 
-pub fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = open_repo(args.repo.as_deref(), ctx)?;
     if args.agent_docs {
         return agent_docs_uninstall(&repo, ctx);
@@ -703,7 +703,7 @@ fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
 
 /// Demo stage: chain a hook the scratch repository already has, show that a second
 /// install changes nothing, retrofit the agent files, then undo both.
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let hooks = d.root.join(".git/hooks");
     let user_hook = hooks.join("pre-push");
     fs::create_dir_all(&hooks)?;

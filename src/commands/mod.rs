@@ -14,7 +14,7 @@ pub mod diff;
 pub mod doctor;
 pub mod drain;
 pub mod fence;
-pub mod fix_loop;
+pub(crate) mod fix_loop;
 pub mod gate;
 pub mod hook;
 pub mod install;
@@ -30,7 +30,7 @@ pub mod status;
 
 mod demo_run;
 
-pub use demo_run::{DemoRun, DemoStage};
+pub(crate) use demo_run::{DemoRun, DemoStage};
 
 /// Every demo stage, in order: (name, function). Named here, the one module that
 /// names every command, so no command imports another for the demo.
@@ -79,7 +79,7 @@ impl Ctx<'_> {
     /// Read all of stdin as UTF-8.
     /// Read all of stdin as UTF-8, at most the limit of `kind` (src/input.rs): stdin
     /// from `/dev/zero` is refused at the limit, never read without end.
-    pub fn read_stdin(&mut self, kind: crate::input::Kind) -> Result<String> {
+    pub(crate) fn read_stdin(&mut self, kind: crate::input::Kind) -> Result<String> {
         Ok(crate::input::read_stream_text(&mut self.stdin, kind, kind.default_limit())?)
     }
 
@@ -93,7 +93,7 @@ impl Ctx<'_> {
     }
 
     /// The run directory of a command: `--run-dir`, else the environment, else the default.
-    pub fn run_dir_of(&self, explicit: Option<&Path>) -> Result<camino::Utf8PathBuf> {
+    pub(crate) fn run_dir_of(&self, explicit: Option<&Path>) -> Result<camino::Utf8PathBuf> {
         self.run_dir(&self.repo()?, explicit)
     }
 
@@ -104,7 +104,7 @@ impl Ctx<'_> {
 }
 
 /// Open `--repo DIR` (relative to the command's directory) or the current repository.
-pub fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
+pub(crate) fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
     match dir {
         Some(d) => {
             let d = if d.is_absolute() { d.to_path_buf() } else { ctx.cwd.join(d) };
@@ -116,13 +116,19 @@ pub fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
 
 /// Read and parse a findings file (`-`: stdin), refusing one larger than
 /// `review.max_findings_bytes`. Errors name the file and the JSON path.
-pub fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
+pub(crate) fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
     read_findings_as(ctx, repo, config, path, false)
 }
 
 /// [`read_findings`], or with `lenient` a reader that drops malformed records (listed in
 /// `Findings::dropped`) instead of refusing the document.
-pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path, lenient: bool) -> Result<Findings> {
+pub(crate) fn read_findings_as(
+    ctx: &mut Ctx,
+    repo: &Repo,
+    config: &Config,
+    path: &Path,
+    lenient: bool,
+) -> Result<Findings> {
     let max = config.review.max_findings_bytes;
     let name = path.display().to_string();
     let read = if path == Path::new("-") {
@@ -154,7 +160,7 @@ pub fn read_findings_as(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path
 
 /// Load the effective configuration of a repository: `premerge.toml` at the root of
 /// its working tree, `premerge.*` git config, and the process environment.
-pub fn load_config(repo: &Repo) -> Result<Config> {
+pub(crate) fn load_config(repo: &Repo) -> Result<Config> {
     let file = match repo.workdir() {
         Some(root) => read_config_file(&root.join(crate::config::config_file()))?,
         None => None,
@@ -170,7 +176,7 @@ pub fn load_config(repo: &Repo) -> Result<Config> {
 /// then `premerge.*` git config and the environment, which stay trusted. No base (a
 /// first push of a root) means no file. A file at the base that cannot be read or
 /// parsed is reported and skipped: the defaults are the strictest settings.
-pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<Config> {
+pub(crate) fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<Config> {
     let entries = repo.premerge_config_entries()?;
     let env = |k: &str| crate::env::process().lookup(k);
     let text = match base {
@@ -201,7 +207,7 @@ pub fn load_config_at(ctx: &mut Ctx, repo: &Repo, base: Option<&str>) -> Result<
 }
 
 /// Configuration outside any repository: defaults and the environment only.
-pub fn load_config_without_repo() -> Result<Config> {
+pub(crate) fn load_config_without_repo() -> Result<Config> {
     let env = |k: &str| crate::env::process().lookup(k);
     Ok(Config::load(None, &[], &env)?)
 }

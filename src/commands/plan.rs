@@ -49,7 +49,7 @@ const MAX_DROP_LINES: usize = 20;
 /// The file-system half of carry validation: `canonicalize` the repository root and
 /// the candidate, then require component-wise containment, no symbolic link on the way
 /// (the resolved path must be the lexical one), and a regular file.
-pub fn check_path(root_canon: &Path, rel: &str) -> PathCheck {
+pub(crate) fn check_path(root_canon: &Path, rel: &str) -> PathCheck {
     let lexical = root_canon.join(rel);
     let real = match fs::canonicalize(&lexical) {
         Ok(p) => p,
@@ -266,7 +266,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 
 /// Demo: plan attempt 1 from a reviewer's findings, record what a fixer was blocked
 /// on, plan attempt 2 with carry, show the waves, and fence a change with one stray.
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let run_dir = d.run_dir.clone();
     d.write("src/handlers.rs", "pub fn page(limit: u64) -> u64 {\n    limit\n}\n")?;
     d.write("src/ratio.rs", "pub fn clamp(r: f64) -> f64 {\n    r\n}\n")?;

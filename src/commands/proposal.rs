@@ -268,7 +268,7 @@ fn run_reject(a: RejectArgs, ctx: &mut Ctx) -> CmdResult {
 // ---------------------------------------------------------------------------
 // Demo
 
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     let evidence = r#"[
   {"id": "round-1/ARCHITECTURE/1", "title": "Unchecked numeric range", "summary": "src/query.rs: limit widened"},
   {"id": "round-1/ARCHITECTURE/2", "title": "unchecked numeric range", "summary": "src/query.rs: ratio check removed"}

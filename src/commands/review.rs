@@ -71,7 +71,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     }
 }
 
-pub fn run_explain_cap(args: ExplainCapArgs, ctx: &mut Ctx) -> CmdResult {
+pub(crate) fn run_explain_cap(args: ExplainCapArgs, ctx: &mut Ctx) -> CmdResult {
     match caps::explain_checked(&args.cap, args.files) {
         Ok(text) => {
             ctx.stdout.write_all(text.as_bytes())?;
@@ -261,7 +261,7 @@ fn guard_memories(repo: &Repo, files: &[String]) -> Result<Vec<GuardMemory>> {
 
 /// Demo: three handlers each re-implement the page-limit check; round 1 of the review
 /// reports it once per file and routes to a step-back.
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     for (name, var) in [("users", "n"), ("orders", "count"), ("items", "size")] {
         d.write(&format!("src/handlers/{name}.rs"), &demo_handler(name, var))?;
     }

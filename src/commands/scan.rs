@@ -114,7 +114,7 @@ fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
-pub fn inline_diff(before: &str, after: &str) -> String {
+pub(crate) fn inline_diff(before: &str, after: &str) -> String {
     use similar::{ChangeTag, TextDiff};
     let d = TextDiff::configure().algorithm(similar::Algorithm::Myers).diff_words(before, after);
     let mut s = String::new();
@@ -164,7 +164,7 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 }
 
 /// The demo: scan the change under review, then read the memories back.
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("$ premerge scan --base HEAD~1 --issue 4")?;
     let out = d.with_ctx(b"", |c| {
         let repo = c.repo()?;

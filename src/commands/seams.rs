@@ -66,7 +66,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 
 /// Demo: the review stage committed three handlers that each paste the same
 /// page-limit check; the detector finds it in the commit.
-pub fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
+pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     d.say("the last commit pasted one page-limit helper into three handlers (names and messages differ)")?;
     d.say("$ premerge seams --base HEAD~1 --head HEAD")?;
     let args = Args {

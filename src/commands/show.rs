@@ -90,7 +90,7 @@ fn carried_text(e: &crate::waves::WaveEntry) -> String {
 }
 
 /// One row per file: wave, owner, file, findings, carried, and who it was carried from.
-pub fn render_waves(plan: &WavePlan, markdown: bool) -> String {
+pub(crate) fn render_waves(plan: &WavePlan, markdown: bool) -> String {
     let rows: Vec<[String; 6]> = plan
         .entries()
         .map(|(w, e)| {

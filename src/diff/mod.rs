@@ -92,12 +92,12 @@ pub struct FileChange {
 
 impl FileChange {
     /// Whether either side is a submodule (never read as text).
-    pub fn is_submodule(&self) -> bool {
+    pub(crate) fn is_submodule(&self) -> bool {
         self.old_kind == EntryKind::Submodule || self.new_kind == EntryKind::Submodule
     }
     /// Every path this change touches: the new path, and the old one for renames.
     /// Lossy for non-UTF-8 names: decisions use [`FileChange::touched_path_bytes`].
-    pub fn touched_paths(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn touched_paths(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.path.as_str()).chain(self.old_path.as_deref().filter(|o| *o != self.path))
     }
 
@@ -109,12 +109,12 @@ impl FileChange {
     }
 
     /// The exact bytes of the path (its UTF-8 text when the bytes were never recorded).
-    pub fn raw_path(&self) -> &[u8] {
+    pub(crate) fn raw_path(&self) -> &[u8] {
         if self.path_bytes.is_empty() { self.path.as_bytes() } else { &self.path_bytes }
     }
 
     /// The exact bytes of the old path.
-    pub fn raw_old_path(&self) -> Option<&[u8]> {
+    pub(crate) fn raw_old_path(&self) -> Option<&[u8]> {
         match (&self.old_path_bytes, &self.old_path) {
             (Some(b), _) if !b.is_empty() => Some(b),
             (_, Some(s)) => Some(s.as_bytes()),
@@ -127,14 +127,14 @@ impl FileChange {
 /// backslashes (so it can neither forge a line of output nor be mistaken for a quoted one).
 use crate::input::is_bidi_control;
 
-pub fn is_plain_path(p: &[u8]) -> bool {
+pub(crate) fn is_plain_path(p: &[u8]) -> bool {
     std::str::from_utf8(p)
         .is_ok_and(|s| !s.chars().any(|c| c.is_control() || is_bidi_control(c) || c == '"' || c == '\\'))
 }
 
 /// Quote a path for line-oriented text output the way git does (`core.quotePath`
 /// off): plain when safe, else in double quotes with C escapes.
-pub fn quote_path(p: &str) -> String {
+pub(crate) fn quote_path(p: &str) -> String {
     quote_path_bytes(p.as_bytes())
 }
 
@@ -142,7 +142,7 @@ pub fn quote_path(p: &str) -> String {
 /// as is when plain, else in double quotes with C escapes, every byte that is not part
 /// of valid UTF-8 written as a three-digit octal escape (`w\377.rs`). Never lossy:
 /// two different byte strings always print differently.
-pub fn quote_path_bytes(p: &[u8]) -> String {
+pub(crate) fn quote_path_bytes(p: &[u8]) -> String {
     if is_plain_path(p) {
         return String::from_utf8_lossy(p).into_owned();
     }
@@ -176,25 +176,11 @@ pub fn quote_path_bytes(p: &[u8]) -> String {
 /// A path as a JSON value: the string itself when it is UTF-8; otherwise the quoted,
 /// escaped form of [`quote_path_bytes`] (never a lossy reading), with the exact bytes
 /// as lowercase hex in the second value, for a `<field>_hex` key beside it.
-pub fn json_path(p: &[u8]) -> (String, Option<String>) {
+pub(crate) fn json_path(p: &[u8]) -> (String, Option<String>) {
     match std::str::from_utf8(p) {
         Ok(s) => (s.to_string(), None),
         Err(_) => (quote_path_bytes(p), Some(p.iter().map(|b| format!("{b:02x}")).collect())),
     }
-}
-
-/// Which comparison a diff describes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Side {
-    /// A commit (its id).
-    Commit { oid: String },
-    /// The index (staging area).
-    Index,
-    /// The working tree.
-    Worktree,
-    /// Nothing (the empty tree: a root commit's parent).
-    Empty,
 }
 
 /// The whole owned diff.
@@ -214,7 +200,7 @@ impl Diff {
     }
 
     /// Every path touched (new and old names), byte-sorted and deduplicated.
-    pub fn touched_paths(&self) -> Vec<String> {
+    pub(crate) fn touched_paths(&self) -> Vec<String> {
         let mut v: Vec<String> = self.files.iter().flat_map(|f| f.touched_paths().map(str::to_string)).collect();
         v.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         v.dedup();

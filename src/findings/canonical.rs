@@ -15,7 +15,7 @@ use crate::waves;
 /// to `inner/`) all become `src/a.rs` or `inner/a.rs`, so one real file has one owner;
 /// `etclink/passwd` (a link to `/etc`) is `outside_repo`. A path that does not exist
 /// yet keeps its remaining components as written.
-pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static str> {
+pub(crate) fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static str> {
     if rel.is_empty() {
         return Err("empty_path");
     }
@@ -73,7 +73,10 @@ pub fn canonical_rel(root_canon: &Path, rel: &str) -> Result<String, &'static st
 
 /// [`canonical_rel`] over every finding: the kept ones with their canonical paths, and
 /// the dropped ones with their reasons.
-pub fn canonicalise_findings(root_canon: &Path, findings: Vec<Finding>) -> (Vec<Finding>, Vec<waves::DroppedFinding>) {
+pub(crate) fn canonicalise_findings(
+    root_canon: &Path,
+    findings: Vec<Finding>,
+) -> (Vec<Finding>, Vec<waves::DroppedFinding>) {
     let mut kept = Vec::with_capacity(findings.len());
     let mut dropped = Vec::new();
     // Many findings name one file: resolve each spelling once (a few syscalls each).

@@ -73,9 +73,9 @@ pub struct DroppedRecord {
 }
 
 /// The drop reason of a malformed finding record.
-pub const INVALID_FINDING: &str = "invalid_finding";
+pub(crate) const INVALID_FINDING: &str = "invalid_finding";
 /// The drop reason of a finding whose path is outside the repository.
-pub const OUTSIDE_REPO: &str = "outside_repo";
+pub(crate) const OUTSIDE_REPO: &str = "outside_repo";
 
 /// A findings document that does not fit any accepted shape.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -105,7 +105,7 @@ pub fn parse(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
 /// Parse a findings document, dropping (and listing in [`Findings::dropped`]) every
 /// record that is malformed or names a path outside the repository. Only a document
 /// that is not JSON or none of the accepted shapes is an error.
-pub fn parse_lenient(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
+pub(crate) fn parse_lenient(text: &str, repo_root: &str) -> Result<Findings, FindingsError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| err("$", format!("not valid JSON: {e}")))?;
     match &doc {
         Value::Object(o) if o.contains_key("runs") || o.get("version").and_then(Value::as_str) == Some("2.1.0") => {

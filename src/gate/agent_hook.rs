@@ -10,15 +10,15 @@ use anyhow::Result;
 use crate::git::Repo;
 
 /// New settings files are readable by all, like the rest of a working tree.
-pub const SETTINGS_MODE: u32 = 0o644;
+pub(crate) const SETTINGS_MODE: u32 = 0o644;
 
 /// The settings text (empty when the file does not exist; read through symlinks).
-pub fn read_settings(path: &Path) -> Result<String> {
+pub(crate) fn read_settings(path: &Path) -> Result<String> {
     Ok(crate::input::read_text_if_present(path, crate::input::Kind::Settings)?.unwrap_or_default())
 }
 
 /// Remove premerge's agent hooks from the settings file at `path`.
-pub fn uninstall_at(path: &Path, out: &mut dyn Write) -> Result<()> {
+pub(crate) fn uninstall_at(path: &Path, out: &mut dyn Write) -> Result<()> {
     let existing = read_settings(path)?;
     let (text, n) =
         crate::gate::settings::remove(&existing).map_err(|e| crate::error::input_error(path.display(), e))?;
@@ -33,7 +33,7 @@ pub fn uninstall_at(path: &Path, out: &mut dyn Write) -> Result<()> {
 
 /// For `premerge uninstall`: the working tree's `.claude/settings.json` when it has a
 /// premerge agent hook.
-pub fn present(repo: &Repo) -> Option<PathBuf> {
+pub(crate) fn present(repo: &Repo) -> Option<PathBuf> {
     let path = repo.workdir()?.join(".claude").join("settings.json");
     let text = crate::input::read_text(&path, crate::input::Kind::Settings).ok()?;
     crate::gate::settings::installed(&text).then_some(path)

@@ -5,14 +5,14 @@
 
 /// Consecutive failures that open the breaker: one failure is noise, three in a row
 /// mean the authority is down and every stop would pay its timeout.
-pub const BREAKER_THRESHOLD: u32 = 3;
+pub(crate) const BREAKER_THRESHOLD: u32 = 3;
 /// How long an open breaker stays open: long enough to stop paying a 2 s timeout on
 /// every stop, short enough that a repaired authority is used again soon.
-pub const BREAKER_OPEN_SECS: i64 = 300;
+pub(crate) const BREAKER_OPEN_SECS: i64 = 300;
 
 /// Persisted breaker state (one row per authority command).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Breaker {
+pub(crate) struct Breaker {
     pub consecutive_failures: u32,
     /// Unix seconds until which the breaker is open; kept after it passes so the
     /// next failure (the trial call's) reopens at once.
@@ -21,15 +21,15 @@ pub struct Breaker {
 
 impl Breaker {
     /// Whether a call may be made at `now` (unix seconds).
-    pub fn admits(&self, now: i64) -> bool {
+    pub(crate) fn admits(&self, now: i64) -> bool {
         self.open_until.is_none_or(|t| now >= t)
     }
 
-    pub fn on_success(self) -> Breaker {
+    pub(crate) fn on_success(self) -> Breaker {
         Breaker::default()
     }
 
-    pub fn on_failure(self, now: i64) -> Breaker {
+    pub(crate) fn on_failure(self, now: i64) -> Breaker {
         if self.open_until.is_some() {
             return Breaker { consecutive_failures: BREAKER_THRESHOLD, open_until: Some(now + BREAKER_OPEN_SECS) };
         }

@@ -26,23 +26,23 @@ use crate::store::gate_db as db;
 
 /// At most this many plan files are evidence: a plan is a handful of files, and each
 /// costs a history walk.
-pub const MAX_PLAN_FILES: usize = 20;
+pub(crate) const MAX_PLAN_FILES: usize = 20;
 /// At most this many session commits are listed: a session rarely makes more, and
 /// only the newest is ever cited.
-pub const MAX_SESSION_COMMITS: usize = 200;
+pub(crate) const MAX_SESSION_COMMITS: usize = 200;
 /// Bound of a plan file's first-parent history walk; beyond it the introducing commit
 /// is reported unknown (`truncated`) rather than paid for on every stop.
-pub const MAX_HISTORY_WALK: usize = 20_000;
+pub(crate) const MAX_HISTORY_WALK: usize = 20_000;
 /// How much of a transcript's end is read to find the last assistant message: the
 /// file grows for the whole session, the answer is near its end.
-pub const TRANSCRIPT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const TRANSCRIPT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// How long an evaluation waits for a locked database before it fails open: a stop
 /// must never keep the agent (or its user) waiting on another process's write.
-pub const GATE_DB_BUSY: Duration = Duration::from_millis(200);
+pub(crate) const GATE_DB_BUSY: Duration = Duration::from_millis(200);
 /// At most this many uncommitted paths are counted (the reminder only says how many).
-pub const MAX_UNCOMMITTED: usize = 1000;
+pub(crate) const MAX_UNCOMMITTED: usize = 1000;
 /// Returns the reminder to print when the stop is blocked, after the event is stored.
-pub fn evaluate(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
+pub(crate) fn evaluate(cwd: &Path, input: &str, t0: Instant) -> Option<String> {
     let parsed = payload::parse_stop(input);
     let repo = Repo::open_for_command(cwd).ok().or_else(|| {
         let dir = parsed.as_ref().ok()?.cwd.as_ref()?;
@@ -192,7 +192,7 @@ fn judge(
     row.blocked.then_some(reminder)
 }
 
-pub fn switches(cfg: &Config, control: db::Control) -> Switches {
+pub(crate) fn switches(cfg: &Config, control: db::Control) -> Switches {
     let env_mode = match cfg.source("gate.mode") {
         Some(Source::Env(_)) => Some(cfg.gate.mode),
         _ => None,
@@ -396,7 +396,7 @@ fn call_external(
     }
 }
 
-pub fn session_start(cwd: &Path, input: &str) -> Option<String> {
+pub(crate) fn session_start(cwd: &Path, input: &str) -> Option<String> {
     let p = payload::parse_session_start(input).ok()?;
     let repo = Repo::open_for_command(cwd).ok().or_else(|| Repo::discover(Path::new(p.cwd.as_deref()?)).ok())?;
     let cfg = crate::commands::load_config(&repo).ok()?;

@@ -10,10 +10,10 @@
 //! repository, the database and the authority's process, is [`judge`]; the rows are
 //! `store::gate_db`, git is `git::gate`.
 
-pub mod agent_hook;
+pub(crate) mod agent_hook;
 pub mod breaker;
 pub mod builtin;
-pub mod judge;
+pub(crate) mod judge;
 pub mod payload;
 pub mod reasons;
 pub mod rules;
@@ -62,7 +62,8 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order of the `CHECK` constraint in `sql/003_gate.sql`.
-    pub const ALL: [FailureKind; 11] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [FailureKind; 11] = [
         FailureKind::MalformedPayload,
         FailureKind::Timeout,
         FailureKind::Malformed,
@@ -94,7 +95,7 @@ impl FailureKind {
 
     /// Whether this failure counts against the external authority's circuit breaker:
     /// only failures of the authority process itself, not of its judgement.
-    pub fn trips_breaker(self) -> bool {
+    pub(crate) fn trips_breaker(self) -> bool {
         matches!(self, FailureKind::Timeout | FailureKind::Malformed | FailureKind::AuthorityUnavailable)
     }
 }
@@ -168,7 +169,7 @@ impl Evidence {
 
 /// The stop reason and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StopReason {
+pub(crate) struct StopReason {
     pub text: Option<String>,
     /// `payload`, `transcript` or `none`.
     pub source: &'static str,
@@ -176,7 +177,7 @@ pub struct StopReason {
 
 /// The mode the gate runs in after the kill switch and the stored mode are applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Switches {
+pub(crate) enum Switches {
     /// The kill switch is on (database flag or `gate.enabled = false`): allow everything.
     Killed,
     Mode(crate::config::Mode),
@@ -187,7 +188,7 @@ pub enum Switches {
 /// `PREMERGE_GATE=0`); then `PREMERGE_GATE_MODE` in the environment (a per-run
 /// override); then the mode stored by `gate set --mode`; then `gate.mode` from
 /// `premerge.toml` / git config; then the default.
-pub fn resolve_switches(
+pub(crate) fn resolve_switches(
     db_kill: bool,
     cfg_enabled: bool,
     env_mode: Option<crate::config::Mode>,
@@ -202,7 +203,7 @@ pub fn resolve_switches(
 
 /// The continue ceiling as a function of the session's continue count after this
 /// continue was counted: the `CONTINUE_CEILING + 1`-th continue is force-allowed.
-pub fn ceiling_decision(count_after_increment: u32) -> Decision {
+pub(crate) fn ceiling_decision(count_after_increment: u32) -> Decision {
     if count_after_increment > CONTINUE_CEILING { Decision::ForceAllow } else { Decision::Continue }
 }
 
@@ -212,7 +213,7 @@ pub(crate) mod fixture {
     use super::{Evidence, PlanArtefact, SessionCommit};
 
     /// A plan file committed in commit `a…a` with `steps` unchecked steps.
-    pub fn plan(path: &str, steps: usize, created_this_session: bool) -> PlanArtefact {
+    pub(crate) fn plan(path: &str, steps: usize, created_this_session: bool) -> PlanArtefact {
         PlanArtefact {
             path: path.into(),
             introducing_commit: Some("a".repeat(40)),
@@ -228,7 +229,7 @@ pub(crate) mod fixture {
 
     /// Evidence at HEAD `c…c`, session started at `a…a`, with `commits` session commits
     /// (the newest, when there is one, is `c…c`).
-    pub fn evidence(plan_files: Vec<PlanArtefact>, commits: usize) -> Evidence {
+    pub(crate) fn evidence(plan_files: Vec<PlanArtefact>, commits: usize) -> Evidence {
         let shas = ["c", "d", "e", "f"];
         Evidence {
             head: Some("c".repeat(40)),

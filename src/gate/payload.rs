@@ -119,7 +119,7 @@ fn assistant_text(v: &Value) -> Option<String> {
 
 /// One line of plan text made safe for a log or a reminder: no control characters,
 /// at most [`MAX_STEP_CHARS`].
-pub fn sanitise_line(s: &str) -> String {
+pub(crate) fn sanitise_line(s: &str) -> String {
     let clean: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let trimmed = clean.trim();
     if trimmed.chars().count() <= MAX_STEP_CHARS {
@@ -164,7 +164,7 @@ pub struct OwnedFile {
 }
 
 /// Files of `{"waves":[[{"file","owner",...}]]}`, in plan order; anything else is skipped.
-pub fn wave_files(plan: &Value) -> Vec<OwnedFile> {
+pub(crate) fn wave_files(plan: &Value) -> Vec<OwnedFile> {
     let mut out = Vec::new();
     for wave in plan.get("waves").and_then(Value::as_array).into_iter().flatten() {
         for item in wave.as_array().into_iter().flatten() {

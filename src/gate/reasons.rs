@@ -43,7 +43,7 @@ pub struct Reading {
 /// Lower-case, apostrophes dropped (`can't` -> `cant`), every other non-alphanumeric
 /// character a single space, padded with one space each side so that ` word `
 /// matches whole words.
-pub fn norm(s: &str) -> String {
+pub(crate) fn norm(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push(' ');
     let mut space = true;

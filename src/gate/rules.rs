@@ -51,7 +51,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 9] = [
+    pub(crate) const ALL: [Rule; 9] = [
         Rule::U1DurableArtifactContinuationSafe,
         Rule::U2PlanFileNextStepExplicit,
         Rule::U3RecentCommitProvesIncremental,

@@ -21,7 +21,7 @@ pub const AGENT_HOOKS: &[(&str, &str)] = &[("SessionStart", "gate session-start"
 /// it names: the last words are the subcommand and the program's file name is
 /// `premerge` (quoted or not). This is what makes a second install with another
 /// `--program` update the entry instead of adding a second one.
-pub fn runs_subcommand(command: &str, sub: &str) -> bool {
+pub(crate) fn runs_subcommand(command: &str, sub: &str) -> bool {
     let c = command.trim();
     let Some(program) = c.strip_suffix(sub).map(str::trim_end) else { return false };
     if program.len() == c.len() - sub.len() {

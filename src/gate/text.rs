@@ -13,7 +13,7 @@ pub const DRIFT_PHRASES: &[&str] =
     &["fresh session", "start over", "restart the session", "open a new conversation", "continue in a new session"];
 
 /// How many owned files and memories the re-grounding message lists before it counts the rest.
-pub const MAX_LISTED: usize = 20;
+pub(crate) const MAX_LISTED: usize = 20;
 
 /// What a drift phrase in a quoted value is replaced with.
 const ELIDED: &str = "[...]";
@@ -31,7 +31,8 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Whether a text holds a drift phrase (case and spacing ignored).
-pub fn has_drift_phrase(s: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn has_drift_phrase(s: &str) -> bool {
     let lower = s.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
     DRIFT_PHRASES.iter().any(|p| lower.contains(p))
 }
@@ -54,7 +55,7 @@ fn short_sha(s: &str) -> Option<&str> {
 
 /// The reminder of a validated `continue`, `None` for any other verdict or when a
 /// value it needs does not validate (the caller then falls open).
-pub fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
+pub(crate) fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
     let plan = match &v.pointer.plan_file {
         Some(p) => Some(ev.plan(p)?),
         None => None,

@@ -7,7 +7,7 @@ use super::{Evidence, Failure, FailureKind};
 
 /// Facts read again from the repository after the authority answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recheck {
+pub(crate) struct Recheck {
     /// HEAD now.
     pub head: Option<String>,
     /// Whether the pointer's plan commit exists in the object database (`None`: no plan commit cited).
@@ -20,7 +20,7 @@ pub struct Recheck {
 
 /// Which post-verifier check refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PostCheck {
+pub(crate) enum PostCheck {
     PlanCommitMissing,
     PlanFileMissingOrChanged,
     NotDescendant,
@@ -29,7 +29,7 @@ pub enum PostCheck {
 }
 
 impl PostCheck {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             PostCheck::PlanCommitMissing => "post-verifier: the plan commit does not exist",
             PostCheck::PlanFileMissingOrChanged => {
@@ -43,7 +43,7 @@ impl PostCheck {
 }
 
 /// Run the five checks on a `continue` (anything else passes untouched).
-pub fn post_verify(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<(), PostCheck> {
+pub(crate) fn post_verify(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<(), PostCheck> {
     if v.decision != Decision::Continue {
         return Ok(());
     }
@@ -69,7 +69,7 @@ pub fn post_verify(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<(), Post
 }
 
 /// [`post_verify`] as a fail-open failure.
-pub fn post_verify_failure(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<(), Failure> {
+pub(crate) fn post_verify_failure(ev: &Evidence, v: &Verdict, now: &Recheck) -> Result<(), Failure> {
     post_verify(ev, v, now).map_err(|c| Failure::new(FailureKind::InvalidEvidence, c.describe()))
 }
 

@@ -15,7 +15,7 @@ use crate::diff::{EntryKind, FileChange, Status};
 
 /// What the new side of a fallback diff is.
 #[derive(Debug, Clone, Copy)]
-pub enum NewSide<'a> {
+pub(crate) enum NewSide<'a> {
     /// A commit (its id).
     Commit(&'a str),
     /// The index, compared with HEAD.
@@ -227,7 +227,7 @@ fn oid_of(s: &str) -> Option<String> {
 
 /// Parse `git diff --raw -z` output:
 /// `:<old mode> <new mode> <old oid> <new oid> <status>[score]\0<path>\0[<new path>\0]`.
-pub fn parse_raw(raw: &[u8]) -> Result<Vec<FileChange>> {
+pub(crate) fn parse_raw(raw: &[u8]) -> Result<Vec<FileChange>> {
     let bad = |why: &str| GitError::Cli(format!("unexpected `git diff --raw` output: {why}"));
     let mut fields = raw.split(|b| *b == 0);
     let mut out = Vec::new();

@@ -8,7 +8,7 @@ use crate::diff::{Diff, EntryKind, FileChange, Hunk, Status};
 
 /// How much of each change a diff computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detail {
+pub(crate) enum Detail {
     /// Hunks, line counts and the binary flag: what `premerge diff` shows.
     Hunks,
     /// Paths, statuses, modes and blob ids only (no hunks, zero line counts, `binary`
@@ -34,12 +34,12 @@ impl Repo {
     }
 
     /// Diff two commits (`base = None`: the empty tree, as for a root commit).
-    pub fn diff_commits(&self, base: Option<&str>, head: &str) -> Result<Diff> {
+    pub(crate) fn diff_commits(&self, base: Option<&str>, head: &str) -> Result<Diff> {
         self.diff_commits_with(base, head, Detail::Hunks)
     }
 
     /// [`Repo::diff_commits`] computing only what `detail` asks for.
-    pub fn diff_commits_with(&self, base: Option<&str>, head: &str, detail: Detail) -> Result<Diff> {
+    pub(crate) fn diff_commits_with(&self, base: Option<&str>, head: &str, detail: Detail) -> Result<Diff> {
         // A treeless clone (`--filter=tree:0`) lacks even the trees: git fetches them.
         let git2 = (|| {
             let old = match base {
@@ -57,12 +57,12 @@ impl Repo {
     }
 
     /// Diff the index against HEAD (what `git diff --cached` shows).
-    pub fn diff_staged(&self) -> Result<Diff> {
+    pub(crate) fn diff_staged(&self) -> Result<Diff> {
         self.diff_staged_with(Detail::Hunks)
     }
 
     /// [`Repo::diff_staged`] computing only what `detail` asks for.
-    pub fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
+    pub(crate) fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
         let git2 = (|| {
             let old = self.head_tree()?;
             let index = self.inner.index()?;
@@ -82,7 +82,7 @@ impl Repo {
     }
 
     /// [`Repo::diff_worktree`] computing only what `detail` asks for.
-    pub fn diff_worktree_with(&self, detail: Detail) -> Result<Diff> {
+    pub(crate) fn diff_worktree_with(&self, detail: Detail) -> Result<Diff> {
         if self.is_bare() {
             return Err(GitError::Bare);
         }

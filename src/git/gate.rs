@@ -11,7 +11,7 @@ use super::{Repo, Result};
 
 /// The commits of one path's history that the stop gate cites.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PathCommits {
+pub(crate) struct PathCommits {
     /// The oldest first-parent commit whose parent lacks the path (its introduction).
     pub introducing: Option<String>,
     /// The newest commit that changed the path's blob.
@@ -22,7 +22,7 @@ pub struct PathCommits {
 
 impl Repo {
     /// Files of HEAD's tree matching `globs`, with their blob ids, byte-sorted.
-    pub fn gate_plan_paths(&self, globs: &GlobSet) -> Result<Vec<(String, String)>> {
+    pub(crate) fn gate_plan_paths(&self, globs: &GlobSet) -> Result<Vec<(String, String)>> {
         let Some(head) = self.head_oid() else { return Ok(Vec::new()) };
         let tree = self.inner.find_commit(Oid::from_str(&head)?)?.tree()?;
         let mut out = Vec::new();
@@ -45,7 +45,7 @@ impl Repo {
     /// last changed `path` and the one that introduced it. `known` is an earlier answer
     /// for the same path computed at commit `at`: the walk stops when it reaches `at`
     /// and completes the answer from it, so repeated evaluations walk only new commits.
-    pub fn gate_path_commits(
+    pub(crate) fn gate_path_commits(
         &self,
         head: &str,
         path: &str,
@@ -109,7 +109,7 @@ impl Repo {
 
     /// Commits reachable from `head` but not from `start`, newest first, at most `max`,
     /// as `(sha, summary)`.
-    pub fn gate_commits_since(&self, start: &str, head: &str, max: usize) -> Result<Vec<(String, String)>> {
+    pub(crate) fn gate_commits_since(&self, start: &str, head: &str, max: usize) -> Result<Vec<(String, String)>> {
         let mut walk = self.inner.revwalk()?;
         // No topological sort: it would make libgit2 walk the whole history first.
         walk.set_sorting(Sort::TIME)?;
@@ -125,7 +125,7 @@ impl Repo {
     }
 
     /// Git blob id of a working-tree file (`None`: missing or unreadable).
-    pub fn gate_worktree_blob(&self, rel: &str) -> Option<String> {
+    pub(crate) fn gate_worktree_blob(&self, rel: &str) -> Option<String> {
         let root = self.workdir()?;
         Oid::hash_file(ObjectType::Blob, root.join(rel)).ok().map(|o| o.to_string())
     }
@@ -135,7 +135,7 @@ impl Repo {
     /// Paths of the working tree with uncommitted changes (staged, unstaged or
     /// untracked, not ignored), byte-sorted, at most `max`; `None` when the status
     /// cannot be read (a bare repository, an unreadable index).
-    pub fn gate_uncommitted(&self, max: usize) -> Option<Vec<String>> {
+    pub(crate) fn gate_uncommitted(&self, max: usize) -> Option<Vec<String>> {
         self.inner.workdir()?;
         let mut opts = git2::StatusOptions::new();
         opts.include_untracked(true).include_ignored(false).recurse_untracked_dirs(false).exclude_submodules(true);

@@ -9,7 +9,7 @@ use super::{Repo, Result};
 
 /// Where git runs hooks from, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HooksDir {
+pub(crate) struct HooksDir {
     /// The absolute directory.
     pub path: PathBuf,
     /// The `core.hooksPath` value that chose it, `None` for the default
@@ -22,7 +22,7 @@ impl Repo {
     /// it: `core.hooksPath` when set (`~/` expanded; a relative value is relative to the
     /// top of the working tree hooks run in, or to the git directory of a bare
     /// repository), else the `hooks` directory of the common git directory.
-    pub fn hooks_dir(&self) -> Result<HooksDir> {
+    pub(crate) fn hooks_dir(&self) -> Result<HooksDir> {
         let Some(value) = self.config_string("core.hooksPath")? else {
             return Ok(HooksDir { path: self.common_dir().join("hooks"), hooks_path_config: None });
         };
@@ -43,7 +43,7 @@ impl Repo {
 
     /// Every entry of the effective config whose name matches `regex` (git2's syntax),
     /// in the order git reads them.
-    pub fn config_entries(&self, regex: &str) -> Result<Vec<(String, String)>> {
+    pub(crate) fn config_entries(&self, regex: &str) -> Result<Vec<(String, String)>> {
         let cfg = self.inner.config()?;
         let mut out = Vec::new();
         let mut entries = cfg.entries(Some(regex))?;
@@ -59,14 +59,14 @@ impl Repo {
     }
 
     /// Set a key in the repository's local config (`.git/config`).
-    pub fn set_local_config(&self, key: &str, value: &str) -> Result<()> {
+    pub(crate) fn set_local_config(&self, key: &str, value: &str) -> Result<()> {
         let mut cfg = self.inner.config()?.open_level(ConfigLevel::Local)?;
         cfg.set_str(key, value)?;
         Ok(())
     }
 
     /// Remove a key from the repository's local config; absent keys are fine.
-    pub fn unset_local_config(&self, key: &str) -> Result<bool> {
+    pub(crate) fn unset_local_config(&self, key: &str) -> Result<bool> {
         let mut cfg = self.inner.config()?.open_level(ConfigLevel::Local)?;
         match cfg.remove(key) {
             Ok(()) => Ok(true),

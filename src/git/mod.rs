@@ -7,28 +7,25 @@
 
 mod cli;
 mod diffs;
-pub use cli::parse_raw;
-pub use diffs::Detail;
+pub(crate) use diffs::Detail;
 mod gate;
 mod install;
 mod push;
 mod quick;
 mod scratch;
 mod tree_files;
-pub use tree_files::TreeFile;
 
 use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
-pub use gate::PathCommits;
-pub use install::HooksDir;
+pub(crate) use gate::PathCommits;
 pub use push::{PushLine, Range, parse_push_lines};
 
 use crate::store::StateDir;
 
 /// The all-zeros object id git uses for "no object" in hook input.
-pub const ZERO_OID: &str = "0000000000000000000000000000000000000000";
+pub(crate) const ZERO_OID: &str = "0000000000000000000000000000000000000000";
 
 /// Errors of repository access.
 #[derive(Debug, thiserror::Error)]
@@ -126,7 +123,7 @@ impl Repo {
 
     /// Open the repository the way a git subcommand would: honouring `GIT_DIR` and
     /// `GIT_WORK_TREE` (set by git when it runs a hook), else discovering from `cwd`.
-    pub fn open_for_command(cwd: &Path) -> Result<Repo> {
+    pub(crate) fn open_for_command(cwd: &Path) -> Result<Repo> {
         if crate::env::process().var_os("GIT_DIR").is_some() {
             tune_libgit2();
             return Repository::open_from_env().map(|inner| Repo { inner }).map_err(|e| open_error(cwd, e));
@@ -135,12 +132,12 @@ impl Repo {
     }
 
     /// The working tree root, `None` for a bare repository.
-    pub fn workdir(&self) -> Option<PathBuf> {
+    pub(crate) fn workdir(&self) -> Option<PathBuf> {
         self.inner.workdir().map(|p| p.to_path_buf())
     }
 
     /// The working tree root, or [`GitError::Bare`].
-    pub fn require_workdir(&self) -> Result<PathBuf> {
+    pub(crate) fn require_workdir(&self) -> Result<PathBuf> {
         self.workdir().ok_or(GitError::Bare)
     }
 
@@ -150,7 +147,7 @@ impl Repo {
     }
 
     /// The common git directory shared by all worktrees of the clone.
-    pub fn common_dir(&self) -> PathBuf {
+    pub(crate) fn common_dir(&self) -> PathBuf {
         self.inner.commondir().to_path_buf()
     }
 
@@ -160,31 +157,31 @@ impl Repo {
     }
 
     /// Resolve any revision git understands to a commit id.
-    pub fn resolve_commit(&self, rev: &str) -> Result<String> {
+    pub(crate) fn resolve_commit(&self, rev: &str) -> Result<String> {
         let obj = self.inner.revparse_single(rev).map_err(|_| GitError::UnknownRevision { rev: rev.to_string() })?;
         let commit = obj.peel(ObjectType::Commit).map_err(|_| GitError::NotACommit { rev: rev.to_string() })?;
         Ok(commit.id().to_string())
     }
 
     /// The commit HEAD points at, `None` on an unborn branch.
-    pub fn head_oid(&self) -> Option<String> {
+    pub(crate) fn head_oid(&self) -> Option<String> {
         self.inner.head().ok().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id().to_string())
     }
 
     /// Whether an object with this id exists in the repository.
-    pub fn has_object(&self, oid: &str) -> bool {
+    pub(crate) fn has_object(&self, oid: &str) -> bool {
         Oid::from_str(oid).ok().is_some_and(|o| self.inner.find_object(o, None).is_ok())
     }
 
     /// Whether `ancestor` is reachable from `descendant` (or equal to it).
-    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+    pub(crate) fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
         let a = Oid::from_str(ancestor)?;
         let d = Oid::from_str(descendant)?;
         Ok(a == d || self.inner.graph_descendant_of(d, a)?)
     }
 
     /// The merge base of two commits, if they share history.
-    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>> {
+    pub(crate) fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>> {
         match self.inner.merge_base(Oid::from_str(a)?, Oid::from_str(b)?) {
             Ok(o) => Ok(Some(o.to_string())),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
@@ -238,7 +235,7 @@ impl Repo {
     }
 
     /// The contents of `path` in commit `rev`, `None` when the path is absent there.
-    pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>> {
         let commit = self.inner.find_commit(Oid::from_str(rev)?)?;
         let tree = commit.tree()?;
         let entry = match tree.get_path(Path::new(path)) {
@@ -254,7 +251,7 @@ impl Repo {
 
     /// Every `premerge.*` entry of the repository's effective git config, in the
     /// order git reads them (later entries win).
-    pub fn premerge_config_entries(&self) -> Result<Vec<(String, String)>> {
+    pub(crate) fn premerge_config_entries(&self) -> Result<Vec<(String, String)>> {
         let cfg = self.inner.config()?;
         let mut out = Vec::new();
         let mut entries = cfg.entries(Some("premerge\\..*"))?;
@@ -271,7 +268,7 @@ impl Repo {
     }
 
     /// A string value of the effective git config (`core.hooksPath` and the like).
-    pub fn config_string(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn config_string(&self, key: &str) -> Result<Option<String>> {
         let cfg = self.inner.config()?;
         match cfg.get_string(key) {
             Ok(v) => Ok(Some(v)),
@@ -282,7 +279,7 @@ impl Repo {
 
     /// Whether `oid` is where a shallow clone's history was cut (listed in
     /// `<git dir>/shallow`): libgit2 shows it without parents, but it is no root.
-    pub fn is_shallow_boundary(&self, oid: &str) -> bool {
+    pub(crate) fn is_shallow_boundary(&self, oid: &str) -> bool {
         if !self.inner.is_shallow() {
             return false;
         }
@@ -291,12 +288,7 @@ impl Repo {
     }
 
     /// Whether the repository is bare.
-    pub fn is_bare(&self) -> bool {
+    pub(crate) fn is_bare(&self) -> bool {
         self.inner.is_bare()
-    }
-
-    /// Whether this is a linked worktree (not the main one).
-    pub fn is_linked_worktree(&self) -> bool {
-        self.inner.is_worktree()
     }
 }

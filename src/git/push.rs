@@ -17,11 +17,11 @@ pub struct PushLine {
 
 impl PushLine {
     /// A deletion pushes no commits (`git push origin :branch`).
-    pub fn is_deletion(&self) -> bool {
+    pub(crate) fn is_deletion(&self) -> bool {
         self.local_oid == ZERO_OID
     }
     /// The remote does not have the ref yet.
-    pub fn is_new_ref(&self) -> bool {
+    pub(crate) fn is_new_ref(&self) -> bool {
         self.remote_oid == ZERO_OID
     }
 }
@@ -78,7 +78,7 @@ impl Repo {
     /// - new ref, or a remote commit we do not have: the commits reachable from
     ///   `local` and from no ref of that remote; the base is the first parent of the
     ///   oldest such commit (the empty tree when it is a root), as pre-commit does.
-    pub fn push_range(&self, remote: &str, line: &PushLine) -> Result<Option<Range>> {
+    pub(crate) fn push_range(&self, remote: &str, line: &PushLine) -> Result<Option<Range>> {
         if line.is_deletion() {
             return Ok(None);
         }
@@ -147,7 +147,7 @@ impl Repo {
 
     /// The ranges of every line of one push, in input order (lines that push no new
     /// commits have none).
-    pub fn push_ranges(&self, remote: &str, lines: &[PushLine]) -> Result<Vec<Range>> {
+    pub(crate) fn push_ranges(&self, remote: &str, lines: &[PushLine]) -> Result<Vec<Range>> {
         let mut out = Vec::new();
         for line in lines {
             if let Some(r) = self.push_range(remote, line)? {
@@ -159,12 +159,12 @@ impl Repo {
 
     /// The union diff of every line of one push: every path any line touches (both
     /// sides of renames, copies and deletions) stays in it, see [`Diff::union`].
-    pub fn diff_push(&self, remote: &str, lines: &[PushLine]) -> Result<Diff> {
+    pub(crate) fn diff_push(&self, remote: &str, lines: &[PushLine]) -> Result<Diff> {
         self.diff_ranges(&self.push_ranges(remote, lines)?)
     }
 
     /// The union diff of several ranges.
-    pub fn diff_ranges(&self, ranges: &[Range]) -> Result<Diff> {
+    pub(crate) fn diff_ranges(&self, ranges: &[Range]) -> Result<Diff> {
         let mut diffs = Vec::new();
         for (base, head) in ranges {
             diffs.push(self.diff_commits(base.as_deref(), head)?);
@@ -173,7 +173,7 @@ impl Repo {
     }
 
     /// The diff a post-merge hook covers: `ORIG_HEAD..HEAD`, empty without ORIG_HEAD.
-    pub fn diff_post_merge(&self) -> Result<Diff> {
+    pub(crate) fn diff_post_merge(&self) -> Result<Diff> {
         match self.post_merge_range()? {
             Some((base, head)) => self.diff_commits(base.as_deref(), &head),
             None => Ok(Diff { base: None, head: self.head_oid(), files: Vec::new() }),
@@ -181,7 +181,7 @@ impl Repo {
     }
 
     /// The range `ORIG_HEAD..HEAD` a post-merge hook covers, `None` without ORIG_HEAD.
-    pub fn post_merge_range(&self) -> Result<Option<Range>> {
+    pub(crate) fn post_merge_range(&self) -> Result<Option<Range>> {
         let Some(head) = self.head_oid() else { return Ok(None) };
         match self.resolve_commit("ORIG_HEAD") {
             Ok(orig) if orig != head => Ok(Some((Some(orig), head))),

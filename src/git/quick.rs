@@ -21,7 +21,7 @@ impl Repo {
 
     /// The changes between two commits as additions, deletions and modifications only
     /// (no rename pairing, no hunks, zero line counts). `base = None`: the empty tree.
-    pub fn diff_paths(&self, base: Option<&str>, head: &str) -> Result<Diff> {
+    pub(crate) fn diff_paths(&self, base: Option<&str>, head: &str) -> Result<Diff> {
         let old = match base {
             Some(b) => Some(self.commit_tree(b)?),
             None => None,
@@ -75,7 +75,7 @@ impl Repo {
 
     /// The size of a blob from its header alone (no content is inflated), `None` when
     /// it is not in the object database (a partial clone's missing blob).
-    pub fn blob_size(&self, oid: &str) -> Option<u64> {
+    pub(crate) fn blob_size(&self, oid: &str) -> Option<u64> {
         let id = Oid::from_str(oid).ok()?;
         let odb = self.inner.odb().ok()?;
         match odb.read_header(id) {

@@ -9,7 +9,7 @@ use super::{GitError, Repo, Result};
 
 /// One regular file of a tree: its repository path, blob id and size in bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeFile {
+pub(crate) struct TreeFile {
     pub path: String,
     pub oid: String,
     /// `None` when the blob is not in the local object store (a partial clone).
@@ -20,7 +20,7 @@ impl Repo {
     /// The regular files under `dir` in commit `rev`, down to `depth` directory levels
     /// (1: the directory's own files), in tree order. A directory absent at `rev`
     /// has no files.
-    pub fn tree_files(&self, rev: &str, dir: &str, depth: usize) -> Result<Vec<TreeFile>> {
+    pub(crate) fn tree_files(&self, rev: &str, dir: &str, depth: usize) -> Result<Vec<TreeFile>> {
         let oid = Oid::from_str(rev).map_err(|_| GitError::UnknownRevision { rev: rev.to_string() })?;
         let commit = self.inner.find_commit(oid).map_err(|_| GitError::NotACommit { rev: rev.to_string() })?;
         let root = commit.tree()?;

@@ -27,7 +27,7 @@ use crate::widen::Language;
 
 /// The signal work of one hook run: which hook, the ranges it covers.
 #[derive(Debug, Clone)]
-pub struct Work {
+pub(crate) struct Work {
     pub kind: HookKind,
     /// How the summary line names what the hook covers (`2 ref(s)`, `ORIG_HEAD..HEAD`).
     pub scope: String,
@@ -76,7 +76,7 @@ const CLONE_BYTES_PER_US: u64 = 40;
 
 /// Whether the signal work of `paths` is expected to fit in `budget`. Reads blob
 /// headers only, and stops as soon as the estimate passes the budget.
-pub fn fits(repo: &Repo, config: &Config, kind: &HookKind, paths: &Diff, budget: Duration) -> bool {
+pub(crate) fn fits(repo: &Repo, config: &Config, kind: &HookKind, paths: &Diff, budget: Duration) -> bool {
     let budget_us = budget.as_micros() as u64;
     if budget_us == 0 {
         return false;
@@ -120,7 +120,7 @@ pub fn fits(repo: &Repo, config: &Config, kind: &HookKind, paths: &Diff, budget:
 }
 
 /// The paths-only diff of every range (the union), for the fence and the estimate.
-pub fn paths_of(repo: &Repo, ranges: &[Range]) -> Result<Diff> {
+pub(crate) fn paths_of(repo: &Repo, ranges: &[Range]) -> Result<Diff> {
     let mut diffs = Vec::with_capacity(ranges.len());
     for r in ranges {
         // libgit2's quick tree diff first; where it cannot read the trees (a treeless
@@ -137,7 +137,7 @@ pub fn paths_of(repo: &Repo, ranges: &[Range]) -> Result<Diff> {
 /// The signal work itself: the full diff, the summary line, the widening scan and
 /// (pre-push) the copy detector. Stage failures are warnings; only a diff that cannot
 /// be computed at all is an error.
-pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
+pub(crate) fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
     let repo = ctx.repo()?;
     let pre_push = matches!(work.kind, HookKind::PrePush { .. });
     // The scan reads whole files; only the copy detector needs the added lines, and the
@@ -171,7 +171,7 @@ pub fn signal_work(ctx: &mut Ctx, config: &Config, work: &Work) -> Result<()> {
 }
 
 /// How the hook's own signal work ended.
-pub enum InHook {
+pub(crate) enum InHook {
     /// Finished within the budget: its output.
     Done(Captured),
     /// The worker stopped without an answer (it panicked).
@@ -181,13 +181,13 @@ pub enum InHook {
 }
 
 /// A running worker thread of the hook's signal work.
-pub struct Worker {
+pub(crate) struct Worker {
     rx: mpsc::Receiver<Captured>,
 }
 
 impl Worker {
     /// Start the signal work on a thread of its own (with its own repository handle).
-    pub fn start(cwd: PathBuf, config: Config, work: Work) -> Worker {
+    pub(crate) fn start(cwd: PathBuf, config: Config, work: Work) -> Worker {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let (mut out, result) = capture(&cwd, |c| signal_work(c, &config, &work));
@@ -200,7 +200,7 @@ impl Worker {
     }
 
     /// Wait for the worker until `deadline`.
-    pub fn wait_until(self, deadline: Instant) -> InHook {
+    pub(crate) fn wait_until(self, deadline: Instant) -> InHook {
         match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(out) => InHook::Done(out),
             Err(mpsc::RecvTimeoutError::Timeout) => InHook::OverBudget,
@@ -210,7 +210,7 @@ impl Worker {
 }
 
 /// Queue `work` for the background job and make sure a job runs.
-pub fn defer(repo: &Repo, bg: &Background, cwd: &Path, work: &Work) -> Result<()> {
+pub(crate) fn defer(repo: &Repo, bg: &Background, cwd: &Path, work: &Work) -> Result<()> {
     let remote = match &work.kind {
         HookKind::PrePush { remote, .. } => Some(remote.clone()),
         HookKind::PostMerge { .. } => None,
@@ -232,7 +232,7 @@ pub fn defer(repo: &Repo, bg: &Background, cwd: &Path, work: &Work) -> Result<()
 
 /// Start a job unless one runs (it drains everything pending before it exits,
 /// including entries queued while it runs).
-pub fn ensure_job(bg: &Background, cwd: &Path) -> Result<()> {
+pub(crate) fn ensure_job(bg: &Background, cwd: &Path) -> Result<()> {
     if bg.is_running()? {
         return Ok(());
     }
@@ -282,7 +282,7 @@ fn spawn_job(cwd: &Path) -> Result<()> {
 const AFTER_PID_WAIT: Duration = Duration::from_secs(120);
 
 /// `premerge hook background`: wait for the starting hook (and git) to exit, then drain.
-pub fn run_job(ctx: &mut Ctx, after_pid: &[u32]) -> Result<()> {
+pub(crate) fn run_job(ctx: &mut Ctx, after_pid: &[u32]) -> Result<()> {
     let start = Instant::now();
     for pid in after_pid {
         let proc = PathBuf::from(format!("/proc/{pid}"));
@@ -406,7 +406,7 @@ fn result_of(entry: &Pending, outcome: Outcome, out: Captured, extra: Vec<String
 }
 
 /// `abc1234..def5678` (and `+N more`) for a result's header line.
-pub fn describe_ranges(ranges: &[Range]) -> String {
+pub(crate) fn describe_ranges(ranges: &[Range]) -> String {
     let short = |s: &str| s.chars().take(12).collect::<String>();
     let Some(first) = ranges.first() else { return "no range".into() };
     let base = first.base.as_deref().map(short).unwrap_or_else(|| "(root)".into());
@@ -416,7 +416,7 @@ pub fn describe_ranges(ranges: &[Range]) -> String {
 
 /// Print results nobody has printed yet, each exactly once (stdout: the hook's own
 /// lines; stderr: its warnings).
-pub fn print_results(out: &mut dyn Write, err: &mut dyn Write, results: &[JobResult]) -> std::io::Result<()> {
+pub(crate) fn print_results(out: &mut dyn Write, err: &mut dyn Write, results: &[JobResult]) -> std::io::Result<()> {
     for r in results {
         let what = if r.hook.is_empty() { "a queued hook".to_string() } else { format!("the {}", r.hook) };
         writeln!(

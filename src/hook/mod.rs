@@ -15,7 +15,7 @@ use crate::git::Repo;
 use crate::stage;
 
 /// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
-pub const MASTER_SWITCH_ENV: &str = "PREMERGE";
+pub(crate) const MASTER_SWITCH_ENV: &str = "PREMERGE";
 
 /// Which hook is running.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,14 +44,14 @@ pub struct HookRun<'a, 'io> {
 }
 
 /// Whether the master switch is off (`PREMERGE=0`, `false`, `no`, `off`).
-pub fn master_switch_off() -> bool {
+pub(crate) fn master_switch_off() -> bool {
     crate::env::process()
         .var(MASTER_SWITCH_ENV)
         .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
 }
 
 /// A signal stage: reports what it finds, never decides.
-pub type SignalStage = fn(&mut HookRun) -> Result<()>;
+pub(crate) type SignalStage = fn(&mut HookRun) -> Result<()>;
 
 /// Run a signal stage: its failure (an error or a panic) is one warning line, never
 /// a blocked hook.

@@ -24,7 +24,7 @@ use crate::waves::fence::{display_path_bytes, strays};
 const MAX_HOOK_LINES: usize = 8;
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
-pub fn widening_scan(run: &mut HookRun) -> Result<()> {
+pub(crate) fn widening_scan(run: &mut HookRun) -> Result<()> {
     if !run.config.scan.enabled {
         return Ok(());
     }
@@ -58,7 +58,7 @@ pub fn widening_scan(run: &mut HookRun) -> Result<()> {
 }
 
 /// The pre-push signal: report copies in the pushed commits; silent when there are none.
-pub fn copy_detector(run: &mut HookRun) -> Result<()> {
+pub(crate) fn copy_detector(run: &mut HookRun) -> Result<()> {
     if !run.config.clones.enabled {
         return Ok(());
     }
@@ -72,7 +72,7 @@ pub fn copy_detector(run: &mut HookRun) -> Result<()> {
 
 /// One line when a push changes `premerge.toml`: its settings take effect for pushes
 /// after it lands, this one is judged by the base's (see `load_config_at`).
-pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<&str>) -> Result<()> {
+pub(crate) fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<&str>) -> Result<()> {
     let name = crate::config::CONFIG_FILE_NAME.as_bytes();
     if diff.files.iter().any(|f| f.touched_path_bytes().any(|p| p == name)) {
         let at =
@@ -89,7 +89,7 @@ pub fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: Option<
 /// plan of the loop's run directory. The loop record, not the push's environment,
 /// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
 /// disables the fence.
-pub fn pre_push_fence(run: &mut HookRun) -> CmdResult {
+pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
     let mode = run.config.fence.mode;
     if mode == Mode::Off {
         return Ok(Exit::Ok);

@@ -19,12 +19,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
 
-use sha2::{Digest, Sha256};
-
 /// The agent instruction files premerge retrofits, at the repository root.
-pub const FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+pub(crate) const FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// Where pins live, relative to the repository root.
-pub const PINS_PATH: &str = ".premerge/pins.json";
+pub(crate) const PINS_PATH: &str = ".premerge/pins.json";
 
 /// One block premerge maintains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +36,7 @@ pub struct Block {
 }
 
 /// Every block, in the order they are applied.
-pub const BLOCKS: &[Block] = &[
+pub(crate) const BLOCKS: &[Block] = &[
     Block {
         id: "GUARD-MEMORY-SEARCH",
         section: "Before analysing a file",
@@ -58,28 +56,28 @@ plan up to date, and carry on until the plan is finished or a real blocker is na
 
 /// Ends the heading of a section premerge created, so an uninstall removes that
 /// section (once empty) and never a section the user wrote. Hidden when rendered.
-pub const CREATED_MARK: &str = "<!-- premerge -->";
+pub(crate) const CREATED_MARK: &str = "<!-- premerge -->";
 
 /// The heading line of a section premerge creates (LF).
 fn created_heading(section: &str) -> String {
     format!("## {section} {CREATED_MARK}\n")
 }
 
-pub fn start_marker(id: &str) -> String {
+pub(crate) fn start_marker(id: &str) -> String {
     format!("<!-- PREMERGE:{id} -->")
 }
 
-pub fn end_marker(id: &str) -> String {
+pub(crate) fn end_marker(id: &str) -> String {
     format!("<!-- /PREMERGE:{id} -->")
 }
 
 /// The whole block, markers included, ending in a newline.
-pub fn block_text(b: &Block) -> String {
+pub(crate) fn block_text(b: &Block) -> String {
     format!("{}\n{}\n{}\n", start_marker(b.id), b.body, end_marker(b.id))
 }
 
 /// The line ending of a text: CRLF when its first line ends so, else LF.
-pub fn line_ending(text: &str) -> &'static str {
+pub(crate) fn line_ending(text: &str) -> &'static str {
     match text.find('\n') {
         Some(i) if i > 0 && text.as_bytes()[i - 1] == b'\r' => "\r\n",
         _ => "\n",
@@ -92,7 +90,9 @@ fn with_eol(s: &str, eol: &str) -> String {
 }
 
 /// SHA-256 (lowercase hex) of [`block_text`]: what a pin records.
-pub fn content_hash(b: &Block) -> String {
+#[cfg(test)]
+pub(crate) fn content_hash(b: &Block) -> String {
+    use sha2::{Digest, Sha256};
     let digest = Sha256::digest(block_text(b).as_bytes());
     digest.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -104,7 +104,7 @@ pub fn count(text: &str, id: &str) -> usize {
 
 /// What [`inject`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Injected {
+pub(crate) enum Injected {
     /// The start marker is already there: nothing changed.
     AlreadyPresent,
     /// Inserted at the end of the existing section.
@@ -149,7 +149,7 @@ fn headings(text: &str) -> Vec<(usize, usize, String)> {
 /// is exactly what [`remove_block`] takes out again: inside a section, the block and
 /// the line ending after it; at the end of the file, a blank line and the block; a new
 /// section, a blank line, its marked heading, a blank line and the block.
-pub fn inject(text: &str, b: &Block) -> (String, Injected) {
+pub(crate) fn inject(text: &str, b: &Block) -> (String, Injected) {
     if text.contains(&start_marker(b.id)) {
         return (text.to_string(), Injected::AlreadyPresent);
     }
@@ -201,7 +201,7 @@ pub fn inject(text: &str, b: &Block) -> (String, Injected) {
 /// (`## <section>` at the end of the file), that section and the blank line before
 /// it go too. Returns the text and how many blocks were removed; a start marker
 /// without its end marker is left as it is.
-pub fn remove_block(text: &str, b: &Block) -> (String, usize) {
+pub(crate) fn remove_block(text: &str, b: &Block) -> (String, usize) {
     let (mut out, n) = remove(text, b.id);
     if n == 0 {
         return (out, 0);
@@ -258,7 +258,7 @@ pub fn remove(text: &str, id: &str) -> (String, usize) {
 
 /// Follow `path` through symlinks (at most 40, like the kernel) to the file a write
 /// must replace; a dangling link resolves to the path it names.
-pub fn resolve_symlinks(path: &Path) -> Result<PathBuf> {
+pub(crate) fn resolve_symlinks(path: &Path) -> Result<PathBuf> {
     let mut p = path.to_path_buf();
     for _ in 0..40 {
         match fs::symlink_metadata(&p) {
@@ -278,7 +278,7 @@ pub fn resolve_symlinks(path: &Path) -> Result<PathBuf> {
 /// Write `bytes` to the file `path` names, through any symlinks: the link stays a
 /// link and its target is replaced atomically (temporary file in the target's
 /// directory, fsync, rename), keeping the target's mode (`new_mode` for a new file).
-pub fn write_through(path: &Path, bytes: &[u8], new_mode: u32) -> Result<()> {
+pub(crate) fn write_through(path: &Path, bytes: &[u8], new_mode: u32) -> Result<()> {
     let target = resolve_symlinks(path)?;
     let mode = fs::metadata(&target).map(|m| m.permissions().mode() & 0o7777).unwrap_or(new_mode);
     let dir = match target.parent() {

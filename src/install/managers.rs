@@ -11,11 +11,11 @@ use super::{Hook, Manager};
 
 /// The configuration files of pre-commit and prek (prek reads pre-commit's), in the
 /// order they look for them.
-pub const PRE_COMMIT_CONFIGS: &[&str] = &[".pre-commit-config.yaml", ".pre-commit-config.yml"];
+pub(crate) const PRE_COMMIT_CONFIGS: &[&str] = &[".pre-commit-config.yaml", ".pre-commit-config.yml"];
 
 /// lefthook's configuration files at the top of the working tree (main, then local:
 /// lefthook merges `lefthook-local` over the main file).
-pub const LEFTHOOK_CONFIGS: &[&str] = &[
+pub(crate) const LEFTHOOK_CONFIGS: &[&str] = &[
     "lefthook.yml",
     "lefthook.yaml",
     ".lefthook.yml",
@@ -29,17 +29,17 @@ pub const LEFTHOOK_CONFIGS: &[&str] = &[
 /// The local lefthook file premerge adds itself to: lefthook merges it into the main
 /// configuration, it is each developer's own (like premerge's install), and a later
 /// `lefthook install` keeps it.
-pub const LEFTHOOK_LOCAL: &str = "lefthook-local.yml";
+pub(crate) const LEFTHOOK_LOCAL: &str = "lefthook-local.yml";
 
 /// First and last line of the block premerge adds to [`LEFTHOOK_LOCAL`].
-pub const BLOCK_BEGIN: &str = "# >>> premerge (premerge install added this; premerge uninstall removes it)";
-pub const BLOCK_END: &str = "# <<< premerge";
+pub(crate) const BLOCK_BEGIN: &str = "# >>> premerge (premerge install added this; premerge uninstall removes it)";
+pub(crate) const BLOCK_END: &str = "# <<< premerge";
 
 /// Whether a manager's configuration text runs premerge for `hook`: a line that is
 /// not a comment names `premerge hook <hook>` (lefthook, husky, a local pre-commit
 /// entry) or the hook id `premerge-<hook>` (pre-commit and prek entries, including
 /// those that name the premerge repository).
-pub fn runs_premerge(text: &str, hook: Hook) -> bool {
+pub(crate) fn runs_premerge(text: &str, hook: Hook) -> bool {
     let call = format!("premerge hook {hook}");
     let id = format!("premerge-{hook}");
     text.lines().map(str::trim_start).filter(|l| !l.starts_with('#')).any(|l| l.contains(&call) || l.contains(&id))
@@ -113,7 +113,7 @@ fn repos_layout(text: &str) -> Option<(usize, bool)> {
 /// holds `existing` (`None`: there is none). With a `repos:` key, just the
 /// `- repo: local` entry, indented like the entries already there, so
 /// `>> .pre-commit-config.yaml` appends it to that list; without one, a whole file.
-pub fn pre_commit_snippet(manager: Manager, existing: Option<&str>) -> Snippet {
+pub(crate) fn pre_commit_snippet(manager: Manager, existing: Option<&str>) -> Snippet {
     let install = format!("{} install -t pre-push -t post-merge", manager.name());
     let layout = existing.and_then(repos_layout);
     let Some((indent, repos_last)) = layout else {
@@ -158,7 +158,7 @@ fn lefthook_hooks(hooks: &[Hook]) -> String {
 /// The lefthook snippet. lefthook merges `lefthook-local.yml` into `lefthook.yml`, so a
 /// file that already has `pre-push:` or `post-merge:` keys keeps them when premerge's
 /// go into the local file.
-pub fn lefthook_snippet(main_config: Option<&str>) -> Snippet {
+pub(crate) fn lefthook_snippet(main_config: Option<&str>) -> Snippet {
     let mut text = String::from(
         "# lefthook: add to lefthook.yml, or append to lefthook-local.yml (lefthook merges it\n# into lefthook.yml); then: lefthook install\n",
     );
@@ -186,14 +186,6 @@ rm -f "$premerge_refs"
 
 const HUSKY_POST_MERGE: &str = "# >>> premerge\npremerge hook post-merge \"$@\"\n# <<< premerge\n";
 
-/// The husky snippet for one hook: its lines, to append (or prepend) to `.husky/<hook>`.
-pub fn husky_hook_lines(hook: Hook) -> &'static str {
-    match hook {
-        Hook::PrePush => HUSKY_PRE_PUSH,
-        Hook::PostMerge => HUSKY_POST_MERGE,
-    }
-}
-
 /// The husky snippet for both hooks, as `--print-config husky` prints it.
 pub fn husky_snippet() -> Snippet {
     let text = format!(
@@ -210,7 +202,7 @@ fn has_top_level_key(text: &str, key: &str) -> bool {
 /// `lefthook-local.yml` with premerge's block for `hooks` added, or `None` when the
 /// file already defines one of those hooks (a second key of the same name would be
 /// an error; the user merges it by hand). `existing` is `None` when there is no file.
-pub fn lefthook_local_with_block(existing: Option<&str>, hooks: &[Hook]) -> Option<String> {
+pub(crate) fn lefthook_local_with_block(existing: Option<&str>, hooks: &[Hook]) -> Option<String> {
     let existing = existing.unwrap_or("");
     // A block premerge added before is rewritten to cover its hooks and the new ones.
     let (current, mut hooks) = match (existing.find(BLOCK_BEGIN), without_block(existing)) {
@@ -242,7 +234,7 @@ pub fn lefthook_local_with_block(existing: Option<&str>, hooks: &[Hook]) -> Opti
 }
 
 /// `text` without premerge's marked block; `None` when there is none.
-pub fn without_block(text: &str) -> Option<String> {
+pub(crate) fn without_block(text: &str) -> Option<String> {
     let start = text.find(BLOCK_BEGIN)?;
     let end_rel = text[start..].find(BLOCK_END)?;
     let mut end = start + end_rel + BLOCK_END.len();

@@ -17,16 +17,16 @@ use crate::git::Repo;
 
 /// Environment variable naming the git executable used for version detection
 /// (tests point it at a stand-in that reports another version).
-pub const GIT_ENV: &str = "PREMERGE_GIT";
+pub(crate) const GIT_ENV: &str = "PREMERGE_GIT";
 /// How long `git --version` may take: it answers in milliseconds; a hung wrapper
 /// script must not hang the install.
-pub const GIT_VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const GIT_VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many bytes of a manager's configuration file premerge reads: far more than any
 /// hand-written hook configuration; a larger file is not one.
-pub const MANAGER_CONFIG_MAX_BYTES: u64 = 1 << 20;
+pub(crate) const MANAGER_CONFIG_MAX_BYTES: u64 = 1 << 20;
 
 /// A manager's configuration file under `root`, when it is a regular file within the limit.
-pub fn read_manager_config(path: &Path) -> Option<String> {
+pub(crate) fn read_manager_config(path: &Path) -> Option<String> {
     let meta = fs::symlink_metadata(path).ok()?;
     if !meta.is_file() {
         return None;
@@ -37,7 +37,7 @@ pub fn read_manager_config(path: &Path) -> Option<String> {
 
 /// The hook managers whose hook runs at `hook` in `dir`: the hook file's, and the
 /// chained file's when premerge's shim chains one.
-pub fn live_managers(dir: &Path, hook: Hook) -> Result<Vec<Manager>> {
+pub(crate) fn live_managers(dir: &Path, hook: Hook) -> Result<Vec<Manager>> {
     let mut out = Vec::new();
     for name in [hook.name().to_string(), hook.chained_name()] {
         if let Observed::File(b) = observe(&dir.join(name))?
@@ -50,7 +50,7 @@ pub fn live_managers(dir: &Path, hook: Hook) -> Result<Vec<Manager>> {
 }
 
 /// The configuration files through which `manager` could run premerge for `hook`.
-pub fn manager_configs(repo: &Repo, dir: &Path, manager: Manager, hook: Hook) -> Vec<PathBuf> {
+pub(crate) fn manager_configs(repo: &Repo, dir: &Path, manager: Manager, hook: Hook) -> Vec<PathBuf> {
     let root = repo.workdir();
     let under_root = |names: &[&str]| -> Vec<PathBuf> {
         root.as_ref().map(|r| names.iter().map(|n| r.join(n)).collect()).unwrap_or_default()
@@ -68,7 +68,7 @@ pub fn manager_configs(repo: &Repo, dir: &Path, manager: Manager, hook: Hook) ->
 
 /// A hook manager that runs at `hook` and whose configuration runs premerge there,
 /// with the file that says so.
-pub fn premerge_runner(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<(Manager, PathBuf)>> {
+pub(crate) fn premerge_runner(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<(Manager, PathBuf)>> {
     for manager in live_managers(dir, hook)? {
         for file in manager_configs(repo, dir, manager, hook) {
             if read_manager_config(&file).is_some_and(|t| mgr::runs_premerge(&t, hook)) {
@@ -81,7 +81,7 @@ pub fn premerge_runner(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<(Ma
 
 /// Whether premerge's own shim runs at `hook`: the hook file, pre-commit's or prek's
 /// legacy hook, or a config-declared hook.
-pub fn shim_runs(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
+pub(crate) fn shim_runs(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
     for name in [hook.name().to_string(), pre_commit_legacy_name(hook)] {
         let path = dir.join(&name);
         if matches!(observe(&path)?, Observed::File(b) if parse_shim(&b).is_some()) {
@@ -101,7 +101,7 @@ pub fn shim_runs(repo: &Repo, dir: &Path, hook: Hook) -> Result<Option<PathBuf>>
 
 /// premerge's shim where `lefthook install` moved it (`<hook>.old`, which lefthook
 /// never runs), when the hook is lefthook's.
-pub fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
+pub(crate) fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>> {
     let at_hook = observe(&dir.join(hook.name()))?;
     if !matches!(&at_hook, Observed::File(b) if recognise(b) == Some(Manager::Lefthook)) {
         return Ok(None);
@@ -111,7 +111,7 @@ pub fn shim_moved_by_lefthook(dir: &Path, hook: Hook) -> Result<Option<PathBuf>>
 }
 
 /// The version of the git premerge would run (`PREMERGE_GIT`, else `git` on PATH).
-pub fn git_version() -> Result<GitVersion> {
+pub(crate) fn git_version() -> Result<GitVersion> {
     let git = crate::env::process().non_empty(GIT_ENV).unwrap_or("git").to_string();
     let out = crate::exec::run(&[git.clone(), "--version".to_string()], b"", GIT_VERSION_TIMEOUT)
         .map_err(|e| anyhow!("cannot tell git's version: {e}"))?;
@@ -121,7 +121,7 @@ pub fn git_version() -> Result<GitVersion> {
 }
 
 /// `lstat` a path and read it when it is a regular file.
-pub fn observe(path: &Path) -> Result<Observed> {
+pub(crate) fn observe(path: &Path) -> Result<Observed> {
     let meta = match fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Observed::Absent),
@@ -141,6 +141,6 @@ pub fn observe(path: &Path) -> Result<Observed> {
 
 /// The shims of config-declared hooks live in the state directory (they chain
 /// nothing: git runs every configured hook of an event itself).
-pub fn config_shim_path(repo: &Repo, hook: Hook) -> PathBuf {
+pub(crate) fn config_shim_path(repo: &Repo, hook: Hook) -> PathBuf {
     repo.state_dir().path.join("hooks").join(hook.name())
 }

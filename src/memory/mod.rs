@@ -24,7 +24,8 @@ use crate::widen::engine::Finding;
 /// The instruction a memory carries when no more specific one fits its finding (a
 /// removed check, `unsafe` code, a value made optional or a member made public each
 /// have their own: see [`text::instruction`]).
-pub const INSTRUCTION: &str =
+#[cfg(test)]
+pub(crate) const INSTRUCTION: &str =
     "Verify what now guarantees the old invariant before writing code that relies on the wider constraint.";
 
 /// The cycle a scan belongs to: the issue when known, else the head commit.

@@ -5,18 +5,18 @@ use super::route::ROUND_CAP;
 use super::seam::SEAM_MIN_FILES;
 
 /// Round 1 found the same finding shape in [`SEAM_MIN_FILES`] or more files.
-pub const REPEAT_FINDING_SEAM: &str = "repeat-finding-seam";
+pub(crate) const REPEAT_FINDING_SEAM: &str = "repeat-finding-seam";
 /// A round at or past [`ROUND_CAP`] still had findings.
-pub const ROUND_CAP_NAME: &str = "round-cap";
+pub(crate) const ROUND_CAP_NAME: &str = "round-cap";
 
 /// Every cap premerge's review routing emits, byte-sorted.
-pub const CAPS: &[&str] = &[REPEAT_FINDING_SEAM, ROUND_CAP_NAME];
+pub(crate) const CAPS: &[&str] = &[REPEAT_FINDING_SEAM, ROUND_CAP_NAME];
 
 /// The explanation of `cap`, `None` when premerge never emits it. `files` is the
 /// number of files a seam spans (the `files` field of its `cap-hit` event).
 /// Why `explain-cap` refuses its arguments.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExplainError {
+pub(crate) enum ExplainError {
     /// A cap premerge never emits.
     #[error("unknown cap `{0}`: premerge emits {caps}", caps = CAPS.join(", "))]
     Unknown(String),
@@ -28,7 +28,7 @@ pub enum ExplainError {
 }
 
 /// [`explain`] that refuses a seam smaller than [`SEAM_MIN_FILES`] and an unknown cap.
-pub fn explain_checked(cap: &str, files: Option<u64>) -> Result<String, ExplainError> {
+pub(crate) fn explain_checked(cap: &str, files: Option<u64>) -> Result<String, ExplainError> {
     if cap == REPEAT_FINDING_SEAM
         && let Some(n) = files
         && n < SEAM_MIN_FILES as u64
@@ -38,7 +38,7 @@ pub fn explain_checked(cap: &str, files: Option<u64>) -> Result<String, ExplainE
     explain(cap, files).ok_or_else(|| ExplainError::Unknown(cap.to_string()))
 }
 
-pub fn explain(cap: &str, files: Option<u64>) -> Option<String> {
+pub(crate) fn explain(cap: &str, files: Option<u64>) -> Option<String> {
     match cap {
         REPEAT_FINDING_SEAM => {
             let across = match files {

@@ -13,7 +13,7 @@ use crate::git::Repo;
 
 /// Files larger than this are not read: generated or vendored code, whose copies are
 /// not a reviewer's concern, and whose size would dominate the detector's time.
-pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 1024 * 1024;
 
 /// What the detector found in one diff.
 pub struct Report {
@@ -24,7 +24,7 @@ pub struct Report {
     pub skipped: BTreeMap<&'static str, usize>,
 }
 
-pub fn thresholds(config: &Config, min_files: Option<u64>, min_tokens: Option<u64>) -> Result<Thresholds> {
+pub(crate) fn thresholds(config: &Config, min_files: Option<u64>, min_tokens: Option<u64>) -> Result<Thresholds> {
     let f = min_files.unwrap_or(config.clones.min_files);
     let t = min_tokens.unwrap_or(config.clones.min_tokens);
     if f < 2 {
@@ -84,7 +84,7 @@ pub fn detect(repo: &Repo, diff: &Diff, t: Thresholds) -> Result<Report> {
 }
 
 /// The text report of `premerge seams` and the pre-push stage.
-pub fn text_report(r: &Report) -> String {
+pub(crate) fn text_report(r: &Report) -> String {
     let mut s = format!(
         "{} cluster(s) of code copied into {} or more files ({} file(s) scanned, blocks of {}+ tokens)\n",
         r.clusters.len(),

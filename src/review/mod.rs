@@ -10,10 +10,10 @@
 //! Pure: no file system, git, process or clock. The commands `premerge review`,
 //! `premerge explain-cap` and `premerge seams` do the I/O.
 
-pub mod caps;
+pub(crate) mod caps;
 pub mod clones;
 pub mod copies;
 pub mod route;
 pub mod seam;
-pub mod stepback;
+pub(crate) mod stepback;
 pub mod title;

@@ -23,11 +23,11 @@ use crate::findings::Finding;
 /// The round at which a review cycle with findings stops fixing and hands off to a
 /// person. Three: two fix rounds are enough for a lens loop to converge on local
 /// defects; a third round with findings means the loop is not converging.
-pub const ROUND_CAP: u32 = 3;
+pub(crate) const ROUND_CAP: u32 = 3;
 
 /// Escalation to a step-back happens only in this round: later rounds are already in
 /// the fix loop, and re-escalating the same seam would loop between the two paths.
-pub const SEAM_ESCALATION_ROUND: u32 = 1;
+pub(crate) const SEAM_ESCALATION_ROUND: u32 = 1;
 
 /// What the cycle does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]

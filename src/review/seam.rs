@@ -12,7 +12,7 @@ use crate::findings::Finding;
 /// A cluster is a seam when its findings span this many distinct files. Three, not
 /// two: two copies may be a deliberate pair; a third is a pattern (the `>= 3 files`
 /// rule of the repeat-finding escalation, kept singular and deterministic).
-pub const SEAM_MIN_FILES: usize = 3;
+pub(crate) const SEAM_MIN_FILES: usize = 3;
 
 /// One original finding inside a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

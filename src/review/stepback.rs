@@ -13,7 +13,7 @@ use super::seam::Cluster;
 
 /// A guard memory touching a seam file, as the brief lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GuardMemory {
+pub(crate) struct GuardMemory {
     pub file: String,
     pub symbol: Option<String>,
     pub text: String,
@@ -21,7 +21,7 @@ pub struct GuardMemory {
 
 /// The three fields of a step-back answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     #[serde(rename = "sddElement")]
     pub sdd_element: Option<String>,
     pub diagnosis: Option<String>,
@@ -30,7 +30,7 @@ pub struct Analysis {
 }
 
 /// The labels, as written in the answer, in the order the brief asks for them.
-pub const FIELDS: [&str; 3] = ["sddElement", "diagnosis", "proposedRevision"];
+pub(crate) const FIELDS: [&str; 3] = ["sddElement", "diagnosis", "proposedRevision"];
 
 impl Analysis {
     fn slot(&mut self, i: usize) -> &mut Option<String> {
@@ -42,14 +42,14 @@ impl Analysis {
     }
 
     /// The labels with no value.
-    pub fn missing(&self) -> Vec<&'static str> {
+    pub(crate) fn missing(&self) -> Vec<&'static str> {
         let vals = [&self.sdd_element, &self.diagnosis, &self.proposed_revision];
         FIELDS.iter().zip(vals).filter(|(_, v)| v.is_none()).map(|(k, _)| *k).collect()
     }
 }
 
 /// Render the step-back brief (Markdown).
-pub fn render_brief(round: u32, issue: Option<u64>, seams: &[Cluster], memories: &[GuardMemory]) -> String {
+pub(crate) fn render_brief(round: u32, issue: Option<u64>, seams: &[Cluster], memories: &[GuardMemory]) -> String {
     let mut s = String::new();
     let issue_part = issue.map(|n| format!(", issue #{n}")).unwrap_or_default();
     s.push_str(&format!("# Step-back: review round {round}{issue_part}\n\n"));
@@ -104,7 +104,7 @@ fn one_line(t: &str) -> String {
 }
 
 /// Parse a step-back answer: labelled lines, or a JSON object with the same keys.
-pub fn parse_answer(text: &str) -> Analysis {
+pub(crate) fn parse_answer(text: &str) -> Analysis {
     let mut a = Analysis::default();
     if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text.trim()) {
         for (i, k) in FIELDS.iter().enumerate() {
@@ -147,7 +147,7 @@ fn label(line: &str) -> Option<(usize, &str)> {
 
 /// How the dispatch of the brief went.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dispatch {
+pub(crate) enum Dispatch {
     /// `review.dispatch_command` is empty.
     NotConfigured,
     /// The command could not run, timed out or exited non-zero.
@@ -158,12 +158,12 @@ pub enum Dispatch {
 
 /// Largest dispatch output kept in a handoff, in bytes: enough for any useful
 /// analysis, small enough that a runaway agent cannot bloat the run directory.
-pub const MAX_OUTPUT_KEPT: usize = 64 * 1024;
+pub(crate) const MAX_OUTPUT_KEPT: usize = 64 * 1024;
 
 /// Build `handoff-NN.json`. It always carries the brief; `status` is `analysed`
 /// (all three fields), `incomplete` (an answer missing fields), `failed` or
 /// `not-configured`, and `failure` says what went wrong when anything did.
-pub fn handoff(
+pub(crate) fn handoff(
     round: u32,
     issue: Option<u64>,
     brief_file: &str,

@@ -29,25 +29,25 @@ use serde::{Deserialize, Serialize};
 use super::{StateDir, atomic_write};
 
 /// Name of the job's directory inside the state directory.
-pub const BACKGROUND_DIR: &str = "background";
+pub(crate) const BACKGROUND_DIR: &str = "background";
 /// Most entries waiting at once. A clone that queues more than this without the job
 /// draining them has a job that cannot run; more entries would only grow the backlog,
 /// so a further hook reports its range as not scanned instead (counted, never silent).
-pub const MAX_PENDING: usize = 32;
+pub(crate) const MAX_PENDING: usize = 32;
 /// How many starts an entry gets. A range whose scan kills the job (the time limit,
 /// an out-of-memory kill) would otherwise be retried by every later job forever.
-pub const MAX_ATTEMPTS: u32 = 3;
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
 /// Longest the job runs before it stops itself, leaving what is left pending. Ten
 /// minutes is far beyond any range measured (a 300-commit pull scans in seconds), and
 /// short enough that a stuck job frees the lock the same session.
-pub const JOB_TIME_LIMIT: Duration = Duration::from_secs(600);
+pub(crate) const JOB_TIME_LIMIT: Duration = Duration::from_secs(600);
 /// Printed results kept in `shown/` for `premerge status`'s "last" view.
-pub const MAX_SHOWN: usize = 16;
+pub(crate) const MAX_SHOWN: usize = 16;
 /// Largest entry or result file read back. Entries are a few hundred bytes; results
 /// hold at most [`MAX_CAPTURED_BYTES`] of output.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 /// Most output kept per result: the hooks print at most a screen per stage.
-pub const MAX_CAPTURED_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_CAPTURED_BYTES: usize = 64 * 1024;
 
 /// One commit range of queued work: `base = None` is the empty tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ pub struct JobResult {
 
 /// The job's last recorded state (`job.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobState {
+pub(crate) struct JobState {
     pub pid: u32,
     pub started_at: String,
     /// Empty while it runs.
@@ -158,7 +158,7 @@ impl Background {
     }
 
     /// Whether a job holds the lock right now. Without a directory nothing ever ran.
-    pub fn is_running(&self) -> Result<bool> {
+    pub(crate) fn is_running(&self) -> Result<bool> {
         if !self.dir.is_dir() {
             return Ok(false);
         }
@@ -166,14 +166,14 @@ impl Background {
     }
 
     /// Block until no job holds the lock (returns at once when none does).
-    pub fn wait_idle(&self) -> Result<()> {
+    pub(crate) fn wait_idle(&self) -> Result<()> {
         let file = self.lock_file()?;
         file.lock().with_context(|| format!("{}: cannot wait for the job lock", self.dir.display()))?;
         Ok(())
     }
 
     /// A new entry id: sortable by queueing time, unique across processes.
-    pub fn new_id() -> String {
+    pub(crate) fn new_id() -> String {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -183,7 +183,7 @@ impl Background {
     }
 
     /// Queue an entry. Refused (an error saying so) when [`MAX_PENDING`] wait already.
-    pub fn enqueue(&self, entry: &Pending) -> Result<()> {
+    pub(crate) fn enqueue(&self, entry: &Pending) -> Result<()> {
         let waiting = names(&self.sub("pending"))?.len();
         if waiting >= MAX_PENDING {
             bail!(
@@ -196,7 +196,7 @@ impl Background {
     }
 
     /// Write (or rewrite) an entry in `pending/`.
-    pub fn write_pending(&self, entry: &Pending) -> Result<()> {
+    pub(crate) fn write_pending(&self, entry: &Pending) -> Result<()> {
         check_id(&entry.id)?;
         let bytes = crate::canonical::to_line(&serde_json::to_value(entry)?)?;
         atomic_write(&self.sub("pending").join(format!("{}.json", entry.id)), bytes.as_bytes())
@@ -219,13 +219,13 @@ impl Background {
     }
 
     /// How many entries wait.
-    pub fn pending_count(&self) -> Result<usize> {
+    pub(crate) fn pending_count(&self) -> Result<usize> {
         Ok(names(&self.sub("pending"))?.len())
     }
 
     /// Record an entry's result, then remove it from `pending/` (in that order, so a
     /// crash in between runs it again rather than losing it).
-    pub fn finish(&self, id: &str, result: &JobResult) -> Result<()> {
+    pub(crate) fn finish(&self, id: &str, result: &JobResult) -> Result<()> {
         check_id(id)?;
         let bytes = crate::canonical::to_line(&serde_json::to_value(result)?)?;
         atomic_write(&self.sub("results").join(format!("{id}.json")), bytes.as_bytes())?;
@@ -239,7 +239,7 @@ impl Background {
 
     /// Take every result nobody has printed yet, oldest first: each is moved into
     /// `shown/` by one rename, so a result is returned to exactly one caller.
-    pub fn claim_results(&self) -> Result<Vec<JobResult>> {
+    pub(crate) fn claim_results(&self) -> Result<Vec<JobResult>> {
         let results = self.sub("results");
         let names = names(&results)?;
         if names.is_empty() {
@@ -290,13 +290,13 @@ impl Background {
         Ok(())
     }
 
-    pub fn write_state(&self, s: &JobState) -> Result<()> {
+    pub(crate) fn write_state(&self, s: &JobState) -> Result<()> {
         let bytes = crate::canonical::to_line(&serde_json::to_value(s)?)?;
         atomic_write(&self.dir.join("job.json"), bytes.as_bytes())
     }
 
     /// The last recorded job state; `None` when no job ever ran (or it is unreadable).
-    pub fn read_state(&self) -> Option<JobState> {
+    pub(crate) fn read_state(&self) -> Option<JobState> {
         read_json(&self.dir.join("job.json")).ok()
     }
 }
@@ -350,7 +350,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 
 /// Split captured output into lines, keeping at most [`MAX_CAPTURED_BYTES`] (the cut
 /// is said on a last line, never silent).
-pub fn capture_lines(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn capture_lines(bytes: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_CAPTURED_BYTES)]);
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     if bytes.len() > MAX_CAPTURED_BYTES {

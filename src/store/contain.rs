@@ -28,7 +28,7 @@ const MAX_SYMLINKS: usize = 40;
 
 /// Where `path` leads when written to: every symlink on the way followed, `.` and `..`
 /// taken in order after them. A relative `path` is taken from the current directory.
-pub fn resolve(path: &Path) -> Result<PathBuf> {
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf> {
     let mut todo: VecDeque<OsString> = VecDeque::new();
     let mut cur = if path.is_absolute() {
         PathBuf::from("/")
@@ -86,12 +86,12 @@ fn shown(p: &Path) -> String {
 /// Whether a value from `source` is the user's own choice (command line aside, which
 /// never reaches the configuration): git config or the environment. A default or a
 /// `premerge.toml` value is repository content.
-pub fn chosen_by_user(source: Option<&Source>) -> bool {
+pub(crate) fn chosen_by_user(source: Option<&Source>) -> bool {
     matches!(source, Some(Source::GitConfig(_) | Source::Env(_)))
 }
 
 /// Whether `path` resolves inside one of `bounds` (each resolved the same way).
-pub fn resolves_inside(path: &Path, bounds: &[&Path]) -> Result<(PathBuf, bool)> {
+pub(crate) fn resolves_inside(path: &Path, bounds: &[&Path]) -> Result<(PathBuf, bool)> {
     let real = resolve(path)?;
     for b in bounds {
         if real.starts_with(resolve(b)?) {
@@ -105,7 +105,7 @@ pub fn resolves_inside(path: &Path, bounds: &[&Path]) -> Result<(PathBuf, bool)>
 /// value), relative to the work tree, refused when it came from repository content and
 /// resolves outside the work tree and the state directory. `hint` says how the user
 /// allows it (the git config key, a flag).
-pub fn config_root(repo: &Repo, cfg: &Config, key: &str, value: &str, hint: &str) -> Result<PathBuf> {
+pub(crate) fn config_root(repo: &Repo, cfg: &Config, key: &str, value: &str, hint: &str) -> Result<PathBuf> {
     let work_tree = repo.require_workdir()?;
     let path = work_tree.join(value);
     let source = cfg.source(key);

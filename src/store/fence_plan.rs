@@ -10,7 +10,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::waves::fence::allowed;
 
 /// The allowed set of `attempt`'s plan in `run_dir` (only `owner`'s files with an owner).
-pub fn allowed_of(run_dir: &camino::Utf8Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
+pub(crate) fn allowed_of(run_dir: &camino::Utf8Path, attempt: u32, owner: Option<&str>) -> Result<Vec<String>> {
     let plan = crate::store::run_dir::read_plan(run_dir, attempt)?;
     allowed(&plan, owner)
         .ok_or_else(|| anyhow!("owner `{}` is not in the plan of attempt {attempt}", owner.unwrap_or("")))
@@ -18,7 +18,7 @@ pub fn allowed_of(run_dir: &camino::Utf8Path, attempt: u32, owner: Option<&str>)
 
 /// The current plan of a run directory: the highest-numbered `fix-waves-NN.json`
 /// (NN all digits). `None` when the directory holds no plan (the fence is inactive).
-pub fn current_attempt(run_dir: &Path) -> Result<Option<u32>> {
+pub(crate) fn current_attempt(run_dir: &Path) -> Result<Option<u32>> {
     let entries = match fs::read_dir(run_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

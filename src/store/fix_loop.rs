@@ -22,17 +22,17 @@ use sha2::{Digest, Sha256};
 use super::{RunLock, StateDir};
 
 /// File name of the loop record inside the state directory.
-pub const LOOP_FILE: &str = "fix-loop.json";
+pub(crate) const LOOP_FILE: &str = "fix-loop.json";
 /// Largest loop record read: the record is a handful of short fields (well under
 /// 1 KiB); anything near this limit was not written by premerge.
-pub const MAX_LOOP_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_LOOP_BYTES: u64 = 64 * 1024;
 /// Schema version of the loop record.
-pub const LOOP_SCHEMA_VERSION: u32 = 1;
+pub(crate) const LOOP_SCHEMA_VERSION: u32 = 1;
 
 /// Whether a loop still fences pushes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LoopState {
+pub(crate) enum LoopState {
     Open,
     Closed,
 }
@@ -40,7 +40,7 @@ pub enum LoopState {
 /// The loop record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FixLoop {
+pub(crate) struct FixLoop {
     pub schema_version: u32,
     /// `loop-<8 hex>`: SHA-256 of the run directory and the opening time.
     pub id: String,
@@ -57,18 +57,18 @@ pub struct FixLoop {
 }
 
 impl FixLoop {
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.state == LoopState::Open
     }
 
-    pub fn run_dir_path(&self) -> PathBuf {
+    pub(crate) fn run_dir_path(&self) -> PathBuf {
         PathBuf::from(&self.run_dir)
     }
 }
 
 /// What the state directory says about the loop.
 #[derive(Debug)]
-pub enum LoopRecord {
+pub(crate) enum LoopRecord {
     /// No record: no loop was ever opened in this clone.
     Absent,
     /// A well-formed record.
@@ -79,25 +79,25 @@ pub enum LoopRecord {
 
 /// Directory holding the loop record's writer lock. Not the state directory's own lock:
 /// `plan --run-dir <state dir>` holds that one while it records the loop.
-pub const LOOP_LOCK_DIR: &str = "fix-loop.lock.d";
+pub(crate) const LOOP_LOCK_DIR: &str = "fix-loop.lock.d";
 
 fn lock(state: &StateDir) -> Result<RunLock> {
     RunLock::acquire(&state.path.join(LOOP_LOCK_DIR))
 }
 
 /// Path of the loop record of a state directory.
-pub fn loop_path(state: &StateDir) -> PathBuf {
+pub(crate) fn loop_path(state: &StateDir) -> PathBuf {
     state.path.join(LOOP_FILE)
 }
 
 /// Absolute, canonical (when it exists) form of a run directory, as the record holds it.
-pub fn canonical_run_dir(run_dir: &Path) -> Result<String> {
+pub(crate) fn canonical_run_dir(run_dir: &Path) -> Result<String> {
     let p = fs::canonicalize(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
     p.to_str().map(str::to_string).ok_or_else(|| anyhow!("{}: run directory is not UTF-8", p.display()))
 }
 
 /// Read the loop record.
-pub fn read(state: &StateDir) -> LoopRecord {
+pub(crate) fn read(state: &StateDir) -> LoopRecord {
     let path = loop_path(state);
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
@@ -139,7 +139,7 @@ fn loop_id(run_dir: &str, opened_at: &str) -> String {
 
 /// What [`record_plan`] did.
 #[derive(Debug)]
-pub struct Opened {
+pub(crate) struct Opened {
     pub current: FixLoop,
     /// True when this plan opened a new loop (rather than advancing the open one).
     pub new: bool,
@@ -150,7 +150,7 @@ pub struct Opened {
 /// Record that `plan --attempt N` wrote a plan in `run_dir`: attempt 1 opens a new loop;
 /// a later attempt advances the open loop of the same run directory, or opens one when
 /// none is (a pipeline resumed after a close is fenced again).
-pub fn record_plan(state: &StateDir, run_dir: &Path, attempt: u32) -> Result<Opened> {
+pub(crate) fn record_plan(state: &StateDir, run_dir: &Path, attempt: u32) -> Result<Opened> {
     state.ensure()?;
     let _lock = lock(state)?;
     let run_dir = canonical_run_dir(run_dir)?;
@@ -186,7 +186,7 @@ pub fn record_plan(state: &StateDir, run_dir: &Path, attempt: u32) -> Result<Ope
 /// Returns the closed loop, `None` when nothing was open (or it belongs to another run
 /// directory). An unreadable record is replaced by a closed one when `run_dir` is `None`
 /// (the operator's `premerge loop close`).
-pub fn close(state: &StateDir, by: &str, run_dir: Option<&Path>) -> Result<Option<FixLoop>> {
+pub(crate) fn close(state: &StateDir, by: &str, run_dir: Option<&Path>) -> Result<Option<FixLoop>> {
     let path = loop_path(state);
     if fs::symlink_metadata(&path).is_err() {
         return Ok(None);
@@ -232,7 +232,7 @@ pub fn close(state: &StateDir, by: &str, run_dir: Option<&Path>) -> Result<Optio
 
 /// `plan --attempt N` wrote (or is about to write) a plan in `run_dir`: open or advance
 /// the loop, and say so on `err` (stderr; warnings as `Ctx::warn` writes them) (stdout carries the triage line alone).
-pub fn on_plan(err: &mut dyn Write, repo: &crate::git::Repo, run_dir: &Path, attempt: u32) -> Result<()> {
+pub(crate) fn on_plan(err: &mut dyn Write, repo: &crate::git::Repo, run_dir: &Path, attempt: u32) -> Result<()> {
     let state = repo.state_dir();
     let o = record_plan(&state, run_dir, attempt)?;
     if let Some(old) = &o.replaced {
@@ -263,7 +263,7 @@ pub fn on_plan(err: &mut dyn Write, repo: &crate::git::Repo, run_dir: &Path, att
 
 /// `converge` decided `decision` for `run_dir`: any `STOP_*` closes that run directory's
 /// open loop. Returns the closed loop's id.
-pub fn on_converge(
+pub(crate) fn on_converge(
     err: &mut dyn Write,
     repo: &crate::git::Repo,
     run_dir: &Path,

@@ -51,12 +51,12 @@ sql_enum!(Mode, Decision, FailureKind);
 
 /// The stored operator controls.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Control {
+pub(crate) struct Control {
     pub mode: Option<Mode>,
     pub kill_switch: bool,
 }
 
-pub fn control(conn: &Connection) -> Result<Control> {
+pub(crate) fn control(conn: &Connection) -> Result<Control> {
     let row = conn
         .query_row("SELECT mode, kill_switch FROM gate_control WHERE id = 1", [], |r| {
             Ok((r.get::<_, Option<Mode>>(0)?, r.get::<_, i64>(1)?))
@@ -69,7 +69,7 @@ pub fn control(conn: &Connection) -> Result<Control> {
 }
 
 /// Store the operator's mode; `None` clears it, so configuration decides again.
-pub fn set_mode(conn: &Connection, mode: Option<Mode>, now: &str) -> Result<()> {
+pub(crate) fn set_mode(conn: &Connection, mode: Option<Mode>, now: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, ?1, 0, ?2)
          ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
@@ -78,7 +78,7 @@ pub fn set_mode(conn: &Connection, mode: Option<Mode>, now: &str) -> Result<()> 
     Ok(())
 }
 
-pub fn set_kill_switch(conn: &Connection, on: bool, now: &str) -> Result<()> {
+pub(crate) fn set_kill_switch(conn: &Connection, on: bool, now: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_control (id, mode, kill_switch, updated_at) VALUES (1, NULL, ?1, ?2)
          ON CONFLICT (id) DO UPDATE SET kill_switch = excluded.kill_switch, updated_at = excluded.updated_at",
@@ -89,13 +89,13 @@ pub fn set_kill_switch(conn: &Connection, on: bool, now: &str) -> Result<()> {
 
 /// A session's recorded start.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub(crate) struct Session {
     pub start_head: Option<String>,
 }
 
 /// Record a session's start unless it is known (the first record wins: a compaction
 /// or resume keeps the original start), and return the stored start.
-pub fn ensure_session(
+pub(crate) fn ensure_session(
     conn: &Connection,
     id: &str,
     now: &str,
@@ -113,13 +113,13 @@ pub fn ensure_session(
     })?)
 }
 
-pub fn is_stuck(conn: &Connection, id: &str) -> Result<bool> {
+pub(crate) fn is_stuck(conn: &Connection, id: &str) -> Result<bool> {
     Ok(conn.query_row("SELECT EXISTS (SELECT 1 FROM gate_stuck WHERE session_id = ?1)", [id], |r| r.get(0))?)
 }
 
 /// Count one more `continue` for the session and return the new count. A single
 /// statement, so two concurrent evaluations of one session get different counts.
-pub fn increment_continue(conn: &Connection, id: &str) -> Result<u32> {
+pub(crate) fn increment_continue(conn: &Connection, id: &str) -> Result<u32> {
     let n: i64 = conn.query_row(
         "INSERT INTO gate_continue_counts (session_id, count) VALUES (?1, 1)
          ON CONFLICT (session_id) DO UPDATE SET count = count + 1 RETURNING count",
@@ -129,7 +129,7 @@ pub fn increment_continue(conn: &Connection, id: &str) -> Result<u32> {
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-pub fn set_stuck(conn: &Connection, id: &str, now: &str, reason: &str) -> Result<()> {
+pub(crate) fn set_stuck(conn: &Connection, id: &str, now: &str, reason: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_stuck (session_id, stuck_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT (session_id) DO NOTHING",
         params![id, now, reason],
@@ -137,7 +137,7 @@ pub fn set_stuck(conn: &Connection, id: &str, now: &str, reason: &str) -> Result
     Ok(())
 }
 
-pub fn breaker(conn: &Connection, authority: &str) -> Result<Breaker> {
+pub(crate) fn breaker(conn: &Connection, authority: &str) -> Result<Breaker> {
     let row = conn
         .query_row("SELECT consecutive_failures, open_until FROM gate_breaker WHERE authority = ?1", [authority], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
@@ -148,7 +148,7 @@ pub fn breaker(conn: &Connection, authority: &str) -> Result<Breaker> {
         .unwrap_or_default())
 }
 
-pub fn save_breaker(conn: &Connection, authority: &str, b: Breaker) -> Result<()> {
+pub(crate) fn save_breaker(conn: &Connection, authority: &str, b: Breaker) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_breaker (authority, consecutive_failures, open_until) VALUES (?1, ?2, ?3)
          ON CONFLICT (authority) DO UPDATE SET consecutive_failures = excluded.consecutive_failures,
@@ -208,7 +208,7 @@ impl Default for EventRow {
 }
 
 /// Insert an event (plain INSERT) and count it in the daily aggregate, atomically.
-pub fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
+pub(crate) fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
     let tx = conn.transaction()?;
     tx.execute(
         "INSERT INTO gate_events (ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked,
@@ -246,7 +246,7 @@ pub fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
 }
 
 /// The last `tail` events, oldest first.
-pub fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
+pub(crate) fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
     let mut st = conn.prepare(
         "SELECT id, ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked, stop_hook_active,
            stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms
@@ -279,7 +279,7 @@ pub fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
     Ok(out)
 }
 
-pub fn annotate(conn: &Connection, event: i64, verdict: &str, rationale: &str, now: &str) -> Result<i64> {
+pub(crate) fn annotate(conn: &Connection, event: i64, verdict: &str, rationale: &str, now: &str) -> Result<i64> {
     let exists: bool =
         conn.query_row("SELECT EXISTS (SELECT 1 FROM gate_events WHERE id = ?1)", [event], |r| r.get(0))?;
     if !exists {
@@ -295,7 +295,7 @@ pub fn annotate(conn: &Connection, event: i64, verdict: &str, rationale: &str, n
 
 /// Counts for `gate status`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub sessions: i64,
     pub stuck_sessions: i64,
     pub events: i64,
@@ -304,7 +304,7 @@ pub struct Counts {
     pub today: std::collections::BTreeMap<String, i64>,
 }
 
-pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
+pub(crate) fn counts(conn: &Connection, day: &str) -> Result<Counts> {
     let one = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
     let mut today = std::collections::BTreeMap::new();
     let mut st = conn.prepare("SELECT decision, SUM(count) FROM gate_daily WHERE day = ?1 GROUP BY decision")?;
@@ -322,7 +322,7 @@ pub fn counts(conn: &Connection, day: &str) -> Result<Counts> {
 }
 
 /// Up to `per_file` guard memories for each file, from the embedded memory store.
-pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
+pub(crate) fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for f in files {
         let found = super::memory_db::search_by_files(conn, std::slice::from_ref(f))?;
@@ -332,7 +332,7 @@ pub fn guard_memories(conn: &Connection, files: &[String], per_file: usize) -> R
 }
 
 /// The cached history answer of a plan path and the commit it was computed at.
-pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, crate::git::PathCommits)>> {
+pub(crate) fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, crate::git::PathCommits)>> {
     Ok(conn
         .query_row("SELECT at_commit, latest, introducing FROM gate_path_cache WHERE path = ?1", [path], |r| {
             let pc = crate::git::PathCommits { latest: r.get(1)?, introducing: r.get(2)?, truncated: false };
@@ -341,7 +341,7 @@ pub fn path_cache(conn: &Connection, path: &str) -> Result<Option<(String, crate
         .optional()?)
 }
 
-pub fn save_path_cache(
+pub(crate) fn save_path_cache(
     conn: &Connection,
     path: &str,
     at: &str,
@@ -357,7 +357,7 @@ pub fn save_path_cache(
     Ok(())
 }
 
-pub fn ancestry_known(conn: &Connection, ancestor: &str, descendant: &str) -> Result<bool> {
+pub(crate) fn ancestry_known(conn: &Connection, ancestor: &str, descendant: &str) -> Result<bool> {
     Ok(conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM gate_ancestry WHERE ancestor = ?1 AND descendant = ?2)",
         [ancestor, descendant],
@@ -365,7 +365,7 @@ pub fn ancestry_known(conn: &Connection, ancestor: &str, descendant: &str) -> Re
     )?)
 }
 
-pub fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Result<()> {
+pub(crate) fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Result<()> {
     conn.execute(
         "INSERT INTO gate_ancestry (ancestor, descendant) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         [ancestor, descendant],
@@ -375,7 +375,7 @@ pub fn save_ancestry(conn: &Connection, ancestor: &str, descendant: &str) -> Res
 
 /// Counts of one period for `gate status`.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Period {
+pub(crate) struct Period {
     /// Evaluations by decision.
     pub decisions: std::collections::BTreeMap<String, i64>,
     /// Shadow `continue` decisions: stops enforce would have blocked.
@@ -388,7 +388,7 @@ pub struct Period {
 
 /// Operators' annotations of the gate's decisions.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Annotated {
+pub(crate) struct Annotated {
     pub correct: i64,
     pub incorrect: i64,
     /// Of them, annotations of shadow decisions (what the suggestion to enforce reads).
@@ -400,7 +400,7 @@ pub struct Annotated {
 }
 
 /// Counts of the evaluations whose day (`ts[..10]`) is at least `from_day`.
-pub fn period(conn: &Connection, from_day: &str) -> Result<Period> {
+pub(crate) fn period(conn: &Connection, from_day: &str) -> Result<Period> {
     let mut p = Period::default();
     let mut st =
         conn.prepare("SELECT decision, COUNT(*) FROM gate_events WHERE substr(ts, 1, 10) >= ?1 GROUP BY decision")?;
@@ -430,7 +430,7 @@ pub fn period(conn: &Connection, from_day: &str) -> Result<Period> {
 }
 
 /// Annotation counts over all time (the latest annotation of an event counts).
-pub fn annotated(conn: &Connection) -> Result<Annotated> {
+pub(crate) fn annotated(conn: &Connection) -> Result<Annotated> {
     let mut a = Annotated::default();
     let mut st = conn.prepare(
         "SELECT a.verdict, e.mode, e.decision FROM gate_annotations a JOIN gate_events e ON e.id = a.event_id

@@ -39,7 +39,7 @@ pub fn insert(conn: &mut Connection, m: &NewMemory, created_at: &str) -> Result<
 
 /// Write memories in one transaction (one sync to disk however many there are),
 /// skipping each whose `(cycle, file, symbol)` already has one. Answers in order.
-pub fn insert_all(conn: &mut Connection, memories: &[NewMemory], created_at: &str) -> Result<Vec<Write>> {
+pub(crate) fn insert_all(conn: &mut Connection, memories: &[NewMemory], created_at: &str) -> Result<Vec<Write>> {
     let tx = conn.transaction()?;
     let mut out = Vec::with_capacity(memories.len());
     for m in memories {
@@ -95,7 +95,7 @@ fn insert_one(tx: &rusqlite::Transaction, m: &NewMemory, created_at: &str) -> Re
 /// Record what the external backend did with a memory.
 /// How many memories of `(file, symbol)` other cycles than `cycle` wrote: more than
 /// none makes a new memory a repeat.
-pub fn earlier_cycles(conn: &Connection, file: &str, symbol: &str, cycle: &str) -> Result<i64> {
+pub(crate) fn earlier_cycles(conn: &Connection, file: &str, symbol: &str, cycle: &str) -> Result<i64> {
     Ok(conn.query_row(
         "SELECT count(*) FROM memories WHERE file = ?1 AND symbol = ?2 AND cycle != ?3",
         params![file, symbol, cycle],
@@ -103,7 +103,7 @@ pub fn earlier_cycles(conn: &Connection, file: &str, symbol: &str, cycle: &str) 
     )?)
 }
 
-pub fn set_backend(conn: &Connection, id: i64, status: &str) -> Result<()> {
+pub(crate) fn set_backend(conn: &Connection, id: i64, status: &str) -> Result<()> {
     conn.execute("UPDATE memories SET backend = ?1 WHERE id = ?2", params![status, id])?;
     Ok(())
 }
@@ -146,7 +146,7 @@ pub fn list(conn: &Connection) -> Result<Vec<Memory>> {
 /// The memories recorded about any of `files` (exact repository paths), ordered by
 /// file, symbol, then age. This is what the stop gate and the review step-back call
 /// before work touches those files.
-pub fn search_by_files(conn: &Connection, files: &[String]) -> Result<Vec<Memory>> {
+pub(crate) fn search_by_files(conn: &Connection, files: &[String]) -> Result<Vec<Memory>> {
     search(conn, None, files)
 }
 

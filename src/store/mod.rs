@@ -6,14 +6,14 @@
 //! directory, fsync, rename, fsync of the directory. A reader never sees a torn file.
 
 pub mod background;
-pub mod contain;
-pub mod fence_plan;
-pub mod fix_loop;
-pub mod gate_db;
+pub(crate) mod contain;
+pub(crate) mod fence_plan;
+pub(crate) mod fix_loop;
+pub(crate) mod gate_db;
 pub mod memory_db;
 pub mod proposals;
 pub mod run_dir;
-pub mod scan_cache;
+pub(crate) mod scan_cache;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -26,23 +26,23 @@ use rusqlite::Connection;
 
 /// An open connection to `premerge.db`, as the store hands it out: callers outside
 /// `src/store/` name this type, never the SQLite crate.
-pub type Db = Connection;
+pub(crate) type Db = Connection;
 use serde_json::Value;
 
 /// Name of the per-clone state directory inside the git common directory.
-pub const STATE_DIR_NAME: &str = "premerge";
+pub(crate) const STATE_DIR_NAME: &str = "premerge";
 /// File name of the embedded database.
-pub const DB_FILE: &str = "premerge.db";
+pub(crate) const DB_FILE: &str = "premerge.db";
 /// File name of the append-only event log (in the state dir and in each run dir).
-pub const EVENTS_FILE: &str = "events.jsonl";
+pub(crate) const EVENTS_FILE: &str = "events.jsonl";
 /// File name of the writer lock inside a run directory.
-pub const LOCK_FILE: &str = ".premerge.lock";
+pub(crate) const LOCK_FILE: &str = ".premerge.lock";
 /// How long a writer waits for another writer of the same run directory before it
 /// gives up with a clear message. Long enough for any single artefact write (they
 /// take milliseconds), short enough that a stuck pipeline step is noticed.
-pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// Environment variable naming the pipeline run directory.
-pub const RUN_DIR_ENV: &str = "PREMERGE_RUN_DIR";
+pub(crate) const RUN_DIR_ENV: &str = "PREMERGE_RUN_DIR";
 
 /// The per-clone state directory: `<git common dir>/premerge/`.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl StateDir {
     }
 
     /// Create the directory if needed.
-    pub fn ensure(&self) -> Result<&Path> {
+    pub(crate) fn ensure(&self) -> Result<&Path> {
         fs::create_dir_all(&self.path)
             .with_context(|| format!("{}: cannot create state directory", self.path.display()))?;
         Ok(&self.path)
@@ -67,12 +67,8 @@ impl StateDir {
         self.path.join(DB_FILE)
     }
 
-    pub fn events_path(&self) -> PathBuf {
-        self.path.join(EVENTS_FILE)
-    }
-
     /// The default run directory: `<state>/run/`.
-    pub fn default_run_dir(&self) -> PathBuf {
+    pub(crate) fn default_run_dir(&self) -> PathBuf {
         self.path.join("run")
     }
 
@@ -95,7 +91,7 @@ impl StateDir {
 
     /// [`StateDir::open_db`] with a shorter wait for a locked database (the stop
     /// gate's hook: it fails open rather than keep the agent waiting).
-    pub fn open_db_within(&self, busy: Duration) -> Result<Connection> {
+    pub(crate) fn open_db_within(&self, busy: Duration) -> Result<Connection> {
         self.ensure()?;
         open_db_within(&self.db_path(), busy)
     }
@@ -107,17 +103,17 @@ pub fn nn(n: u32) -> String {
 }
 
 /// Prefix of every temporary file premerge writes next to its target.
-pub const TMP_PREFIX: &str = ".premerge-tmp-";
+pub(crate) const TMP_PREFIX: &str = ".premerge-tmp-";
 
 /// Age after which a temporary file is taken for a leftover of a killed writer and
 /// removed by the next write in its directory. A write takes milliseconds; an hour is
 /// far beyond any live writer, even on a machine stalled by load.
-pub const STALE_TMP_AGE: Duration = Duration::from_secs(3600);
+pub(crate) const STALE_TMP_AGE: Duration = Duration::from_secs(3600);
 
 /// Mode of artefacts meant for reviewers (wave plans, proposals, reports).
-pub const MODE_SHARED: u32 = 0o644;
+pub(crate) const MODE_SHARED: u32 = 0o644;
 /// Mode of files that may hold an agent's text or a secret (gate log, transcripts' excerpts).
-pub const MODE_PRIVATE: u32 = 0o600;
+pub(crate) const MODE_PRIVATE: u32 = 0o600;
 
 /// Write `bytes` to `path` atomically with mode 0644 (an artefact for reviewers):
 /// temporary file in the same directory, fsync, rename over the target, fsync of the
@@ -127,13 +123,13 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// [`atomic_write`] with mode 0600, for anything holding an agent's text or a secret.
-pub fn atomic_write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn atomic_write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     atomic_write_mode(path, bytes, MODE_PRIVATE)
 }
 
 /// [`atomic_write`] with an explicit mode (set on the temporary file, so the target
 /// never exists with another mode).
-pub fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+pub(crate) fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -159,7 +155,7 @@ pub fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 /// Remove this directory's temporary files older than [`STALE_TMP_AGE`]: what a
 /// writer killed between create and rename leaves behind. Best effort: a file that
 /// cannot be examined or removed is left for the next write.
-pub fn remove_stale_temporaries(dir: &Path) -> usize {
+pub(crate) fn remove_stale_temporaries(dir: &Path) -> usize {
     let Ok(entries) = fs::read_dir(dir) else { return 0 };
     let now = std::time::SystemTime::now();
     let mut removed = 0;
@@ -182,7 +178,7 @@ pub fn remove_stale_temporaries(dir: &Path) -> usize {
 /// as a committed `run -> /etc`, would take premerge's writes outside the repository.
 /// Only the last component is checked: a parent that is a symlink (a home directory on
 /// another disk) is where the user put it.
-pub fn ensure_real_dir(dir: &Path) -> Result<()> {
+pub(crate) fn ensure_real_dir(dir: &Path) -> Result<()> {
     if let Ok(meta) = fs::symlink_metadata(dir)
         && meta.file_type().is_symlink()
     {
@@ -200,19 +196,18 @@ pub fn ensure_real_dir(dir: &Path) -> Result<()> {
 /// through its `open/` directory itself ([`RunLock::acquire_dir`]), which leaves no
 /// file behind in a tree that usually lives inside the working tree.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     _file: File,
-    pub path: PathBuf,
 }
 
 impl RunLock {
     /// Take the writer lock of `dir`, waiting at most [`LOCK_WAIT`].
-    pub fn acquire(dir: &Path) -> Result<RunLock> {
+    pub(crate) fn acquire(dir: &Path) -> Result<RunLock> {
         RunLock::acquire_within(dir, LOCK_WAIT)
     }
 
     /// Take the writer lock of `dir`, waiting at most `wait`.
-    pub fn acquire_within(dir: &Path, wait: Duration) -> Result<RunLock> {
+    pub(crate) fn acquire_within(dir: &Path, wait: Duration) -> Result<RunLock> {
         ensure_real_dir(dir)?;
         let path = dir.join(LOCK_FILE);
         let file = OpenOptions::new()
@@ -226,7 +221,7 @@ impl RunLock {
 
     /// Take an exclusive lock on the directory `dir` itself (no lock file), waiting at
     /// most `wait`; `what` names the lock in the message of a timeout.
-    pub fn acquire_dir(dir: &Path, what: &str, wait: Duration) -> Result<RunLock> {
+    pub(crate) fn acquire_dir(dir: &Path, what: &str, wait: Duration) -> Result<RunLock> {
         let file = File::open(dir).with_context(|| format!("{}: cannot open to lock", dir.display()))?;
         RunLock::hold(file, dir.to_path_buf(), what, wait, Duration::from_millis(10))
     }
@@ -235,7 +230,7 @@ impl RunLock {
         let start = Instant::now();
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(RunLock { _file: file, path }),
+                Ok(()) => return Ok(RunLock { _file: file }),
                 Err(fs::TryLockError::WouldBlock) => {
                     if start.elapsed() >= wait {
                         return Err(anyhow!(
@@ -280,7 +275,7 @@ pub fn append_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
 
 /// [`append_event`] for events that may hold an agent's text: the file is created
 /// with mode 0600 and an existing file is set to 0600.
-pub fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
+pub(crate) fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     let path = dir.join(EVENTS_FILE);
     let f = OpenOptions::new()
@@ -299,7 +294,7 @@ pub fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<
 /// 32 MiB, about a hundred thousand events of a few hundred bytes. The log only grows,
 /// and its readers (drain's pending halts, the stripe check's recorded observations)
 /// want the recent events; a log beyond this is read from its end, never whole.
-pub const EVENTS_TAIL_BYTES: u64 = 32 << 20;
+pub(crate) const EVENTS_TAIL_BYTES: u64 = 32 << 20;
 
 /// Read the events of `<dir>/events.jsonl` (missing file: none), at most its last
 /// [`EVENTS_TAIL_BYTES`], through `src/input.rs` (a FIFO or device there is an error,
@@ -310,7 +305,7 @@ pub fn read_events(dir: &Path) -> Result<Vec<Value>> {
 }
 
 /// [`read_events`] with at most the last `limit` bytes.
-pub fn read_events_within(dir: &Path, limit: u64) -> Result<Vec<Value>> {
+pub(crate) fn read_events_within(dir: &Path, limit: u64) -> Result<Vec<Value>> {
     let path = dir.join(EVENTS_FILE);
     let bytes = match crate::input::read_tail(&path, crate::input::Kind::Artefact, limit) {
         Ok(b) => b,
@@ -321,7 +316,7 @@ pub fn read_events_within(dir: &Path, limit: u64) -> Result<Vec<Value>> {
 }
 
 /// Environment variable that pins the clock (RFC 3339), for reproducible tests and demos.
-pub const FAKE_NOW_ENV: &str = "PREMERGE_FAKE_NOW";
+pub(crate) const FAKE_NOW_ENV: &str = "PREMERGE_FAKE_NOW";
 
 /// The current time, UTC (or `PREMERGE_FAKE_NOW` when set and valid).
 pub fn now() -> time::OffsetDateTime {
@@ -334,7 +329,7 @@ pub fn now() -> time::OffsetDateTime {
 }
 
 /// The current time as RFC 3339 with seconds, UTC (`2026-11-30T03:09:52Z`).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let t = now();
     let fmt = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
     t.format(&fmt).expect("a fixed UTC format cannot fail")
@@ -342,7 +337,7 @@ pub fn now_rfc3339() -> String {
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append only: never edit a migration that has shipped.
-pub const MIGRATIONS: &[(&str, &str)] = &[
+pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
     ("001_base", include_str!("../../sql/001_base.sql")),
     ("002_memories", include_str!("../../sql/002_memories.sql")),
     ("003_gate", include_str!("../../sql/003_gate.sql")),
@@ -350,10 +345,10 @@ pub const MIGRATIONS: &[(&str, &str)] = &[
 
 /// How long a command waits for a locked database: long enough for any other
 /// premerge write (they take milliseconds), short enough that a stuck process is noticed.
-pub const DB_BUSY: Duration = Duration::from_secs(5);
+pub(crate) const DB_BUSY: Duration = Duration::from_secs(5);
 /// How long an opener waits for another process's schema migration of the same
 /// database (once per clone, a few milliseconds of work).
-pub const MIGRATION_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const MIGRATION_WAIT: Duration = Duration::from_secs(10);
 
 /// Open a database file: created with mode 0600, WAL, a busy timeout, migrated.
 pub fn open_db(path: &Path) -> Result<Connection> {
@@ -363,7 +358,7 @@ pub fn open_db(path: &Path) -> Result<Connection> {
 /// [`open_db`] waiting at most `busy` for a locked database. Migrations run under an
 /// exclusive lock file beside the database, so concurrent first opens of a fresh
 /// database wait for one another instead of failing with "database is locked".
-pub fn open_db_within(path: &Path, busy: Duration) -> Result<Connection> {
+pub(crate) fn open_db_within(path: &Path, busy: Duration) -> Result<Connection> {
     if !path.exists() {
         OpenOptions::new()
             .create(true)
@@ -425,7 +420,7 @@ fn migration_lock(db: &Path) -> Result<File> {
 
 /// Apply every migration newer than the database's `user_version`, each in its own
 /// transaction together with the version bump.
-pub fn migrate(conn: &mut Connection) -> Result<()> {
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if current as usize > MIGRATIONS.len() {
         return Err(anyhow!(

@@ -25,14 +25,14 @@ use crate::stripe::StripeId;
 use crate::stripe::proposal as doc;
 
 /// The three proposal folders, in listing order.
-pub const STATES: [&str; 3] = ["open", "applied", "rejected"];
+pub(crate) const STATES: [&str; 3] = ["open", "applied", "rejected"];
 
 /// How long a writer waits for another writer of the same proposal root: writing
 /// one proposal takes milliseconds, so waiting as long as a run-directory lock is ample.
-pub const ROOT_LOCK_WAIT: Duration = store::LOCK_WAIT;
+pub(crate) const ROOT_LOCK_WAIT: Duration = store::LOCK_WAIT;
 
 /// The configured proposal root: `proposal.root`, relative to the repository root.
-pub fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
+pub(crate) fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
     crate::store::contain::config_root(
         repo,
         cfg,
@@ -43,7 +43,7 @@ pub fn default_root(repo: &Repo, cfg: &Config) -> Result<PathBuf> {
 }
 
 /// Refuse a root that exists but is not a directory; create `<root>/open/`.
-pub fn ensure_root(root: &Path) -> Result<PathBuf> {
+pub(crate) fn ensure_root(root: &Path) -> Result<PathBuf> {
     check_root(root)?;
     let open = root.join("open");
     fs::create_dir_all(&open).with_context(|| format!("{}: cannot create", open.display()))?;
@@ -51,7 +51,7 @@ pub fn ensure_root(root: &Path) -> Result<PathBuf> {
 }
 
 /// Refuse a proposal root that exists but is not a directory (exit 2).
-pub fn check_root(root: &Path) -> Result<()> {
+pub(crate) fn check_root(root: &Path) -> Result<()> {
     if root.exists() && !root.is_dir() {
         return Err(input_error(root.display(), "proposal root is not a directory"));
     }
@@ -61,7 +61,7 @@ pub fn check_root(root: &Path) -> Result<()> {
 /// Whether the file `name` is a proposal of the stripe whose file stem is `stem`: it
 /// starts with `<stem>-` and ends with `.md` (matched by the stripe prefix only, whatever
 /// the suffix: a premerge timestamp or a hand-written `<stripe>-handwritten.md`).
-pub fn names_stripe(name: &str, stem: &str) -> bool {
+pub(crate) fn names_stripe(name: &str, stem: &str) -> bool {
     name.ends_with(".md")
         && !name.starts_with('.')
         && name.strip_prefix(stem).is_some_and(|rest| rest.starts_with('-'))
@@ -142,7 +142,7 @@ pub fn write_new(root: &Path, stripe: &StripeId, timestamp: &str, bytes: &[u8]) 
 
 /// One readable proposal on disk.
 #[derive(Debug, Clone, Serialize)]
-pub struct Listed {
+pub(crate) struct Listed {
     pub status: &'static str,
     pub stripe: String,
     pub created: String,
@@ -159,7 +159,7 @@ pub struct Unparseable {
 
 /// What is on disk under a proposal root.
 #[derive(Debug, Clone, Default)]
-pub struct RootScan {
+pub(crate) struct RootScan {
     /// Readable proposals: open, then applied, then rejected, by file name.
     pub listed: Vec<Listed>,
     /// `*.md` files that could not be read back (reported, skipped).
@@ -169,7 +169,7 @@ pub struct RootScan {
 }
 
 /// Every `*.md` file of the three folders.
-pub fn scan_root(root: &Path) -> Result<RootScan> {
+pub(crate) fn scan_root(root: &Path) -> Result<RootScan> {
     check_root(root)?;
     let now = store::now();
     let (mut listed, mut bad, mut totals) = (Vec::new(), Vec::new(), BTreeMap::new());
@@ -224,7 +224,7 @@ pub fn scan_root(root: &Path) -> Result<RootScan> {
 
 /// Find the proposal files `id` names among `states`: a stripe id matches every
 /// proposal of that stripe, a file name matches that file.
-pub fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<Vec<(&'static str, PathBuf)>> {
+pub(crate) fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<Vec<(&'static str, PathBuf)>> {
     check_root(root)?;
     let stem = match StripeId::parse(id) {
         Ok(s) => Some(s.file_stem()),
@@ -262,7 +262,7 @@ pub fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<Vec<(&'
     Ok(out)
 }
 
-pub fn one_open(root: &Path, id: &str) -> Result<PathBuf> {
+pub(crate) fn one_open(root: &Path, id: &str) -> Result<PathBuf> {
     let mut found = resolve(root, id, &["open"])?;
     match found.len() {
         0 => Err(input_error(format!("`{id}`"), format!("no open proposal under {}", root.join("open").display()))),
@@ -279,7 +279,7 @@ pub fn one_open(root: &Path, id: &str) -> Result<PathBuf> {
 }
 
 /// Move an open proposal to `state`, optionally rewriting it first; returns the new path.
-pub fn resolve_open(
+pub(crate) fn resolve_open(
     root: &Path,
     events_dir: &Path,
     id: &str,
@@ -322,7 +322,7 @@ pub fn resolve_open(
 }
 
 /// Read a proposal file back: a regular file under the artefact limit, as UTF-8.
-pub fn read_proposal(path: &Path) -> Result<String, InputError> {
+pub(crate) fn read_proposal(path: &Path) -> Result<String, InputError> {
     input::read_text(path, Kind::Artefact)
 }
 

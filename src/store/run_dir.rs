@@ -14,7 +14,7 @@ use crate::waves::{self, ClassifiedFinding, Counts};
 
 /// `classified-NN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Classified {
+pub(crate) struct Classified {
     #[schemars(range(min = 1))]
     pub attempt: u32,
     /// Suggestions of earlier attempts (1..N-1) that this attempt's findings do not
@@ -36,7 +36,7 @@ pub struct Classified {
 
 /// What carry read, under `carry` in `classified-NN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CarryInfo {
+pub(crate) struct CarryInfo {
     /// Most rows admitted: min(MAX_BLOCKED_ON, max_per_wave).
     pub cap: usize,
     pub enabled: bool,
@@ -50,7 +50,7 @@ pub struct CarryInfo {
 /// A path premerge names itself (the run directory, its artefacts) as UTF-8: it is
 /// written into JSON, events and messages as a string. A path that is not UTF-8 is
 /// refused here, at the edge, naming it (`what` says which path it is).
-pub fn utf8_path(path: PathBuf, what: &str) -> Result<Utf8PathBuf> {
+pub(crate) fn utf8_path(path: PathBuf, what: &str) -> Result<Utf8PathBuf> {
     Utf8PathBuf::from_path_buf(path).map_err(|p| {
         crate::error::input_error(format!("{what} {}", p.display()), "not UTF-8; premerge names it in JSON")
     })
@@ -63,7 +63,7 @@ pub fn artefact(run_dir: &Utf8Path, stem: &str, attempt: u32) -> Utf8PathBuf {
 
 /// Read and validate `fix-waves-NN.json`. Every failure is an error: the fence turns
 /// it into a refusal.
-pub fn read_plan(run_dir: &Utf8Path, attempt: u32) -> Result<waves::WavePlan> {
+pub(crate) fn read_plan(run_dir: &Utf8Path, attempt: u32) -> Result<waves::WavePlan> {
     let path = artefact(run_dir, "fix-waves", attempt);
     let text =
         input::read_text(path.as_std_path(), Kind::Artefact).map_err(|e| anyhow!("cannot read the wave plan: {e}"))?;
@@ -71,7 +71,7 @@ pub fn read_plan(run_dir: &Utf8Path, attempt: u32) -> Result<waves::WavePlan> {
 }
 
 /// Read `classified-NN.json`.
-pub fn read_classified(run_dir: &Utf8Path, attempt: u32) -> Result<Classified> {
+pub(crate) fn read_classified(run_dir: &Utf8Path, attempt: u32) -> Result<Classified> {
     let path = artefact(run_dir, "classified", attempt);
     let text = input::read_text(path.as_std_path(), Kind::Artefact)?;
     let c: Classified = serde_json::from_str(&text).map_err(|e| anyhow!("{path}: not a classified artefact: {e}"))?;
@@ -83,7 +83,7 @@ pub fn read_classified(run_dir: &Utf8Path, attempt: u32) -> Result<Classified> {
 
 /// Read `blocked-on-NN.json` as text; a missing file is `None`. Larger than the
 /// limit of [`Kind::BlockedOn`], or not a regular file, is an error naming the file.
-pub fn read_blocked_on(path: &Path) -> Result<Option<String>, InputError> {
+pub(crate) fn read_blocked_on(path: &Path) -> Result<Option<String>, InputError> {
     input::read_text_if_present(path, Kind::BlockedOn)
 }
 

@@ -28,20 +28,20 @@ use crate::widen::engine::FindingsCache;
 use crate::widen::{RawFinding, RuleId};
 
 /// File name of the cache inside the state directory.
-pub const CACHE_FILE: &str = "scan-cache";
+pub(crate) const CACHE_FILE: &str = "scan-cache";
 
 /// Most entries kept. A pull that changes a few thousand files fits several times
 /// over; an entry without findings is about 80 bytes, so the file stays a few MiB and
 /// reading it costs milliseconds.
-pub const MAX_ENTRIES: usize = 20_000;
+pub(crate) const MAX_ENTRIES: usize = 20_000;
 
 /// Largest entry stored (its findings as JSON): a file with this many findings is
 /// rare, and one such file must not crowd out thousands of ordinary ones.
-pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ENTRY_BYTES: usize = 64 * 1024;
 
 /// Largest cache file read: [`MAX_ENTRIES`] entries of ordinary size are far below it;
 /// a larger file is not one premerge wrote, and is ignored (then replaced).
-pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The first word of the header line; the second is the format's version.
 const MAGIC: &str = "premerge-scan-cache";
@@ -53,7 +53,7 @@ const FORMAT: u32 = 1;
 /// may change what a rule reports without renaming it). `None` when the executable
 /// cannot be examined: then nothing is cached, rather than risk serving findings of
 /// another build.
-pub fn ruleset(window: bool) -> Option<String> {
+pub(crate) fn ruleset(window: bool) -> Option<String> {
     let exe = std::env::current_exe().ok()?.metadata().ok()?;
     let modified = exe.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     let mut h = Sha256::new();
@@ -72,7 +72,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The cache key of one file's pair of versions: its language's detector sees the
 /// path (a grammar is chosen by extension) and both texts, named by their blob ids.
-pub fn key(path: &str, old_oid: Option<&str>, new_oid: &str) -> String {
+pub(crate) fn key(path: &str, old_oid: Option<&str>, new_oid: &str) -> String {
     let mut h = Sha256::new();
     h.update(path.as_bytes());
     h.update(b"\0");
@@ -99,7 +99,7 @@ struct State {
 }
 
 /// The cache of one scan; see the module comment.
-pub struct ScanCache {
+pub(crate) struct ScanCache {
     path: PathBuf,
     ruleset: String,
     /// The newest generation in the file read (0 for none).
@@ -114,7 +114,7 @@ impl ScanCache {
     /// rule set cannot be named. Never fails: anything wrong with the file is an empty
     /// cache.
     /// `window` is whether the scan uses the change window (its findings are kept apart).
-    pub fn open(dir: &Path, window: bool) -> Option<ScanCache> {
+    pub(crate) fn open(dir: &Path, window: bool) -> Option<ScanCache> {
         if crate::env::process().var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
             return None;
         }
@@ -122,7 +122,7 @@ impl ScanCache {
     }
 
     /// [`ScanCache::open`] with a given rule set.
-    pub fn open_with(dir: &Path, ruleset: String) -> ScanCache {
+    pub(crate) fn open_with(dir: &Path, ruleset: String) -> ScanCache {
         let path = dir.join(CACHE_FILE);
         let mut cache = ScanCache { path, ruleset, generation: 0, state: Mutex::new(State::default()), damaged: 0 };
         if let Some(text) = read_regular(&cache.path) {
@@ -159,13 +159,15 @@ impl ScanCache {
     }
 
     /// How many entries the cache holds (read and added).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.stored.len() + s.added.keys().filter(|k| !s.stored.contains_key(*k)).count()
     }
 
     /// Whether the cache holds no entry.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -173,7 +175,7 @@ impl ScanCache {
     /// generation: the entries of the file plus this scan's, the least recently used
     /// dropped beyond [`MAX_ENTRIES`]. Best effort: the error is returned for the
     /// caller to ignore (or report), never to fail the scan on.
-    pub fn save(&self) -> anyhow::Result<bool> {
+    pub(crate) fn save(&self) -> anyhow::Result<bool> {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let stale_hit = s.hits.iter().any(|k| s.stored.get(k).is_some_and(|e| e.generation < self.generation));
         if s.added.is_empty() && !stale_hit {

@@ -31,7 +31,7 @@ pub struct GeneratorCfg {
 
 impl GeneratorCfg {
     /// The configured generator, `None` when `proposal.generator_command` is empty.
-    pub fn from_config(cfg: &Config) -> Option<GeneratorCfg> {
+    pub(crate) fn from_config(cfg: &Config) -> Option<GeneratorCfg> {
         let argv = &cfg.proposal.generator_command;
         (!argv.is_empty()).then(|| GeneratorCfg {
             argv: argv.to_vec(),
@@ -79,7 +79,7 @@ impl EmitOutcome {
 
     /// The `{"outcome","stripe","path"}` object printed by `premerge proposal emit`
     /// (with `reason` when suppressed).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut v = json!({
             "outcome": self.outcome,
             "stripe": self.stripe.as_ref().map(|s| s.to_string()),
@@ -115,7 +115,7 @@ pub fn emit(
 /// [`EmitOutcome::halts`] is false, `off` skips the open-stripe check so every
 /// emission writes a proposal (the behaviour without stripes).
 #[allow(clippy::too_many_arguments)]
-pub fn emit_in_mode(
+pub(crate) fn emit_in_mode(
     root: &Path,
     events_dir: &Path,
     scope: &str,
@@ -263,7 +263,7 @@ fn recorded_observation(events: &[Value], stripe: &StripeId, ids: &[&str], mode:
 }
 
 /// [`emit`] with the root, run directory and generator of a repository's configuration.
-pub fn emit_for_repo(
+pub(crate) fn emit_for_repo(
     repo: &Repo,
     cfg: &Config,
     events_dir: &Path,
@@ -317,7 +317,7 @@ pub fn signal_root(repo: &Repo, cfg: &Config, run_dir: &Path) -> Result<PathBuf>
 /// authority, but a proposal store that cannot be written must not break the step
 /// that noticed the signal: an error becomes a warning and `None` (fail open), and the
 /// caller reports the outcome beside its own result.
-pub fn emit_own_signal(
+pub(crate) fn emit_own_signal(
     ctx: &mut Ctx,
     repo: &Repo,
     cfg: &Config,

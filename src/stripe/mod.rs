@@ -26,12 +26,12 @@ pub use projection::{Evidence, EvidenceError, EvidenceRow, Projection, project};
 /// The stripe algorithm this build computes. A change of projection or hashing is a
 /// new version (`stripe/v2`), never a silent change of ids: ids are compared against
 /// files written by earlier runs.
-pub const ALGORITHM: &str = "stripe/v1";
+pub(crate) const ALGORITHM: &str = "stripe/v1";
 
 /// Hex digits kept from the SHA-256: 8 (32 bits). A false merge of two different
 /// patterns within one scope and signal needs a 2^-32 coincidence, negligible for the
 /// handful of open proposals a repository carries at a time.
-pub const HASH_LEN: usize = 8;
+pub(crate) const HASH_LEN: usize = 8;
 
 /// Why a stripe id did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,7 +65,7 @@ fn is_segment(s: &str) -> bool {
 }
 
 /// Check a scope: `[a-z0-9_-]+`, optionally followed by `/` and another such segment.
-pub fn validate_scope(scope: &str) -> Result<(), StripeIdError> {
+pub(crate) fn validate_scope(scope: &str) -> Result<(), StripeIdError> {
     let ok = match scope.split_once('/') {
         Some((a, b)) => is_segment(a) && is_segment(b),
         None => is_segment(scope),
@@ -74,12 +74,12 @@ pub fn validate_scope(scope: &str) -> Result<(), StripeIdError> {
 }
 
 /// Longest signal name: a name, not a payload.
-pub const MAX_SIGNAL_LEN: usize = 64;
+pub(crate) const MAX_SIGNAL_LEN: usize = 64;
 
 /// Check a signal name: an ASCII letter or digit, then letters, digits, `_` or `-`, at
 /// most [`MAX_SIGNAL_LEN`] bytes. Signal ids of audit rule sets (`TRACE-001`) are
 /// signals as much as premerge's own (`repeat_seam`); case is kept, never folded.
-pub fn validate_signal(signal: &str) -> Result<(), StripeIdError> {
+pub(crate) fn validate_signal(signal: &str) -> Result<(), StripeIdError> {
     let b = signal.as_bytes();
     if !b.is_empty()
         && b.len() <= MAX_SIGNAL_LEN
@@ -154,7 +154,7 @@ impl FromStr for StripeId {
 
 /// The first [`HASH_LEN`] hex digits of SHA-256 over the compact canonical JSON of the
 /// projection's items (a sorted, deduplicated JSON array).
-pub fn hash_projection(projection: &Projection) -> String {
+pub(crate) fn hash_projection(projection: &Projection) -> String {
     let json = crate::canonical::to_compact(&projection.items).expect("a JSON array of strings always serialises");
     let digest = Sha256::digest(json.as_bytes());
     let mut hex = String::with_capacity(64);

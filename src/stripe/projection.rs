@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 /// Largest number of characters of a path kept by the default projection: long
 /// generated paths differ in their tails (hashes, timestamps) that do not change the
 /// class of the problem; 64 keeps a directory and a file name.
-pub const DEFAULT_PATH_CHARS: usize = 64;
+pub(crate) const DEFAULT_PATH_CHARS: usize = 64;
 
 /// Why an evidence document was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,7 +83,7 @@ impl Evidence {
     }
 
     /// Validate a slice of row values.
-    pub fn from_rows(rows: &[Value]) -> Result<Evidence, EvidenceError> {
+    pub(crate) fn from_rows(rows: &[Value]) -> Result<Evidence, EvidenceError> {
         let mut out = Vec::with_capacity(rows.len());
         for (index, row) in rows.iter().enumerate() {
             let Value::Object(fields) = row else { return Err(EvidenceError::RowNotObject { index }) };
@@ -125,7 +125,7 @@ impl Projection {
 }
 
 /// The row fields projected for `signal`, in item order.
-pub fn projection_fields(signal: &str) -> &'static [&'static str] {
+pub(crate) fn projection_fields(signal: &str) -> &'static [&'static str] {
     match signal {
         "confidence_low_streak" => &["rule_id"],
         "user_correction_streak" => &["audit_kind"],
@@ -140,7 +140,7 @@ pub fn projection_fields(signal: &str) -> &'static [&'static str] {
 }
 
 /// A short description of the projection of `signal`, for proposals and docs.
-pub fn projection_description(signal: &str) -> &'static str {
+pub(crate) fn projection_description(signal: &str) -> &'static str {
     match signal {
         "confidence_low_streak" => "the sorted set of `rule_id`s",
         "user_correction_streak" => "the sorted set of `audit_kind`s",
@@ -155,7 +155,7 @@ pub fn projection_description(signal: &str) -> &'static str {
 }
 
 /// Lowercase, collapse every run of non-alphanumeric characters to one space, trim.
-pub fn normalise_title(s: &str) -> String {
+pub(crate) fn normalise_title(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut gap = false;
     for c in s.chars() {

@@ -10,15 +10,15 @@ use super::projection::{Projection, projection_description};
 use super::{ALGORITHM, StripeId};
 
 /// The front-matter kind every proposal carries.
-pub const KIND: &str = "refinement_proposal@1";
+pub(crate) const KIND: &str = "refinement_proposal@1";
 
 /// Largest number of recurring items listed in the outline: enough to see the
 /// pattern, short enough that a proposal stays readable; the rest are counted.
-pub const OUTLINE_ITEMS: usize = 20;
+pub(crate) const OUTLINE_ITEMS: usize = 20;
 
 /// Why a proposal file could not be read back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProposalError {
+pub(crate) enum ProposalError {
     /// The file does not start with a `---` front-matter block.
     #[error("no front matter (expected a `---` block at the top)")]
     NoFrontMatter,
@@ -35,7 +35,7 @@ pub enum ProposalError {
 
 /// The parts of a proposal's file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProposalName {
+pub(crate) struct ProposalName {
     /// The stripe as written in the name (`/` as `--`).
     pub stem: String,
     /// `YYYYMMDDTHHMMSSZ`.
@@ -45,7 +45,7 @@ pub struct ProposalName {
 }
 
 /// `YYYYMMDDTHHMMSSZ` of a UTC time.
-pub fn file_timestamp(t: time::OffsetDateTime) -> String {
+pub(crate) fn file_timestamp(t: time::OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
     t.format(&fmt).expect("a fixed UTC format cannot fail")
@@ -71,7 +71,7 @@ fn is_timestamp(s: &str) -> bool {
 }
 
 /// Parse a proposal file name; `None` when it is not one.
-pub fn parse_file_name(name: &str) -> Option<ProposalName> {
+pub(crate) fn parse_file_name(name: &str) -> Option<ProposalName> {
     let base = name.strip_suffix(".md")?;
     let colon = base.rfind(':')?;
     let (head, tail) = (&base[..colon], &base[colon + 1..]);
@@ -100,7 +100,7 @@ pub fn parse_file_name(name: &str) -> Option<ProposalName> {
 
 /// What the front matter of a proposal says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FrontMatter {
+pub(crate) struct FrontMatter {
     pub stripe: StripeId,
     /// RFC 3339, UTC.
     pub created: String,
@@ -108,7 +108,7 @@ pub struct FrontMatter {
 }
 
 /// Read the front matter of a proposal document.
-pub fn parse_front_matter(text: &str) -> Result<FrontMatter, ProposalError> {
+pub(crate) fn parse_front_matter(text: &str) -> Result<FrontMatter, ProposalError> {
     let mut lines = text.lines();
     if lines.next().map(str::trim_end) != Some("---") {
         return Err(ProposalError::NoFrontMatter);
@@ -146,7 +146,7 @@ pub fn parse_front_matter(text: &str) -> Result<FrontMatter, ProposalError> {
 }
 
 /// How serious the class of problem a signal names is, with the reason shown to the reader.
-pub fn risk_class(signal: &str) -> (&'static str, &'static str) {
+pub(crate) fn risk_class(signal: &str) -> (&'static str, &'static str) {
     match signal {
         "fence_violation" => {
             ("high", "fixers keep writing outside their allowed set: the plan or the ownership is wrong")
@@ -276,7 +276,7 @@ pub fn render(doc: &ProposalDoc) -> String {
 }
 
 /// `text` with a `## Rejection rationale` section holding `reason` appended.
-pub fn append_rejection(text: &str, reason: &str) -> String {
+pub(crate) fn append_rejection(text: &str, reason: &str) -> String {
     let mut s = text.trim_end().to_string();
     s.push_str(&format!("\n\n## Rejection rationale\n\n{}\n", reason.trim()));
     s
@@ -289,7 +289,7 @@ pub fn age_seconds(created: &str, now: time::OffsetDateTime) -> Option<i64> {
 }
 
 /// A short age: `45s`, `12m`, `5h`, `3d`.
-pub fn format_age(secs: i64) -> String {
+pub(crate) fn format_age(secs: i64) -> String {
     match secs {
         s if s < 60 => format!("{}s", s.max(0)),
         s if s < 3600 => format!("{}m", s / 60),

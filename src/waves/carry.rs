@@ -30,7 +30,7 @@ pub enum PathCheck {
 
 impl PathCheck {
     /// The drop reason of a path that is not a plain regular file inside the repository.
-    pub fn drop_reason(self) -> Option<&'static str> {
+    pub(crate) fn drop_reason(self) -> Option<&'static str> {
         match self {
             PathCheck::Regular => None,
             PathCheck::NotFound => Some("not_found"),
@@ -63,7 +63,7 @@ pub const DROP_REASONS: &[&str] = &[
 
 /// The drop reason counted once when the blocked-on artefact itself is unreadable,
 /// not JSON, or not the shape its schema names (no row of it can be trusted).
-pub const ARTIFACT_INVALID: &str = "artifact_invalid";
+pub(crate) const ARTIFACT_INVALID: &str = "artifact_invalid";
 
 /// A validated blocked-on row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +107,7 @@ impl CarryOutcome {
 
 /// Whether a string carries the envelope token, literally or disguised (compared on a
 /// skeleton: [`super::envelope`]).
-pub fn has_envelope_token(s: &str) -> bool {
+pub(crate) fn has_envelope_token(s: &str) -> bool {
     super::envelope::has_envelope_token(s)
 }
 

@@ -12,12 +12,12 @@ use super::{ClassifiedFinding, Severity};
 /// The attempt ceiling: at this attempt the loop stops whatever the findings say. Five
 /// rounds of review and fix is where a pipeline's cost outgrows what a person takes to
 /// finish the change by hand.
-pub const MAX_ATTEMPTS: u32 = 5;
+pub(crate) const MAX_ATTEMPTS: u32 = 5;
 
 /// Blockers growing past this ratio of the previous attempt's count (3/2: half as many
 /// again) mean the fixes are making things worse; kept as a fraction so the comparison
 /// is exact integer arithmetic.
-pub const REGRESSION_RATIO: (usize, usize) = (3, 2);
+pub(crate) const REGRESSION_RATIO: (usize, usize) = (3, 2);
 
 /// One decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -56,7 +56,7 @@ pub struct Verdict {
 }
 
 /// Fingerprints of the reviewer (not carried) blockers.
-pub fn blocker_fingerprints(findings: &[ClassifiedFinding]) -> BTreeSet<String> {
+pub(crate) fn blocker_fingerprints(findings: &[ClassifiedFinding]) -> BTreeSet<String> {
     findings.iter().filter(|f| f.severity == Severity::Blocker && !f.carried).map(|f| f.fingerprint.clone()).collect()
 }
 

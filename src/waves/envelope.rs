@@ -35,7 +35,7 @@ pub fn skeleton(s: &str) -> String {
 }
 
 /// Whether `s` carries the envelope token, literally or disguised.
-pub fn has_envelope_token(s: &str) -> bool {
+pub(crate) fn has_envelope_token(s: &str) -> bool {
     s.contains(ENVELOPE_TOKEN) || skeleton(s).contains(&skeleton(ENVELOPE_TOKEN))
 }
 

@@ -94,7 +94,7 @@ pub fn strays(changed: &[Vec<u8>], allowed: &[String]) -> Vec<Vec<u8>> {
 
 /// A changed path as the fence prints it: [`display_path`] for UTF-8 names, git-style
 /// octal escapes for the bytes of one that is not (never a lossy reading).
-pub fn display_path_bytes(p: &[u8]) -> String {
+pub(crate) fn display_path_bytes(p: &[u8]) -> String {
     match std::str::from_utf8(p) {
         Ok(s) => display_path(s),
         Err(_) => crate::diff::quote_path_bytes(p),
@@ -113,7 +113,11 @@ pub fn display_path(p: &str) -> String {
 
 /// One line when some strays are not UTF-8: no wave plan (JSON text) can name them,
 /// so the fence can only refuse them; renaming the file is the way through.
-pub fn unrepresentable_note(out: &mut dyn std::io::Write, prefix: &str, stray: &[Vec<u8>]) -> std::io::Result<()> {
+pub(crate) fn unrepresentable_note(
+    out: &mut dyn std::io::Write,
+    prefix: &str,
+    stray: &[Vec<u8>],
+) -> std::io::Result<()> {
     let n = stray.iter().filter(|p| std::str::from_utf8(p).is_err()).count();
     if n > 0 {
         writeln!(

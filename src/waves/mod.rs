@@ -24,10 +24,6 @@ use crate::findings::Finding;
 /// Version of every artefact this module defines (`classified`, `fix-waves`, `blocked-on`).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Default largest wave. Eight concurrent fixers is what one review-and-fix pipeline
-/// runs in practice; configurable as `plan.max_per_wave` or `--max-per-wave`.
-pub const DEFAULT_MAX_PER_WAVE: usize = 8;
-
 /// Largest findings list `premerge plan` accepts (the default of `plan.max_findings`).
 /// A findings file is written by a reviewer agent or a tool; beyond this size the input
 /// is a runaway producer, and planning it would hand fixers more waves than any attempt
@@ -37,11 +33,11 @@ pub const MAX_FINDINGS: usize = 100_000;
 /// Most blocked-on rows one attempt admits. Equal to the largest wave, so carry adds
 /// at most one wave of files per attempt; overflow is dropped (a dropped path is a path
 /// no fixer may touch, the fail-closed direction), never refused.
-pub const MAX_BLOCKED_ON: usize = 8;
+pub(crate) const MAX_BLOCKED_ON: usize = 8;
 
 /// The token of the envelope in which fixer prompts quote untrusted text. A carried
 /// string containing it could close the envelope early and read as the controller's words.
-pub const ENVELOPE_TOKEN: &str = "external-untrusted-input";
+pub(crate) const ENVELOPE_TOKEN: &str = "external-untrusted-input";
 
 /// The controller-authored summary of every carried finding. Constant, so the carried
 /// finding's fingerprint depends on the validated file path alone and never on an
@@ -49,11 +45,11 @@ pub const ENVELOPE_TOKEN: &str = "external-untrusted-input";
 pub const CARRIED_SUMMARY: &str = "carried blocker: a fix in another file needs a change in this file";
 
 /// The category written on carried findings.
-pub const CARRIED_CATEGORY: &str = "carried";
+pub(crate) const CARRIED_CATEGORY: &str = "carried";
 
 /// Categories that make a finding a suggestion when it has no explicit severity,
 /// and contradict an explicit `blocker`.
-pub const CLEANUP_CATEGORIES: &[&str] = &[
+pub(crate) const CLEANUP_CATEGORIES: &[&str] = &[
     "cleanup",
     "dead-code",
     "docs",
@@ -68,14 +64,14 @@ pub const CLEANUP_CATEGORIES: &[&str] = &[
 ];
 
 /// Categories that make a finding a blocker, and contradict an explicit `suggestion`.
-pub const BLOCKER_CATEGORIES: &[&str] =
+pub(crate) const BLOCKER_CATEGORIES: &[&str] =
     &["bug", "concurrency", "correctness", "crash", "data-loss", "race", "regression", "security"];
 
 /// Explicit severities read as `blocker` (reviewer, lens and SARIF vocabularies).
-pub const BLOCKER_SEVERITIES: &[&str] = &["blocker", "critical", "error", "high", "major", "medium", "must-fix"];
+pub(crate) const BLOCKER_SEVERITIES: &[&str] = &["blocker", "critical", "error", "high", "major", "medium", "must-fix"];
 
 /// Explicit severities read as `suggestion`.
-pub const SUGGESTION_SEVERITIES: &[&str] =
+pub(crate) const SUGGESTION_SEVERITIES: &[&str] =
     &["info", "low", "minor", "nit", "none", "note", "optional", "suggestion", "warning"];
 
 /// Errors that refuse a findings document as a whole.
@@ -229,7 +225,7 @@ pub fn to_artefact_json<T: Serialize>(value: &T) -> serde_json::Result<String> {
 }
 
 /// Fold a summary for identity: lowercase, whitespace runs collapsed to one space, trimmed.
-pub fn fold_summary(s: &str) -> String {
+pub(crate) fn fold_summary(s: &str) -> String {
     let lower = s.to_lowercase();
     let mut out = String::with_capacity(lower.len());
     for word in lower.split_whitespace() {
@@ -249,7 +245,7 @@ pub fn fingerprint(file: &str, summary: &str) -> String {
 }
 
 /// [`fingerprint`] of a summary already folded with [`fold_summary`].
-pub fn fingerprint_folded(file: &str, folded: &str) -> String {
+pub(crate) fn fingerprint_folded(file: &str, folded: &str) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut h = Sha256::new();
     h.update(file.as_bytes());
@@ -266,7 +262,7 @@ pub fn fingerprint_folded(file: &str, folded: &str) -> String {
 
 /// Why a repository-relative path is lexically unsafe, if it is. The same predicate
 /// guards findings, carried rows and the plan the fence reads.
-pub fn lexical_problem(path: &str) -> Option<&'static str> {
+pub(crate) fn lexical_problem(path: &str) -> Option<&'static str> {
     if path.is_empty() {
         return Some("empty_path");
     }
@@ -353,7 +349,7 @@ pub struct DroppedFinding {
 }
 
 /// The reason of a finding that repeats an earlier one (same file, line and summary).
-pub const DUPLICATE_FINDING: &str = "duplicate_finding";
+pub(crate) const DUPLICATE_FINDING: &str = "duplicate_finding";
 
 /// [`classify`] that drops each malformed finding (and lists it) instead of refusing the
 /// document: one bad record from a reviewer must not cost the attempt. Only the size
@@ -446,7 +442,7 @@ pub fn severity_of(f: &Finding) -> Option<Severity> {
 /// joining an owned file). The summary is the controller's template; the fixers' words
 /// go only into `failure_scenario` and `carried_reasons`. One finding per file, so its
 /// fingerprint depends on the validated path alone.
-pub fn synthesise(rows: &[&carry::CarryRow], rank: usize) -> ClassifiedFinding {
+pub(crate) fn synthesise(rows: &[&carry::CarryRow], rank: usize) -> ClassifiedFinding {
     let first = rows[0];
     let failure = if rows.len() == 1 {
         first.reason.clone()
@@ -572,7 +568,7 @@ pub struct Counts {
 
 /// A suggestion of an earlier attempt, kept in `classified-NN.json` of every later one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CarriedSuggestion {
+pub(crate) struct CarriedSuggestion {
     /// The attempt that first reported it.
     #[schemars(range(min = 1))]
     pub attempt: u32,

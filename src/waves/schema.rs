@@ -20,7 +20,7 @@ pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings
 /// `blocked-on-NN.json`: what attempt NN's fixers were blocked on. `blocked record`
 /// writes it; the next attempt's `plan --carry-blocked` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BlockedOnFile {
+pub(crate) struct BlockedOnFile {
     #[schemars(range(min = 1))]
     pub attempt: u32,
     /// Rows as fixers reported them; validated only when the next attempt carries them.
@@ -35,7 +35,7 @@ pub struct BlockedOnFile {
 
 /// One row of `blocked-on-NN.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BlockedOnRow {
+pub(crate) struct BlockedOnRow {
     /// The file the fixer needed changed (outside its own).
     pub file: String,
     /// The file the reporting fixer owned.

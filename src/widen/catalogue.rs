@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use super::detector::modules;
-use super::{Language, RuleDef, RuleId, Severity};
+use super::{RuleDef, RuleId, Severity};
 
 /// Every rule's definition, indexed by `RuleId as usize`.
 static BY_ID: LazyLock<Vec<Option<&'static RuleDef>>> = LazyLock::new(|| {
@@ -30,13 +30,14 @@ pub fn get(id: &str) -> Option<&'static RuleDef> {
 }
 
 /// A rule's definition. Every `RuleId` has one (a unit test checks it).
+#[allow(clippy::panic, reason = "every RuleId has a definition; a unit test checks it")]
 pub fn def(id: RuleId) -> &'static RuleDef {
     BY_ID[id as usize].unwrap_or_else(|| panic!("rule {id} has no definition in any detector's RULES"))
 }
 
 /// Fill a rule's message template. Templates quote as they like (`` `{before}` `` or
 /// `{before}`); an empty value reads "nothing", never an empty pair of backticks.
-pub fn render_message(rule: &RuleDef, symbol: &str, before: &str, after: &str) -> String {
+pub(crate) fn render_message(rule: &RuleDef, symbol: &str, before: &str, after: &str) -> String {
     let mut m = rule.message.replace("{symbol}", symbol);
     for (name, value) in [("before", before), ("after", after)] {
         if value.is_empty() {
@@ -96,16 +97,8 @@ pub fn rules_doc() -> String {
 }
 
 /// Whether a severity name is valid in `scan.severity` (`off` silences the rule).
-pub fn parse_severity_override(s: &str) -> Option<Option<Severity>> {
+pub(crate) fn parse_severity_override(s: &str) -> Option<Option<Severity>> {
     if s == "off" { Some(None) } else { Severity::parse(s).map(Some) }
-}
-
-/// The languages the catalogue covers (for documentation and checks).
-pub fn covered_languages() -> Vec<Language> {
-    let mut v: Vec<Language> = all().flat_map(|r| r.languages.iter().copied()).collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 #[cfg(test)]
@@ -140,7 +133,7 @@ mod tests {
     fn messages_render_placeholders() {
         let r = RuleDef {
             id: RuleId::RustOptionWidened,
-            languages: &[Language::Rust],
+            languages: &[super::super::Language::Rust],
             family: super::super::Family::Optionality,
             description: "d",
             severity: Severity::Low,

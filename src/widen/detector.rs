@@ -246,7 +246,7 @@ impl<G: Grammar> Detector for G {
 
 /// SQL migrations, as a detector: a thin wrapper over [`sql::detect`], whose two
 /// versions are read together (a template's control flow decides whether either is SQL).
-pub struct SqlDetector;
+pub(crate) struct SqlDetector;
 
 impl Detector for SqlDetector {
     type Inventory = String;
@@ -267,7 +267,7 @@ impl Detector for SqlDetector {
 
 /// JSON Schema and OpenAPI documents, as a detector: a thin wrapper over
 /// [`schema::detect`], which resolves references across the whole document.
-pub struct SchemaDetector;
+pub(crate) struct SchemaDetector;
 
 impl Detector for SchemaDetector {
     type Inventory = String;
@@ -288,7 +288,7 @@ impl Detector for SchemaDetector {
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -300,7 +300,7 @@ pub fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
 }
 
 /// Whether a file with no old version can yield a finding in `lang`.
-pub fn added_may_fire(lang: Language, after: &str) -> bool {
+pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
     match lang {
         Language::Rust => Detector::added_may_fire(&rust::RustDetector, after),
         Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
@@ -313,7 +313,7 @@ pub fn added_may_fire(lang: Language, after: &str) -> bool {
 
 /// The findings of one file in `lang`, sorted and deduplicated; a parse failure, or a
 /// panic inside the detector, is the file's error.
-pub fn run(
+pub(crate) fn run(
     lang: Language,
     path: &str,
     before: &str,
@@ -348,7 +348,12 @@ fn caught(
 
 /// [`run`] for a SQL migration judged after the earlier migrations of its sequence
 /// (`sql::detect_after`), with the same per-file panic guard.
-pub fn run_sql_after(path: &str, before: &str, after: &str, earlier: &[&str]) -> Result<Vec<RawFinding>, DetectError> {
+pub(crate) fn run_sql_after(
+    path: &str,
+    before: &str,
+    after: &str,
+    earlier: &[&str],
+) -> Result<Vec<RawFinding>, DetectError> {
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_with(&SqlAfterDetector { earlier }, path, before, after, false)
     }));

@@ -19,7 +19,7 @@ use super::{Family, Language, RawFinding, RuleId, Severity, catalogue, detector}
 /// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
 /// a larger "source" file is almost always generated or vendored, and parsing it
 /// twice would dominate the scan's time for no useful signal.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// How many leading bytes are searched for a NUL to call a file binary (git's own
 /// heuristic looks at the first 8000 bytes).
@@ -151,7 +151,7 @@ pub struct Report {
 /// by a key the caller derives from whatever identifies the pair (the path and both
 /// blob ids). The engine never opens a file: the command hands it a cache, and the
 /// cache decides what it keeps. A cache must be safe to call from the scan's threads.
-pub trait FindingsCache: Sync {
+pub(crate) trait FindingsCache: Sync {
     /// The findings stored for `key`, if any (a damaged entry is a miss).
     fn get(&self, key: &str) -> Option<Vec<RawFinding>>;
     /// Remember the findings of `key`.
@@ -183,7 +183,7 @@ pub fn scan_with_history(inputs: &[FileInput], policy: &Policy, history: &Histor
 /// read from the working tree). SQL migrations are never cached: their findings depend
 /// on the earlier migrations too. Policies apply after the cache, so changing
 /// `premerge.toml` never needs a fresh scan.
-pub fn scan_cached(
+pub(crate) fn scan_cached(
     inputs: &[FileInput],
     keys: &[Option<String>],
     policy: &Policy,
@@ -267,7 +267,7 @@ pub fn scan_file(input: &FileInput, policy: &Policy) -> Report {
 }
 
 /// The one order findings are reported in.
-pub fn sort_findings(v: &mut [Finding]) {
+pub(crate) fn sort_findings(v: &mut [Finding]) {
     v.sort_by(|a, b| {
         a.file
             .as_bytes()
@@ -284,7 +284,7 @@ fn is_binary(bytes: &[u8]) -> bool {
 
 /// Whether a path is test code by convention (test directories and test file names
 /// of the languages the scan covers).
-pub fn is_test_path(path: &str) -> bool {
+pub(crate) fn is_test_path(path: &str) -> bool {
     let mut parts = path.split('/').collect::<Vec<_>>();
     let name = parts.pop().unwrap_or("");
     if parts.iter().any(|d| matches!(*d, "tests" | "test" | "__tests__" | "testdata" | "spec")) {

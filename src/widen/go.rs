@@ -14,7 +14,7 @@ use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const GO: &[Language] = &[Language::Go];
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: RuleId::GoPointerWidened,
         languages: GO,
@@ -107,7 +107,7 @@ const BASIC: &[&str] = &[
 ];
 
 /// The Go detector.
-pub struct GoDetector;
+pub(crate) struct GoDetector;
 
 impl super::detector::Grammar for GoDetector {
     type Inventory = Inventory;

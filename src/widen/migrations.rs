@@ -26,11 +26,11 @@ use super::sql::is_down_migration;
 /// measured (docs/scan.md) have a few hundred; past this, replaying costs more than
 /// the scan of the change itself, and the earliest files (where tables are created)
 /// are the ones kept.
-pub const MAX_HISTORY_FILES: usize = 2000;
+pub(crate) const MAX_HISTORY_FILES: usize = 2000;
 
 /// Most bytes of earlier migrations read per scan: 16 MiB, sixteen times
 /// `scan.max_file_bytes`' default, so history never dominates a scan's memory.
-pub const MAX_HISTORY_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_HISTORY_BYTES: u64 = 16 << 20;
 
 /// Where a migration file sits: the directory holding its sequence, and its order key.
 #[derive(Debug, Clone, PartialEq, Eq)]

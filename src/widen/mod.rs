@@ -16,7 +16,7 @@ pub(crate) mod detector;
 pub mod engine;
 pub mod go;
 pub mod migrations;
-pub mod python;
+pub(crate) mod python;
 pub mod rule;
 pub mod rust;
 pub mod schema;
@@ -61,7 +61,7 @@ impl Language {
     }
 
     /// The language of a repository path, by its extension.
-    pub fn for_path(path: &str) -> Option<Language> {
+    pub(crate) fn for_path(path: &str) -> Option<Language> {
         let name = path.rsplit('/').next().unwrap_or(path);
         let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
         Some(match ext.as_str() {
@@ -146,6 +146,6 @@ impl Severity {
 
 /// Whether a file with no old version can yield a finding in `lang` (see
 /// [`detector::Detector::added_may_fire`]).
-pub fn added_may_fire(lang: Language, after: &str) -> bool {
+pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
     detector::added_may_fire(lang, after)
 }

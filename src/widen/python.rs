@@ -18,7 +18,7 @@ use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 const PY: &[Language] = &[Language::Python];
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: RuleId::PyOptionalWidened,
         languages: PY,
@@ -137,7 +137,7 @@ const BOUND_METADATA: &[&str] =
     &["Field", "Ge", "Gt", "Le", "Lt", "MinLen", "MaxLen", "Len", "Interval", "MultipleOf", "StringConstraints"];
 
 /// The Python detector.
-pub struct PythonDetector;
+pub(crate) struct PythonDetector;
 
 impl super::detector::Grammar for PythonDetector {
     type Inventory = Inventory;

@@ -21,7 +21,7 @@ macro_rules! rule_ids {
 
         impl RuleId {
             /// Every rule id, in declaration order.
-            pub const ALL: &'static [RuleId] = &[$(RuleId::$variant,)*];
+            pub(crate) const ALL: &'static [RuleId] = &[$(RuleId::$variant,)*];
 
             /// The stable kebab-case id, as the output and `premerge.toml` spell it.
             pub const fn as_str(self) -> &'static str {
@@ -174,7 +174,8 @@ pub enum Family {
 
 impl Family {
     /// Every family, in the catalogue's order.
-    pub const ALL: &'static [Family] = &[
+    #[cfg(test)]
+    pub(crate) const ALL: &'static [Family] = &[
         Family::Optionality,
         Family::NumericRange,
         Family::EnumErasure,

@@ -42,7 +42,7 @@ const CONST_DROPPED: RuleId = RuleId::SchemaConstDropped;
 const ADDITIONAL_ALLOWED: RuleId = RuleId::SchemaAdditionalPropertiesAllowed;
 const TYPE_WIDENED: RuleId = RuleId::SchemaTypeWidened;
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: REQUIRED_REMOVED,
         languages: SCHEMA,

@@ -38,7 +38,7 @@ const NUMERIC_WIDENED: RuleId = RuleId::SqlNumericWidened;
 const TYPE_TO_TEXT: RuleId = RuleId::SqlTypeToText;
 const UNIQUE_INDEX_DROPPED: RuleId = RuleId::SqlUniqueIndexDropped;
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: NOT_NULL_DROPPED,
         languages: SQL,
@@ -139,7 +139,12 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
 /// before it, in the order the tool applies them): the old version is judged as the
 /// schema those migrations built, then the file's own old version on top. An earlier
 /// file that does not parse adds nothing (its tables stay unknown, as without history).
-pub fn detect_after(path: &str, before: &str, after: &str, earlier: &[&str]) -> Result<Vec<RawFinding>, DetectError> {
+pub(crate) fn detect_after(
+    path: &str,
+    before: &str,
+    after: &str,
+    earlier: &[&str],
+) -> Result<Vec<RawFinding>, DetectError> {
     if is_down_migration(path) {
         return Ok(Vec::new());
     }

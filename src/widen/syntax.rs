@@ -51,14 +51,14 @@ pub(crate) struct Unchanged {
 
 impl Unchanged {
     /// Whether the new version's `[start, end)` lies outside the edit and every changed range.
-    pub fn holds(&self, start: usize, end: usize) -> bool {
+    pub(crate) fn holds(&self, start: usize, end: usize) -> bool {
         (end <= self.edit.start_byte || start >= self.edit.new_end_byte)
             && !self.changed.iter().any(|r| r.start < end && start < r.end)
     }
 
     /// The new version's range of the old version's `[start, end)`, when the text there
     /// is outside the edit.
-    pub fn counterpart(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+    pub(crate) fn counterpart(&self, start: usize, end: usize) -> Option<(usize, usize)> {
         let e = &self.edit;
         if end <= e.start_byte {
             return Some((start, end));
@@ -70,7 +70,7 @@ impl Unchanged {
     }
 
     /// What to add to a new-version line at byte `start` to get its old-version line.
-    pub fn line_shift(&self, start: usize) -> i64 {
+    pub(crate) fn line_shift(&self, start: usize) -> i64 {
         let e = &self.edit;
         if start >= e.new_end_byte { e.old_end_position.row as i64 - e.new_end_position.row as i64 } else { 0 }
     }
@@ -326,7 +326,7 @@ pub(in crate::widen) struct Parts<'t> {
 }
 
 impl<'t> Parts<'t> {
-    pub fn of(node: Node<'t>) -> Parts<'t> {
+    pub(super) fn of(node: Node<'t>) -> Parts<'t> {
         let mut children = Vec::with_capacity(node.child_count());
         let mut cursor = node.walk();
         if cursor.goto_first_child() {
@@ -341,7 +341,7 @@ impl<'t> Parts<'t> {
     }
 
     /// The first child in field `name`: what `node.child_by_field_name(name)` answers.
-    pub fn field(&self, name: &'static str) -> Option<Node<'t>> {
+    pub(super) fn field(&self, name: &'static str) -> Option<Node<'t>> {
         let id = field_id(self.node, name);
         if id == 0 {
             return None;
@@ -350,7 +350,7 @@ impl<'t> Parts<'t> {
     }
 
     /// Every child, named or not, in order.
-    pub fn all(&self) -> impl Iterator<Item = Node<'t>> + '_ {
+    pub(super) fn all(&self) -> impl Iterator<Item = Node<'t>> + '_ {
         self.children.iter().map(|(_, n)| *n)
     }
 }
@@ -465,12 +465,12 @@ pub(in crate::widen) fn kind_of<'t>(node: impl std::borrow::Borrow<Node<'t>>) ->
 pub(in crate::widen) struct Triggers(aho_corasick::AhoCorasick);
 
 impl Triggers {
-    pub fn new(tokens: &[&str]) -> Triggers {
+    pub(super) fn new(tokens: &[&str]) -> Triggers {
         Triggers(aho_corasick::AhoCorasick::new(tokens).expect("a handful of literal tokens always builds"))
     }
 
     /// Whether `text` holds at least one trigger.
-    pub fn any_in(&self, text: &str) -> bool {
+    pub(crate) fn any_in(&self, text: &str) -> bool {
         self.0.is_match(text)
     }
 }

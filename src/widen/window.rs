@@ -140,7 +140,7 @@ const MAX_WINDOW_NAMES: usize = 256;
 impl<'s> Outside<'s> {
     /// The outside of `window` in the old version `before`: the text between its
     /// ranges (each part a run of whole declarations).
-    pub fn of(before: &'s str, window: &Window) -> Outside<'s> {
+    pub(crate) fn of(before: &'s str, window: &Window) -> Outside<'s> {
         let mut parts = Vec::with_capacity(window.old.len() + 1);
         let mut at = 0;
         for r in &window.old {
@@ -153,26 +153,26 @@ impl<'s> Outside<'s> {
     }
 
     /// Whether `s` occurs in the outside text.
-    pub fn contains(&self, s: &str) -> bool {
+    pub(crate) fn contains(&self, s: &str) -> bool {
         self.parts.iter().any(|p| p.contains(s))
     }
 
     /// Whether `s` occurs in the outside text with every whitespace character removed
     /// (how a condition's formatting-blind key would appear there).
-    pub fn contains_compact(&self, s: &str) -> bool {
+    pub(crate) fn contains_compact(&self, s: &str) -> bool {
         let compacted = self.compacted.get_or_init(|| self.parts.iter().map(|p| compact(p)).collect());
         compacted.iter().any(|p| p.contains(s))
     }
 
     /// Whether `word` occurs as a whole word (not inside a longer identifier).
-    pub fn contains_word(&self, word: &str) -> bool {
+    pub(crate) fn contains_word(&self, word: &str) -> bool {
         self.parts.iter().any(|p| whole_words(p, word).next().is_some())
     }
 
     /// Whether a declaration outside could carry the name `name` (a symbol's first
     /// segment): an identifier as a whole word, anything else (a test title, a
     /// generic self type) as text, with or without its whitespace.
-    pub fn may_name(&self, name: &str) -> bool {
+    pub(crate) fn may_name(&self, name: &str) -> bool {
         if is_identifier(name) {
             return self.contains_word(name);
         }
@@ -182,7 +182,7 @@ impl<'s> Outside<'s> {
     /// Whether a declaration outside could give symbols one of the first segments in
     /// `names` ([`Outside::may_declare`]); a window with more than [`MAX_WINDOW_NAMES`]
     /// of them counts as a yes.
-    pub fn may_declare_any(&self, lexer: Lexer, names: &std::collections::BTreeSet<&str>) -> bool {
+    pub(crate) fn may_declare_any(&self, lexer: Lexer, names: &std::collections::BTreeSet<&str>) -> bool {
         names.len() > MAX_WINDOW_NAMES || names.iter().any(|name| self.may_declare(lexer, name))
     }
 
@@ -191,7 +191,7 @@ impl<'s> Outside<'s> {
     /// in an `impl` header, before `=` or `:`, as a method, as a test title), anything
     /// else anywhere ([`Outside::may_name`]). A mere use of the name (a type, a call
     /// inside an expression) declares nothing.
-    pub fn may_declare(&self, lexer: Lexer, name: &str) -> bool {
+    pub(crate) fn may_declare(&self, lexer: Lexer, name: &str) -> bool {
         if !is_identifier(name) {
             return self.may_name(name);
         }
@@ -631,7 +631,7 @@ pub(in crate::widen) mod check {
     }
 
     /// Real source in `exts` from the given folders of this repository.
-    pub fn corpus(dirs: &[&str], exts: &[&str]) -> Vec<(String, String)> {
+    pub(crate) fn corpus(dirs: &[&str], exts: &[&str]) -> Vec<(String, String)> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut out = Vec::new();
         for d in dirs {
@@ -644,7 +644,7 @@ pub(in crate::widen) mod check {
     /// New versions of `text`, each with one edit: a line deleted (every `step`-th
     /// line), two lines half the file apart deleted, or one occurrence of `from`
     /// replaced by `to` (three of each at most).
-    pub fn edits(text: &str, replacements: &[(&str, &str)], budget: usize) -> Vec<String> {
+    pub(crate) fn edits(text: &str, replacements: &[(&str, &str)], budget: usize) -> Vec<String> {
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let mut out = Vec::new();
         let step = (lines.len() / budget.max(1)).max(1);
@@ -670,7 +670,7 @@ pub(in crate::widen) mod check {
 
     /// Requires two ways of computing one answer to agree: equal values, or an error
     /// both ways (the same message when `same_error`).
-    pub fn assert_same<T: PartialEq + std::fmt::Debug>(
+    pub(crate) fn assert_same<T: PartialEq + std::fmt::Debug>(
         name: &str,
         a: &Result<T, DetectError>,
         b: &Result<T, DetectError>,
@@ -690,7 +690,7 @@ pub(in crate::widen) mod check {
     /// `windowed` tells whether the detector takes the window for a pair. Returns how
     /// many pairs it took and how many findings those gave, so that a caller can require
     /// that the comparison exercised the window.
-    pub fn same_with_and_without(
+    pub(crate) fn same_with_and_without(
         pairs: &[(String, String, String)],
         detect: &DetectWith,
         windowed: &(dyn Fn(&str, &str) -> bool + Sync),

@@ -1,6 +1,9 @@
 //! premerge's one integration test binary. Each area has its own module; `common`
 //! holds the hermetic repository builder and the runner of the real binary.
 
+// Tests and benchmarks may unwrap and panic: a failure there is the report.
+#![allow(clippy::unwrap_used, clippy::panic, unreachable_pub)]
+
 mod common;
 
 mod budget;

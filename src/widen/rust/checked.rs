@@ -18,9 +18,9 @@ use super::super::syntax::{collapse_whitespace, compact, field, kind_of, text};
 use super::super::{Family, Language, RawFinding, RuleDef, RuleId};
 use super::{Inventory, compare::finding};
 
-pub const CHECKED_ARITHMETIC_REMOVED: RuleId = RuleId::RustCheckedArithmeticRemoved;
+pub(crate) const CHECKED_ARITHMETIC_REMOVED: RuleId = RuleId::RustCheckedArithmeticRemoved;
 
-pub const RULE: RuleDef = RuleDef {
+pub(crate) const RULE: RuleDef = RuleDef {
     id: CHECKED_ARITHMETIC_REMOVED,
     languages: &[Language::Rust],
     family: Family::CheckRemoved,

@@ -26,7 +26,7 @@ mod ty;
 mod walk;
 
 use compare::*;
-pub use rules::*;
+pub(crate) use rules::*;
 use ty::*;
 
 /// Rust that tree-sitter-rust 0.24 (the newest release) does not parse, blanked with
@@ -84,7 +84,7 @@ fn repair(src: &str) -> Option<String> {
 const MAX_SNIPPET_CHARS: usize = 120;
 
 /// The Rust detector.
-pub struct RustDetector;
+pub(crate) struct RustDetector;
 
 impl super::detector::Grammar for RustDetector {
     type Inventory = Inventory;

@@ -4,23 +4,23 @@ use super::super::{Family, Language, RuleDef, RuleId, Severity};
 
 const RUST: &[Language] = &[Language::Rust];
 
-pub const OPTION_WIDENED: RuleId = RuleId::RustOptionWidened;
-pub const INTEGER_WIDENED: RuleId = RuleId::RustIntegerWidened;
-pub const NONZERO_DROPPED: RuleId = RuleId::RustNonzeroDropped;
-pub const ENUM_TO_STRING: RuleId = RuleId::RustEnumToString;
-pub const TYPE_ERASED: RuleId = RuleId::RustTypeErased;
-pub const BOUND_REMOVED: RuleId = RuleId::RustGenericBoundRemoved;
-pub const ASSERT_REMOVED: RuleId = RuleId::RustAssertRemoved;
-pub const GUARD_REMOVED: RuleId = RuleId::RustGuardRemoved;
-pub const DENY_UNKNOWN_FIELDS_REMOVED: RuleId = RuleId::RustDenyUnknownFieldsRemoved;
-pub const NON_EXHAUSTIVE_REMOVED: RuleId = RuleId::RustNonExhaustiveRemoved;
-pub const FIELD_MADE_PUBLIC: RuleId = RuleId::RustFieldMadePublic;
-pub const STATIC_MADE_MUT: RuleId = RuleId::RustStaticMadeMut;
-pub const UNSAFE_INTRODUCED: RuleId = RuleId::RustUnsafeIntroduced;
-pub const FORBID_UNSAFE_REMOVED: RuleId = RuleId::RustForbidUnsafeRemoved;
-pub const ENUM_VARIANT_ADDED: RuleId = RuleId::RustEnumVariantAdded;
+pub(crate) const OPTION_WIDENED: RuleId = RuleId::RustOptionWidened;
+pub(crate) const INTEGER_WIDENED: RuleId = RuleId::RustIntegerWidened;
+pub(crate) const NONZERO_DROPPED: RuleId = RuleId::RustNonzeroDropped;
+pub(crate) const ENUM_TO_STRING: RuleId = RuleId::RustEnumToString;
+pub(crate) const TYPE_ERASED: RuleId = RuleId::RustTypeErased;
+pub(crate) const BOUND_REMOVED: RuleId = RuleId::RustGenericBoundRemoved;
+pub(crate) const ASSERT_REMOVED: RuleId = RuleId::RustAssertRemoved;
+pub(crate) const GUARD_REMOVED: RuleId = RuleId::RustGuardRemoved;
+pub(crate) const DENY_UNKNOWN_FIELDS_REMOVED: RuleId = RuleId::RustDenyUnknownFieldsRemoved;
+pub(crate) const NON_EXHAUSTIVE_REMOVED: RuleId = RuleId::RustNonExhaustiveRemoved;
+pub(crate) const FIELD_MADE_PUBLIC: RuleId = RuleId::RustFieldMadePublic;
+pub(crate) const STATIC_MADE_MUT: RuleId = RuleId::RustStaticMadeMut;
+pub(crate) const UNSAFE_INTRODUCED: RuleId = RuleId::RustUnsafeIntroduced;
+pub(crate) const FORBID_UNSAFE_REMOVED: RuleId = RuleId::RustForbidUnsafeRemoved;
+pub(crate) const ENUM_VARIANT_ADDED: RuleId = RuleId::RustEnumVariantAdded;
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: OPTION_WIDENED,
         languages: RUST,

@@ -18,7 +18,7 @@ use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
 const TS: &[Language] = &[Language::Typescript];
 
-pub const RULES: &[RuleDef] = &[
+pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
         id: RuleId::TsNullableWidened,
         languages: TS,
@@ -125,7 +125,7 @@ const TEST_CALLS: &[&str] = &[
 const ASSERT_FIRST_ARG: &[&str] = &["invariant", "assert", "console.assert", "assert.ok"];
 
 /// The TypeScript and JavaScript detector.
-pub struct ScriptDetector;
+pub(crate) struct ScriptDetector;
 
 impl super::detector::Grammar for ScriptDetector {
     type Inventory = Inventory;
