@@ -244,45 +244,36 @@ impl<G: Grammar> Detector for G {
     }
 }
 
-/// SQL migrations, as a detector: a thin wrapper over [`sql::detect`], whose two
-/// versions are read together (a template's control flow decides whether either is SQL).
-pub(crate) struct SqlDetector;
-
-impl Detector for SqlDetector {
-    type Inventory = String;
-    fn rules(&self) -> &'static [RuleDef] {
-        sql::RULES
-    }
-    fn added_may_fire(&self, _after: &str) -> bool {
-        // `ALTER ... DROP NOT NULL` arrives in a new migration file.
-        true
-    }
-    fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
-        Ok(src.to_string())
-    }
-    fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
-        sql::detect(path, old, new)
-    }
+/// A format read whole and judged by one function of both texts: SQL migrations
+/// ([`sql::detect`], whose two versions are read together because a template's control
+/// flow decides whether either is SQL) and JSON Schema and OpenAPI documents
+/// ([`schema::detect`], which resolves references across the whole document). No tree,
+/// no window; an added file may fire (`ALTER ... DROP NOT NULL` arrives in a new
+/// migration).
+pub(crate) struct WholeText<F> {
+    rules: &'static [RuleDef],
+    detect: F,
 }
 
-/// JSON Schema and OpenAPI documents, as a detector: a thin wrapper over
-/// [`schema::detect`], which resolves references across the whole document.
-pub(crate) struct SchemaDetector;
+/// The judge of one whole-text format: `(path, before, after)` to findings.
+type Judge = fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError>;
 
-impl Detector for SchemaDetector {
+const SQL: WholeText<Judge> = WholeText { rules: sql::RULES, detect: sql::detect };
+const SCHEMA: WholeText<Judge> = WholeText { rules: schema::RULES, detect: schema::detect };
+
+impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Detector for WholeText<F> {
     type Inventory = String;
     fn rules(&self) -> &'static [RuleDef] {
-        schema::RULES
+        self.rules
     }
     fn added_may_fire(&self, _after: &str) -> bool {
-        // Read whole anyway.
         true
     }
     fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
         Ok(src.to_string())
     }
     fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
-        schema::detect(path, old, new)
+        (self.detect)(path, old, new)
     }
 }
 
@@ -294,8 +285,8 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
         ("Python", Detector::rules(&python::PythonDetector)),
         ("Go", Detector::rules(&go::GoDetector)),
-        ("SQL", SqlDetector.rules()),
-        ("JSON Schema (JSON, YAML, OpenAPI)", SchemaDetector.rules()),
+        ("SQL", SQL.rules()),
+        ("JSON Schema (JSON, YAML, OpenAPI)", SCHEMA.rules()),
     ]
 }
 
@@ -306,8 +297,8 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
         Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
         Language::Python => Detector::added_may_fire(&python::PythonDetector, after),
         Language::Go => Detector::added_may_fire(&go::GoDetector, after),
-        Language::Sql => SqlDetector.added_may_fire(after),
-        Language::JsonSchema => SchemaDetector.added_may_fire(after),
+        Language::Sql => SQL.added_may_fire(after),
+        Language::JsonSchema => SCHEMA.added_may_fire(after),
     }
 }
 
@@ -325,8 +316,8 @@ pub(crate) fn run(
         Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, window),
         Language::Python => run_with(&python::PythonDetector, path, before, after, window),
         Language::Go => run_with(&go::GoDetector, path, before, after, window),
-        Language::Sql => run_with(&SqlDetector, path, before, after, window),
-        Language::JsonSchema => run_with(&SchemaDetector, path, before, after, window),
+        Language::Sql => run_with(&SQL, path, before, after, window),
+        Language::JsonSchema => run_with(&SCHEMA, path, before, after, window),
     })
 }
 
@@ -354,31 +345,8 @@ pub(crate) fn run_sql_after(
     after: &str,
     earlier: &[&str],
 ) -> Result<Vec<RawFinding>, DetectError> {
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_with(&SqlAfterDetector { earlier }, path, before, after, false)
-    }));
-    caught.unwrap_or_else(|_| Err(DetectError(format!("{path}: the sql detector failed on this file"))))
-}
-
-/// [`SqlDetector`] with the earlier migrations' texts.
-struct SqlAfterDetector<'e> {
-    earlier: &'e [&'e str],
-}
-
-impl Detector for SqlAfterDetector<'_> {
-    type Inventory = String;
-    fn rules(&self) -> &'static [RuleDef] {
-        sql::RULES
-    }
-    fn added_may_fire(&self, _after: &str) -> bool {
-        true
-    }
-    fn parse(&self, _path: &str, src: &str, _side: &'static str) -> Result<String, DetectError> {
-        Ok(src.to_string())
-    }
-    fn compare(&self, path: &str, old: &String, new: &String) -> Result<Vec<RawFinding>, DetectError> {
-        sql::detect_after(path, old, new, self.earlier)
-    }
+    let d = WholeText { rules: sql::RULES, detect: |p: &str, b: &str, a: &str| sql::detect_after(p, b, a, earlier) };
+    caught(Language::Sql, path, || run_with(&d, path, before, after, false))
 }
 
 fn run_with<D: Detector>(
