@@ -235,14 +235,12 @@ impl FindingsCache for ScanCache {
 
 /// Only a regular file of at most [`MAX_FILE_BYTES`], as UTF-8.
 fn read_regular(path: &Path) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+    // A symlink is not a file premerge wrote; the rest is the bounded reader's (regular
+    // file checked on the open descriptor, so a FIFO swapped in cannot hang a hook).
+    if std::fs::symlink_metadata(path).ok()?.file_type().is_symlink() {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return None;
-    }
+    let bytes = crate::input::read_file(path, crate::input::Kind::Artefact, MAX_FILE_BYTES).ok()?;
     String::from_utf8(bytes).ok()
 }
 
@@ -342,6 +340,11 @@ mod tests {
         real.save().unwrap();
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(elsewhere.path().join(CACHE_FILE), &path).unwrap();
+        assert!(ScanCache::open_with(dir.path(), "r".into()).is_empty());
+        std::fs::remove_file(&path).unwrap();
+        // A FIFO is refused on the open descriptor, without waiting for a writer.
+        let fifo = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         assert!(ScanCache::open_with(dir.path(), "r".into()).is_empty());
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
