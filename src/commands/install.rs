@@ -674,8 +674,7 @@ fn agent_docs_uninstall(repo: &Repo, ctx: &mut Ctx) -> CmdResult {
 /// Whether `path` resolves (through symlinks) to a file an earlier name already
 /// covered, such as `CLAUDE.md -> AGENTS.md`; says so when it does.
 fn same_file_as_earlier(path: &Path, file: &str, seen: &mut Vec<(PathBuf, String)>, ctx: &mut Ctx) -> Result<bool> {
-    let real = agent_docs::resolve_symlinks(path)?;
-    let real = real.canonicalize().unwrap_or(real);
+    let real = crate::store::contain::resolve(path)?;
     if let Some((_, earlier)) = seen.iter().find(|(p, _)| *p == real) {
         writeln!(ctx.stdout, "{file}: a link to {earlier}, handled with it")?;
         return Ok(true);
@@ -689,7 +688,7 @@ fn write_docs(writes: Vec<(PathBuf, String, bool)>) -> CmdResult {
     let mut staged = Vec::new();
     for (path, text, existed) in writes {
         // A symlinked agent file (`CLAUDE.md -> AGENTS.md`) stays a link: its target is written.
-        let path = agent_docs::resolve_symlinks(&path)?;
+        let path = crate::store::contain::resolve(&path)?;
         let mode =
             if existed { fs::metadata(&path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644) } else { 0o644 };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));

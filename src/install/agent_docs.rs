@@ -256,30 +256,11 @@ pub fn remove(text: &str, id: &str) -> (String, usize) {
     (out, removed)
 }
 
-/// Follow `path` through symlinks (at most 40, like the kernel) to the file a write
-/// must replace; a dangling link resolves to the path it names.
-pub(crate) fn resolve_symlinks(path: &Path) -> Result<PathBuf> {
-    let mut p = path.to_path_buf();
-    for _ in 0..40 {
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = fs::read_link(&p).with_context(|| format!("{}: cannot read link", p.display()))?;
-                p = match p.parent() {
-                    Some(dir) if target.is_relative() => dir.join(target),
-                    _ => target,
-                };
-            }
-            _ => return Ok(p),
-        }
-    }
-    Err(anyhow!("{}: too many levels of symbolic links", path.display()))
-}
-
 /// Write `bytes` to the file `path` names, through any symlinks: the link stays a
 /// link and its target is replaced atomically (temporary file in the target's
 /// directory, fsync, rename), keeping the target's mode (`new_mode` for a new file).
 pub(crate) fn write_through(path: &Path, bytes: &[u8], new_mode: u32) -> Result<()> {
-    let target = resolve_symlinks(path)?;
+    let target = crate::store::contain::resolve(path)?;
     let mode = fs::metadata(&target).map(|m| m.permissions().mode() & 0o7777).unwrap_or(new_mode);
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
