@@ -15,6 +15,7 @@
 
 use tree_sitter::{Parser, Tree};
 
+use super::elide;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, python, rust, schema, sql, ts};
@@ -114,6 +115,18 @@ pub(crate) trait Grammar: Sync {
         None
     }
 
+    /// How the function bodies a parse may leave out are found ([`super::elide`]);
+    /// `None` when the detector reads every body.
+    fn elide(&self, _path: &str) -> Option<elide::Elision> {
+        None
+    }
+
+    /// Whether inventories read with the `shared` bodies left out (the same text in
+    /// both versions) compare exactly as the whole files' would.
+    fn shared_stand(&self, _old: &Self::Inventory, _new: &Self::Inventory, _shared: &window::Outside) -> bool {
+        false
+    }
+
     /// Whether the window's inventories compare exactly as the whole files' would,
     /// given the text outside the window (the same in both versions).
     fn stands_alone(&self, _old: &Self::Inventory, _new: &Self::Inventory, _outside: &window::Outside) -> bool {
@@ -150,6 +163,13 @@ pub(in crate::widen) fn tree_pair<G: Grammar>(
         && !before.is_empty()
         && let Some(lexer) = g.window(path)
         && let Some(pair) = windowed(g, lexer, path, before, after)
+    {
+        return Ok(pair);
+    }
+    if allow_window
+        && !before.is_empty()
+        && let Some(e) = g.elide(path)
+        && let Some(pair) = elided(g, &e, path, before, after)
     {
         return Ok(pair);
     }
@@ -202,6 +222,37 @@ pub(in crate::widen) fn windowed<G: Grammar>(
     let old = g.build(&window::parse_ranges(&lang, before, &w.old)?, before);
     let new = g.build(&window::parse_ranges(&lang, after, &w.new)?, after);
     g.stands_alone(&old, &new, &outside).then_some((old, new))
+}
+
+/// Both inventories, each version parsed with the function bodies [`elide::find`]
+/// leaves out: first with the bodies both versions share left out too, where the
+/// detector says their text cannot matter ([`Grammar::shared_stand`]), else with the
+/// trigger-free bodies alone. `None` (parse whole) when little would be left out or a
+/// version does not parse so.
+pub(in crate::widen) fn elided<G: Grammar>(
+    g: &G,
+    e: &elide::Elision,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Option<(G::Inventory, G::Inventory)> {
+    let lang = g.grammar(path);
+    let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
+        Some(g.build(&window::parse_ranges(&lang, src, &elided.kept(src.len()))?, src))
+    };
+    for share in [true, false] {
+        let Some((o, n)) = elide::find(e, before, after, share) else { continue };
+        let (old, new) = rayon::join(|| build(before, &o), || build(after, &n));
+        let (old, new) = (old?, new?);
+        if o.shared.is_empty() && n.shared.is_empty() {
+            return Some((old, new));
+        }
+        let shared = window::Outside::from_parts(o.shared.iter().map(|r| &before[r.clone()]).collect());
+        if g.shared_stand(&old, &new, &shared) {
+            return Some((old, new));
+        }
+    }
+    None
 }
 
 /// Every [`Grammar`] is a [`Detector`] whose parsing is [`tree_pair`]'s.

@@ -13,6 +13,7 @@
 
 pub mod catalogue;
 pub(crate) mod detector;
+pub(crate) mod elide;
 pub mod engine;
 pub mod go;
 pub mod migrations;

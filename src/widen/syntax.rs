@@ -462,7 +462,7 @@ pub(in crate::widen) fn kind_of<'t>(node: impl std::borrow::Borrow<Node<'t>>) ->
 /// test is a superset one (`diff` holds `if`), so a skip never loses a node, and a body
 /// of plain arithmetic or field access costs one scan of its bytes instead of a walk of
 /// its tree.
-pub(in crate::widen) struct Triggers(aho_corasick::AhoCorasick);
+pub(crate) struct Triggers(aho_corasick::AhoCorasick);
 
 impl Triggers {
     pub(super) fn new(tokens: &[&str]) -> Triggers {

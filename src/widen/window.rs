@@ -152,6 +152,12 @@ impl<'s> Outside<'s> {
         Outside { parts, compacted: std::cell::OnceCell::new(), impl_headers: std::cell::OnceCell::new() }
     }
 
+    /// An outside made of the given texts, each the same in both versions.
+    pub(crate) fn from_parts(mut parts: Vec<&'s str>) -> Outside<'s> {
+        parts.retain(|p| !p.is_empty());
+        Outside { parts, compacted: std::cell::OnceCell::new(), impl_headers: std::cell::OnceCell::new() }
+    }
+
     /// Whether `s` occurs in the outside text.
     pub(crate) fn contains(&self, s: &str) -> bool {
         self.parts.iter().any(|p| p.contains(s))
@@ -310,7 +316,7 @@ fn rust_impl_headers(text: &str) -> Vec<std::ops::Range<usize>> {
 
 /// A byte that can be part of an identifier in Rust, TypeScript or JavaScript (any
 /// byte of a non-ASCII character counts).
-fn is_ident_byte(b: u8) -> bool {
+pub(super) fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
@@ -424,7 +430,7 @@ impl Cuts {
 /// After an identifier `b[start..end]`: the end of the literal it prefixes (`r"..."`,
 /// `r#"..."#`, `b"..."`, `br"..."`, `c"..."`, `b'x'`), `Some(None)` when it prefixes
 /// none, `None` when the literal is unterminated.
-fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<usize>> {
+pub(super) fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<usize>> {
     let word = &b[start..end];
     let next = b.get(end).copied();
     match (word, next) {
@@ -448,7 +454,7 @@ fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<us
 
 /// At a `'`: past a character literal (`'a'`, `'\n'`, `'\u{1F600}'`, `'}'`), or past
 /// the quote alone for a lifetime or label (`'a`, `'static`).
-fn rust_quote(b: &[u8], at: usize) -> Option<usize> {
+pub(super) fn rust_quote(b: &[u8], at: usize) -> Option<usize> {
     match b.get(at + 1)? {
         b'\\' => {
             // An escape: the closing quote comes within a `\u{10FFFF}`.
@@ -493,7 +499,7 @@ fn rust_block_comment(b: &[u8], at: usize) -> Option<usize> {
 
 /// Past the string whose body starts at `from` and ends at an unescaped `close`;
 /// `None` when it never ends, or (unless `multiline`) a line ends first.
-fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
+pub(super) fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
     let mut i = from;
     loop {
         match *b.get(i)? {
@@ -505,7 +511,7 @@ fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
     }
 }
 
-fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+pub(super) fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
     while i < b.len() && keep(b[i]) {
         i += 1;
     }
@@ -514,7 +520,7 @@ fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
 
 /// Past whitespace and comments (`//`, `/* */`, nested when `nested`) from `i`;
 /// `None` when a comment never ends.
-fn skip_trivia(b: &[u8], mut i: usize, nested: bool) -> Option<usize> {
+pub(super) fn skip_trivia(b: &[u8], mut i: usize, nested: bool) -> Option<usize> {
     loop {
         i = skip_while(b, i, |c| c.is_ascii_whitespace());
         match (b.get(i), b.get(i + 1)) {

@@ -129,6 +129,22 @@ impl super::detector::Grammar for RustDetector {
         repair(src)
     }
 
+    fn elide(&self, _path: &str) -> Option<super::elide::Elision> {
+        Some(super::elide::Elision {
+            lexer: super::elide::BodyLexer::Rust,
+            triggers: body_may_hold,
+            unshared: body_unshared,
+        })
+    }
+
+    /// Shared bodies hold no item and no `unsafe` ([`body_unshared`]); what else they hold
+    /// that the comparison looks up across the file is guards: a guard's key that one
+    /// version has and the other lacks must not be in a shared body, where the whole
+    /// file would have found it.
+    fn shared_stand(&self, old: &Inventory, new: &Inventory, shared: &window::Outside) -> bool {
+        !old.guard_keys.symmetric_difference(&new.guard_keys).any(|key| guard_may_be_in(key, shared))
+    }
+
     fn stands_alone(&self, old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
         // A lint level for `unsafe_code` outside is a file-wide fact the window cannot see.
         !outside.contains("unsafe_code") && stands_alone(old, new, outside)
@@ -173,15 +189,7 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         return false;
     }
     // A guard outside with the same condition would count as the check moved there.
-    let guard_outside = |key: &String| match key.strip_prefix("if:") {
-        Some(cond) => outside.contains_compact(cond),
-        None => {
-            (key.starts_with("eq(") && outside.contains("_eq"))
-                || (key.starts_with("ne(") && outside.contains("_ne"))
-                || outside.contains_compact(key)
-        }
-    };
-    if old.guard_keys.iter().chain(&new.guard_keys).any(guard_outside) {
+    if old.guard_keys.iter().chain(&new.guard_keys).any(|key| guard_may_be_in(key, outside)) {
         return false;
     }
     // `unsafe` sites are matched file-wide, whatever their owner.
@@ -200,6 +208,18 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         }
     }
     true
+}
+
+/// Whether a guard with `key` may stand in `text`.
+fn guard_may_be_in(key: &str, text: &window::Outside) -> bool {
+    match key.strip_prefix("if:") {
+        Some(cond) => text.contains_compact(cond),
+        None => {
+            (key.starts_with("eq(") && text.contains("_eq"))
+                || (key.starts_with("ne(") && text.contains("_ne"))
+                || text.contains_compact(key)
+        }
+    }
 }
 
 fn refuse_errors(tree: Option<Tree>, side: &str) -> Result<Tree, DetectError> {
@@ -340,6 +360,56 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyL
         "static",
     ])
 });
+
+/// Whether a function body's inside may hold what the walk records (a precise
+/// [`TRIGGERS`]: the keywords as whole words, `#`, a macro's `!` after a name, not
+/// `!=` or a negation), or checked arithmetic, whose calls [`checked::record`] reads.
+fn body_may_hold(text: &str) -> bool {
+    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::new([
+            "if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const", "static",
+        ])
+        .expect("a handful of words always builds")
+    });
+    if text.contains('#') || text.contains("checked_") || super::elide::words(text, &WORDS).next().is_some() {
+        return true;
+    }
+    let b = text.as_bytes();
+    memchr::memchr_iter(b'!', b).any(|i| {
+        let after = b.get(i + 1).copied();
+        let name_before =
+            b[..i].iter().rev().find(|c| !c.is_ascii_whitespace()).is_some_and(|&c| window::is_ident_byte(c));
+        after != Some(b'=') && name_before
+    })
+}
+
+/// Whether a function body's inside may hold what the comparison looks up across the
+/// file: an item, an import or a macro defined inside, an inner attribute, `unsafe`
+/// code. Such a body is not left out for being the same in both versions.
+fn body_unshared(text: &str) -> bool {
+    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::new([
+            "unsafe",
+            "macro_rules",
+            "use",
+            "mod",
+            "struct",
+            "enum",
+            "union",
+            "trait",
+            "impl",
+            "fn",
+            "type",
+            "const",
+            "static",
+        ])
+        .expect("a handful of words always builds")
+    });
+    // `'static` is a lifetime and `*const T` a pointer type, not items.
+    text.contains("#!")
+        || super::elide::words(text, &WORDS)
+            .any(|(w, before)| !matches!((w, before), ("static", Some(b'\'')) | ("const", Some(b'*'))))
+}
 
 fn line_of(n: Node) -> u32 {
     n.start_position().row as u32 + 1

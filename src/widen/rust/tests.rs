@@ -96,6 +96,56 @@ fn window_gives_the_findings_of_whole_files() {
     assert!(found > 60, "the windowed pairs gave findings to compare ({found})");
 }
 
+/// Leaving function bodies out of the parse ([`crate::widen::elide`]) gives exactly
+/// the findings of whole files: this crate's Rust source and the fixtures, each with
+/// the edits of the window's test (a type widened, a check removed, `unsafe` added,
+/// lines deleted), both ways. The pairs must exercise both kinds of elision: bodies
+/// without triggers alone, and bodies shared by both versions.
+#[test]
+fn elided_bodies_give_the_findings_of_whole_files() {
+    use super::super::detector::{Grammar, elided};
+    use super::super::window::check::{self, assert_same};
+    use rayon::prelude::*;
+    let edits: &[(&str, &str)] = &[
+        ("u8", "u64"),
+        ("u32", "usize"),
+        (": String", ": Option<String>"),
+        ("pub(crate) ", "pub "),
+        ("assert!(", "let _ = ("),
+        ("debug_assert!(", "drop(("),
+        ("return Err(", "return Ok(("),
+        (") {\n", ") {\n    unsafe { std::hint::unreachable_unchecked() }\n"),
+        ("checked_mul(", "wrapping_mul("),
+        ("if ", "if true || "),
+    ];
+    let mut pairs = Vec::new();
+    for (name, text) in check::corpus(&["src/widen", "src/git", "src/store", "fixtures"], &[".rs"]) {
+        for after in check::edits(&text, edits, 4) {
+            pairs.push((name.clone(), after.clone(), text.clone()));
+            pairs.push((name.clone(), text.clone(), after));
+        }
+    }
+    let e = RustDetector.elide(PATH).expect("the Rust detector elides bodies");
+    let (taken, shared, found) = pairs
+        .par_iter()
+        .map(|(name, before, after)| {
+            let Some((old, new)) = elided(&RustDetector, &e, PATH, before, after) else { return (0, 0, 0) };
+            let got = Ok(crate::widen::syntax::finish(RustDetector.compare(&old, &new)));
+            assert_same(
+                &format!("{name}, whole files against elided bodies"),
+                &detect_with(before, after, false),
+                &got,
+                false,
+            );
+            let shares = super::super::elide::find(&e, before, after, true).is_some_and(|(o, _)| !o.shared.is_empty());
+            (1, usize::from(shares), got.map_or(0, |f| f.len()))
+        })
+        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+    assert!(taken > 300, "elision took {taken} of {} pairs", pairs.len());
+    assert!(shared > 100, "pairs with shared bodies left out: {shared}");
+    assert!(found > 60, "the elided pairs gave findings to compare ({found})");
+}
+
 /// Taking unchanged declarations from the new version's walk gives exactly the
 /// inventories of two full walks, lines included: every Rust fixture, and edits
 /// that shift the declarations after them by several lines either way.

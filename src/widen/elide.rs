@@ -1,0 +1,279 @@
+//! Body elision: the function bodies a parse can leave out.
+//!
+//! Most of a source file is function bodies, and most bodies hold nothing a detector
+//! records, or are the same text in both versions of the file. A lexer (brackets,
+//! strings, comments: the window's) finds each function item's body; tree-sitter then
+//! parses each version with its included ranges set to everything but the inside of
+//! the bodies left out, so a body reads as `{}` while every node keeps the file's own
+//! byte offsets and lines (a detector that reads a body's text still reads all of it).
+//!
+//! A body is left out of one version when
+//! - it holds none of the detector's trigger tokens: the walk would skip it anyway
+//!   (the same test the walk makes on the tree), so leaving it out changes nothing; or
+//! - its text is the body of a function in the other version too. It contributes the
+//!   same to both inventories, except where the comparison looks across the file (a
+//!   guard found elsewhere counts as moved, `unsafe` is matched file-wide): the text of
+//!   these bodies is handed to the detector's window test ([`super::window::Outside`]),
+//!   which refuses whenever it could matter, and the file is then parsed with the
+//!   trigger-free bodies alone left out.
+//!
+//! Off with the window (`PREMERGE_SCAN_WINDOW=0`), which gives the reference answer the
+//! equivalence tests compare with.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use super::window::{is_ident_byte, quoted, rust_prefixed_literal, rust_quote, skip_trivia, skip_while};
+
+/// How a detector lets bodies be left out.
+pub(crate) struct Elision {
+    pub lexer: BodyLexer,
+    /// Whether a body's inside may hold something the walk records; a body for which
+    /// this is false is left out.
+    pub triggers: fn(&str) -> bool,
+    /// Whether a body's inside may hold what the comparison looks up across the file
+    /// (an item declared inside, `unsafe` code); such a body is never left out for
+    /// being shared.
+    pub unshared: fn(&str) -> bool,
+}
+
+/// The whole words of `text` among `words` (the automaton of those words): each
+/// match not inside a longer identifier, with the byte before it.
+pub(in crate::widen) fn words<'t>(
+    text: &'t str,
+    words: &'t aho_corasick::AhoCorasick,
+) -> impl Iterator<Item = (&'t str, Option<u8>)> + 't {
+    let b = text.as_bytes();
+    words.find_iter(text).filter_map(move |m| {
+        let before = m.start().checked_sub(1).map(|i| b[i]);
+        let whole = !before.is_some_and(is_ident_byte) && !b.get(m.end()).is_some_and(|&c| is_ident_byte(c));
+        whole.then(|| (&text[m.range()], before))
+    })
+}
+
+/// Which lexer finds the function bodies of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyLexer {
+    Rust,
+}
+
+/// The bodies of the function items of a Rust file, braces included, in order of
+/// their opening brace (a function nested in another's body comes after it). `None`
+/// when the file does not lex.
+///
+/// A function item is `fn` followed by a name (`fn(u8)` is a pointer type); its body
+/// is the first `{` at the bracket depth of the `fn`, unless a `;` (a declaration
+/// without a body) or a closing bracket comes first.
+pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Vec<Range<usize>>> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    // Opening brackets: whether each opened a body (at the index in `out`).
+    let mut open: Vec<Option<usize>> = Vec::new();
+    // The depth of a `fn` whose body has not begun yet.
+    let mut pending: Option<usize> = None;
+    let mut i = 0;
+    if b.starts_with(b"#!") && !src[2..].trim_start().starts_with('[') {
+        i = memchr::memchr(b'\n', b).unwrap_or(b.len());
+    }
+    while i < b.len() {
+        match b[i] {
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, true)?,
+            b'"' => i = quoted(b, i + 1, b'"', true)?,
+            b'\'' => i = rust_quote(b, i)?,
+            c if c.is_ascii_digit() => i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_'),
+            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
+                let end = skip_while(b, i, is_ident_byte);
+                if &b[i..end] == b"fn" && i.checked_sub(1).is_none_or(|p| !is_ident_byte(b[p])) {
+                    let next = skip_trivia(b, end, true)?;
+                    if b.get(next).is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c >= 0x80) {
+                        pending = Some(open.len());
+                    }
+                }
+                i = rust_prefixed_literal(b, i, end)?.unwrap_or(end);
+            }
+            b'{' => {
+                let body = (pending == Some(open.len())).then(|| {
+                    out.push(i..i);
+                    out.len() - 1
+                });
+                if body.is_some() {
+                    pending = None;
+                }
+                open.push(body);
+                i += 1;
+            }
+            b'(' | b'[' => {
+                open.push(None);
+                i += 1;
+            }
+            b'}' | b')' | b']' => {
+                if let Some(at) = open.pop()? {
+                    out[at].end = i + 1;
+                }
+                if pending.is_some_and(|d| d > open.len()) {
+                    pending = None;
+                }
+                i += 1;
+            }
+            b';' => {
+                if pending == Some(open.len()) {
+                    pending = None;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    open.is_empty().then_some(out)
+}
+
+/// What a version leaves out: the insides of some bodies (sorted, disjoint), and of
+/// those the ones left out because the other version has the same body.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Elided {
+    pub inside: Vec<Range<usize>>,
+    pub shared: Vec<Range<usize>>,
+}
+
+impl Elided {
+    fn bytes(&self) -> usize {
+        self.inside.iter().map(|r| r.len()).sum()
+    }
+
+    /// The included ranges of a parse that leaves the insides out.
+    pub(in crate::widen) fn kept(&self, len: usize) -> Vec<Range<usize>> {
+        let mut out = Vec::with_capacity(self.inside.len() + 1);
+        let mut at = 0;
+        for r in &self.inside {
+            out.push(at..r.start);
+            at = r.end;
+        }
+        out.push(at..len);
+        out.retain(|r| !r.is_empty());
+        out
+    }
+}
+
+/// The bodies each version leaves out: those for which [`Elision::triggers`] is false, and when
+/// `share` those whose text (braces included) is a body of the other version too (as
+/// many copies as the other version has) and for which [`Elision::unshared`] is false. `None` when either version does not lex or
+/// less than a quarter of the two versions would be left out (the plain parse is then
+/// as good).
+pub(in crate::widen) fn find<'a>(
+    e: &Elision,
+    before: &'a str,
+    after: &'a str,
+    share: bool,
+) -> Option<(Elided, Elided)> {
+    let bodies = |src: &str| match e.lexer {
+        BodyLexer::Rust => rust_bodies(src),
+    };
+    let (old, new) = (bodies(before)?, bodies(after)?);
+    // How many times each body's text stands in a version: a body is shared only
+    // while the other version has a copy of its text not yet paired with another.
+    let texts = |src: &'a str, bodies: &[Range<usize>]| -> BTreeMap<&'a str, usize> {
+        let mut m = BTreeMap::new();
+        if share {
+            for r in bodies {
+                *m.entry(&src[r.clone()]).or_default() += 1;
+            }
+        }
+        m
+    };
+    let (old_texts, new_texts) = (texts(before, &old), texts(after, &new));
+    let side = |src: &str, bodies: &[Range<usize>], mut other: BTreeMap<&str, usize>| {
+        let mut out = Elided::default();
+        let mut covered = 0;
+        for r in bodies {
+            if r.start < covered || r.len() < 2 {
+                continue;
+            }
+            let inside = r.start + 1..r.end - 1;
+            let text = &src[inside.clone()];
+            let free = !(e.triggers)(text);
+            let copy = other.get_mut(&src[r.clone()]).filter(|n| **n > 0);
+            let shared = !free && copy.is_some() && !(e.unshared)(text);
+            if shared && let Some(n) = copy {
+                *n -= 1;
+            }
+            if free || shared {
+                if shared {
+                    out.shared.push(inside.clone());
+                }
+                out.inside.push(inside);
+                covered = r.end;
+            }
+        }
+        out
+    };
+    let (o, n) = (side(before, &old, new_texts), side(after, &new, old_texts));
+    ((o.bytes() + n.bytes()) * 4 >= before.len() + after.len()).then_some((o, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bodies(src: &str) -> Vec<&str> {
+        rust_bodies(src).unwrap().into_iter().map(|r| &src[r]).collect()
+    }
+
+    #[test]
+    fn function_bodies_are_found_and_nothing_else() {
+        let src = r#"
+struct S { f: fn(u8) -> u8 }
+impl S {
+    pub fn a(&self) -> u8 { (self.f)(1) }
+    fn b<T: Fn() -> u8>(t: T) -> [u8; 2] where T: Copy { let x = "}{"; [t(), 0] }
+}
+trait T { fn decl(&self); fn provided(&self) { if true { } } }
+const C: fn() = { fn inner() {} inner };
+macro_rules! m { () => { fn made() { } } }
+fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
+"#;
+        assert_eq!(
+            bodies(src),
+            vec![
+                "{ (self.f)(1) }",
+                r#"{ let x = "}{"; [t(), 0] }"#,
+                "{ if true { } }",
+                "{}",
+                "{ }",
+                "{ fn nested() -> u8 { b'}' } let _ = || { 1 }; }",
+                "{ b'}' }",
+            ]
+        );
+    }
+
+    #[test]
+    fn text_that_does_not_lex_gives_none() {
+        assert_eq!(rust_bodies("fn a() { \"open"), None);
+        assert_eq!(rust_bodies("fn a() { {"), None);
+        assert_eq!(rust_bodies("fn a() } }"), None);
+    }
+
+    #[test]
+    fn bodies_without_triggers_or_shared_are_left_out() {
+        let e = Elision {
+            lexer: BodyLexer::Rust,
+            triggers: |t| t.contains("if") || t.contains("unsafe"),
+            unshared: |t| t.contains("unsafe"),
+        };
+        let before = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if y { } }\nfn d() { unsafe { } }\nfn e() { if x { store(); } }\n";
+        let after = "fn a() { 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if z { } }\nfn d() { unsafe { } }\n";
+        let (o, n) = find(&e, before, after, true).unwrap();
+        let shown = |src: &'static str, e: &Elided| e.inside.iter().map(|r| &src[r.clone()]).collect::<Vec<_>>();
+        // `b`'s body is shared once (the new version has one copy of it, the old two);
+        // `d`'s holds `unsafe`, which is never shared.
+        assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 ", " if x { store(); } "]);
+        assert_eq!(shown(after, &n), vec![" 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 ", " if x { store(); } "]);
+        assert_eq!((o.shared.len(), n.shared.len()), (1, 1));
+        let (o, _) = find(&e, before, after, false).unwrap();
+        assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 "]);
+        assert_eq!(find(&e, "fn a() { 1 }\nfn c() { if y { } }\n", "", false), None, "less than a quarter left out");
+        let long = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 }\nfn c() { if y { } }\n";
+        let (o, _) = find(&e, long, "", false).unwrap();
+        assert_eq!(o.kept(long.len()), vec![0..8, 68..long.len()]);
+        assert!(o.shared.is_empty());
+    }
+}
