@@ -51,8 +51,9 @@ pub struct Policy {
     /// Per-rule severity override; `None` silences the rule.
     pub severity: BTreeMap<String, Option<Severity>>,
     /// Parse only the declarations an edit touches when they stand alone (the change
-    /// window); `false` (`PREMERGE_SCAN_WINDOW=0`) parses every changed file whole: the
-    /// same findings, slower (`scripts/check-window.sh` compares the two).
+    /// window), else leave out the function bodies that cannot matter
+    /// ([`super::elide`]); `false` (`PREMERGE_SCAN_WINDOW=0`) parses every changed file
+    /// whole: the same findings, slower (`scripts/check-window.sh` compares the two).
     pub window: bool,
 }
 
@@ -312,6 +313,11 @@ fn scan_one(
     if policy.ignore.is_match(path) {
         return (Vec::new(), None, false);
     }
+    let test_path = is_test_path(path);
+    if test_path && !policy.include_tests {
+        // Every finding of a test file would be dropped below: not worth a parse.
+        return (Vec::new(), None, false);
+    }
     let note = |kind, reason: String| (Vec::new(), Some(Note { file: path.to_string(), kind, reason }), false);
     let before = input.before.as_deref().unwrap_or(b"");
     for (side, bytes) in [("old", before), ("new", after)] {
@@ -358,7 +364,6 @@ fn scan_one(
         Ok(r) => r,
         Err(e) => return note(NoteKind::ParseFailed, e.0),
     };
-    let test_path = is_test_path(path);
     let lines: Vec<&str> = after.lines().collect();
     let findings = raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
     (findings, None, true)
