@@ -11,7 +11,8 @@
 //! of the old one, an incremental reparse of the new one that tells which top-level
 //! declarations stayed the same, the two side by side on two threads when the file was
 //! rewritten) and takes the change window ([`super::window`]) when the detector says
-//! the window's inventories stand alone.
+//! the window's inventories stand alone, or else leaves out the function bodies the
+//! detector says cannot matter ([`super::elide`]).
 
 use tree_sitter::{Parser, Tree};
 
@@ -225,10 +226,10 @@ pub(in crate::widen) fn windowed<G: Grammar>(
 }
 
 /// Both inventories, each version parsed with the function bodies [`elide::find`]
-/// leaves out: first with the bodies both versions share left out too, where the
-/// detector says their text cannot matter ([`Grammar::shared_stand`]), else with the
-/// trigger-free bodies alone. `None` (parse whole) when little would be left out or a
-/// version does not parse so.
+/// leaves out. First with the bodies both versions share left out too; a shared body
+/// the detector says could matter ([`Grammar::shared_stand`]) is then parsed after
+/// all, in one more try; last, the trigger-free bodies alone. `None` (parse whole)
+/// when little would be left out or a version does not parse so.
 pub(in crate::widen) fn elided<G: Grammar>(
     g: &G,
     e: &elide::Elision,
@@ -240,17 +241,24 @@ pub(in crate::widen) fn elided<G: Grammar>(
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
         Some(g.build(&window::parse_ranges(&lang, src, &elided.kept(src.len()))?, src))
     };
-    for share in [true, false] {
+    let mut refused = std::collections::BTreeSet::new();
+    for attempt in 0..3 {
+        let share = match attempt {
+            0 => Some(&refused),
+            1 if !refused.is_empty() => Some(&refused),
+            1 => continue,
+            _ => None,
+        };
         let Some((o, n)) = elide::find(e, before, after, share) else { continue };
         let (old, new) = rayon::join(|| build(before, &o), || build(after, &n));
         let (old, new) = (old?, new?);
-        if o.shared.is_empty() && n.shared.is_empty() {
+        let matter: Vec<&str> = (o.shared.iter().map(|r| &before[r.clone()]))
+            .filter(|text| !g.shared_stand(&old, &new, &window::Outside::from_parts(vec![text])))
+            .collect();
+        if matter.is_empty() {
             return Some((old, new));
         }
-        let shared = window::Outside::from_parts(o.shared.iter().map(|r| &before[r.clone()]).collect());
-        if g.shared_stand(&old, &new, &shared) {
-            return Some((old, new));
-        }
+        refused.extend(matter);
     }
     None
 }

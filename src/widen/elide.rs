@@ -20,7 +20,7 @@
 //! Off with the window (`PREMERGE_SCAN_WINDOW=0`), which gives the reference answer the
 //! equivalence tests compare with.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use super::window::{is_ident_byte, quoted, rust_prefixed_literal, rust_quote, skip_trivia, skip_while};
@@ -154,16 +154,17 @@ impl Elided {
     }
 }
 
-/// The bodies each version leaves out: those for which [`Elision::triggers`] is false, and when
-/// `share` those whose text (braces included) is a body of the other version too (as
-/// many copies as the other version has) and for which [`Elision::unshared`] is false. `None` when either version does not lex or
-/// less than a quarter of the two versions would be left out (the plain parse is then
-/// as good).
+/// The bodies each version leaves out: those for which [`Elision::triggers`] is false,
+/// and with `share` those whose text (braces included) is a body of the other version
+/// too (as many copies as the other version has), for which [`Elision::unshared`] is
+/// false and whose inside is not among the texts `share` holds (refused before).
+/// `None` when either version does not lex or less than a quarter of the two versions
+/// would be left out (the plain parse is then as good).
 pub(in crate::widen) fn find<'a>(
     e: &Elision,
     before: &'a str,
     after: &'a str,
-    share: bool,
+    share: Option<&BTreeSet<&str>>,
 ) -> Option<(Elided, Elided)> {
     let bodies = |src: &str| match e.lexer {
         BodyLexer::Rust => rust_bodies(src),
@@ -173,7 +174,7 @@ pub(in crate::widen) fn find<'a>(
     // while the other version has a copy of its text not yet paired with another.
     let texts = |src: &'a str, bodies: &[Range<usize>]| -> BTreeMap<&'a str, usize> {
         let mut m = BTreeMap::new();
-        if share {
+        if share.is_some() {
             for r in bodies {
                 *m.entry(&src[r.clone()]).or_default() += 1;
             }
@@ -192,7 +193,8 @@ pub(in crate::widen) fn find<'a>(
             let text = &src[inside.clone()];
             let free = !(e.triggers)(text);
             let copy = other.get_mut(&src[r.clone()]).filter(|n| **n > 0);
-            let shared = !free && copy.is_some() && !(e.unshared)(text);
+            let refused = share.is_some_and(|r| r.contains(text));
+            let shared = !free && copy.is_some() && !refused && !(e.unshared)(text);
             if shared && let Some(n) = copy {
                 *n -= 1;
             }
@@ -261,18 +263,22 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         };
         let before = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if y { } }\nfn d() { unsafe { } }\nfn e() { if x { store(); } }\n";
         let after = "fn a() { 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if z { } }\nfn d() { unsafe { } }\n";
-        let (o, n) = find(&e, before, after, true).unwrap();
+        let (o, n) = find(&e, before, after, Some(&BTreeSet::new())).unwrap();
         let shown = |src: &'static str, e: &Elided| e.inside.iter().map(|r| &src[r.clone()]).collect::<Vec<_>>();
         // `b`'s body is shared once (the new version has one copy of it, the old two);
         // `d`'s holds `unsafe`, which is never shared.
         assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 ", " if x { store(); } "]);
         assert_eq!(shown(after, &n), vec![" 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 ", " if x { store(); } "]);
         assert_eq!((o.shared.len(), n.shared.len()), (1, 1));
-        let (o, _) = find(&e, before, after, false).unwrap();
+        let refused = BTreeSet::from([" if x { store(); } "]);
+        let (o, n) = find(&e, before, after, Some(&refused)).unwrap();
+        assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 "], "a refused text is not shared");
+        assert!(n.shared.is_empty());
+        let (o, _) = find(&e, before, after, None).unwrap();
         assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 "]);
-        assert_eq!(find(&e, "fn a() { 1 }\nfn c() { if y { } }\n", "", false), None, "less than a quarter left out");
+        assert_eq!(find(&e, "fn a() { 1 }\nfn c() { if y { } }\n", "", None), None, "less than a quarter left out");
         let long = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 }\nfn c() { if y { } }\n";
-        let (o, _) = find(&e, long, "", false).unwrap();
+        let (o, _) = find(&e, long, "", None).unwrap();
         assert_eq!(o.kept(long.len()), vec![0..8, 68..long.len()]);
         assert!(o.shared.is_empty());
     }

@@ -23,9 +23,9 @@
 //! for all the runs of a version), in the file's own coordinates, so byte offsets and
 //! line numbers are the file's.
 
-use tree_sitter::{Parser, Range, Tree};
+use tree_sitter::{Parser, Point, Range, Tree};
 
-use super::syntax::{compact, point_at};
+use super::syntax::compact;
 
 /// Which lexer finds the declaration boundaries of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,18 +109,31 @@ pub(in crate::widen) fn parse_ranges(
     if ranges.is_empty() {
         return parser.parse("", None);
     }
-    let ranges: Vec<Range> = ranges
-        .iter()
-        .map(|r| Range {
-            start_byte: r.start,
-            end_byte: r.end,
-            start_point: point_at(src.as_bytes(), r.start),
-            end_point: point_at(src.as_bytes(), r.end),
-        })
-        .collect();
+    let ranges = included(src, ranges);
     parser.set_included_ranges(&ranges).ok()?;
     let tree = parser.parse(src, None)?;
     (!tree.root_node().has_error()).then_some(tree)
+}
+
+/// `ranges` (sorted, disjoint) as tree-sitter's included ranges, their points found in
+/// one pass over the text: a file can have hundreds of ranges when function bodies are
+/// left out ([`super::elide`]).
+fn included(src: &str, ranges: &[std::ops::Range<usize>]) -> Vec<Range> {
+    let mut at = Point::new(0, 0);
+    let mut from = 0;
+    let mut point = |byte: usize| {
+        let b = &src.as_bytes()[from..byte];
+        match memchr::memrchr(b'\n', b) {
+            Some(last) => at = Point::new(at.row + memchr::memchr_iter(b'\n', b).count(), byte - (from + last + 1)),
+            None => at.column += byte - from,
+        }
+        from = byte;
+        at
+    };
+    ranges
+        .iter()
+        .map(|r| Range { start_byte: r.start, start_point: point(r.start), end_byte: r.end, end_point: point(r.end) })
+        .collect()
 }
 
 /// The text outside a window, the same in both versions, and the tests a detector
@@ -720,6 +733,19 @@ pub(in crate::widen) mod check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn included_ranges_have_the_points_of_their_bytes() {
+        use super::super::syntax::point_at;
+        let src = "fn a() {\n    1\n}\n\nfn b() { 2 }\nfn c() {\n\n    é\n}\n";
+        let ranges = [0..9, 14..16, 19..29, 30..33, 40..src.len()];
+        let got = included(src, &ranges);
+        for (r, g) in ranges.iter().zip(&got) {
+            assert_eq!((g.start_byte, g.end_byte), (r.start, r.end));
+            assert_eq!(g.start_point, point_at(src.as_bytes(), r.start), "{r:?}");
+            assert_eq!(g.end_point, point_at(src.as_bytes(), r.end), "{r:?}");
+        }
+    }
 
     fn top_level_ranges(lang: &tree_sitter::Language, src: &str) -> Option<Vec<(usize, usize)>> {
         let mut parser = Parser::new();

@@ -384,8 +384,10 @@ fn body_may_hold(text: &str) -> bool {
 }
 
 /// Whether a function body's inside may hold what the comparison looks up across the
-/// file: an item, an import or a macro defined inside, an inner attribute, `unsafe`
-/// code. Such a body is not left out for being the same in both versions.
+/// file: a type, trait, `impl`, module, import or macro defined inside (enum names and
+/// imports are file-wide facts), an inner attribute, `unsafe` code. Such a body is not
+/// left out for being the same in both versions. (A nested function, constant or
+/// static is named after the function around it, so it goes with its body.)
 fn body_unshared(text: &str) -> bool {
     static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
         aho_corasick::AhoCorasick::new([
@@ -398,17 +400,11 @@ fn body_unshared(text: &str) -> bool {
             "union",
             "trait",
             "impl",
-            "fn",
             "type",
-            "const",
-            "static",
         ])
         .expect("a handful of words always builds")
     });
-    // `'static` is a lifetime and `*const T` a pointer type, not items.
-    text.contains("#!")
-        || super::elide::words(text, &WORDS)
-            .any(|(w, before)| !matches!((w, before), ("static", Some(b'\'')) | ("const", Some(b'*'))))
+    text.contains("#!") || super::elide::words(text, &WORDS).next().is_some()
 }
 
 fn line_of(n: Node) -> u32 {

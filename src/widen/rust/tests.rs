@@ -118,7 +118,33 @@ fn elided_bodies_give_the_findings_of_whole_files() {
         ("checked_mul(", "wrapping_mul("),
         ("if ", "if true || "),
     ];
-    let mut pairs = Vec::new();
+    // Shared bodies that hold what the comparison looks across functions for: a guard
+    // also written in a nested function, a moved body, a copy more in one version.
+    let shared = "fn b(y: u8) {\n    fn inner(x: u8) {\n        assert!(x < 10);\n    }\n    inner(y);\n}\n";
+    let filler =
+        "fn pad(v: &[u8]) -> usize {\n    v.iter().map(|b| *b as usize).sum::<usize>() + v.len() * 3\n}\n".repeat(4);
+    let mut pairs = vec![
+        (
+            "guard also in a nested function".to_string(),
+            format!("fn a(x: u8) {{\n    assert!(x < 10);\n    store(x);\n}}\n{shared}{filler}"),
+            format!("fn a(x: u8) {{\n    store(x);\n}}\n{shared}{filler}"),
+        ),
+        (
+            "body moved to another function".to_string(),
+            format!("fn a(x: u8) {{\n    if x > 9 {{ panic!() }}\n    store(x);\n}}\nfn c() {{}}\n{filler}"),
+            format!(
+                "fn a(x: u8) {{\n    store(x);\n}}\nfn c(x: u8) {{\n    if x > 9 {{ panic!() }}\n    store(x);\n}}\n{filler}"
+            ),
+        ),
+        (
+            "one copy fewer".to_string(),
+            format!("fn a(x: u8) {{\n    assert!(x < 10);\n}}\nfn b(x: u8) {{\n    assert!(x < 10);\n}}\n{filler}"),
+            format!("fn a(x: u8) {{\n    assert!(x < 10);\n}}\nfn b(x: u8) {{\n    store(x);\n}}\n{filler}"),
+        ),
+    ];
+    for (name, b, a) in pairs.clone() {
+        pairs.push((format!("{name}, reversed"), a, b));
+    }
     for (name, text) in check::corpus(&["src/widen", "src/git", "src/store", "fixtures"], &[".rs"]) {
         for after in check::edits(&text, edits, 4) {
             pairs.push((name.clone(), after.clone(), text.clone()));
@@ -137,7 +163,8 @@ fn elided_bodies_give_the_findings_of_whole_files() {
                 &got,
                 false,
             );
-            let shares = super::super::elide::find(&e, before, after, true).is_some_and(|(o, _)| !o.shared.is_empty());
+            let shares = super::super::elide::find(&e, before, after, Some(&Default::default()))
+                .is_some_and(|(o, _)| !o.shared.is_empty());
             (1, usize::from(shares), got.map_or(0, |f| f.len()))
         })
         .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
