@@ -717,6 +717,25 @@ fn test_code_is_dropped_by_default_and_low_with_include_tests() {
     assert_eq!(sev, ["low", "low"]);
 }
 
+/// A file that is test code by its path is not parsed when its findings would be
+/// dropped: a test file that does not parse gets no "not scanned" note by default,
+/// and gets one when test code is reported.
+#[test]
+fn a_test_file_is_not_parsed_unless_test_code_is_reported() {
+    let r = TestRepo::new();
+    r.write("tests/api.rs", QUERY_BEFORE);
+    r.commit_all("initial");
+    r.write("tests/api.rs", &format!("{QUERY_AFTER}\nfn broken( {{\n"));
+    r.commit_all("change");
+    let v = scan_json(&r, &["--no-memory"]);
+    assert_eq!((&v["findings"], &v["notes"]), (&json!([]), &json!([])), "{v}");
+    r.write("premerge.toml", "[scan]\ninclude_tests = true\n");
+    let v = scan_json(&r, &["--no-memory"]);
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{v}");
+    assert_eq!(notes[0]["file"], "tests/api.rs");
+}
+
 #[test]
 fn rules_doc_flag_prints_the_committed_catalogue() {
     let r = TestRepo::new();
