@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use super::window::{is_ident_byte, quoted, rust_prefixed_literal, rust_quote, skip_trivia, skip_while};
+use super::window::{RustToken, is_ident_byte, rust_tokens};
 
 /// How a detector lets bodies be left out.
 pub(crate) struct Elision {
@@ -66,32 +66,20 @@ pub(crate) enum BodyLexer {
 /// without a body) or a closing bracket comes first.
 pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Vec<Range<usize>>> {
     let b = src.as_bytes();
-    let mut out = Vec::new();
+    let mut out: Vec<Range<usize>> = Vec::new();
     // Opening brackets: whether each opened a body (at the index in `out`).
     let mut open: Vec<Option<usize>> = Vec::new();
     // The depth of a `fn` whose body has not begun yet.
     let mut pending: Option<usize> = None;
-    let mut i = 0;
-    if b.starts_with(b"#!") && !src[2..].trim_start().starts_with('[') {
-        i = memchr::memchr(b'\n', b).unwrap_or(b.len());
-    }
-    while i < b.len() {
-        match b[i] {
-            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, true)?,
-            b'"' => i = quoted(b, i + 1, b'"', true)?,
-            b'\'' => i = rust_quote(b, i)?,
-            c if c.is_ascii_digit() => i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_'),
-            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
-                let end = skip_while(b, i, is_ident_byte);
-                if &b[i..end] == b"fn" && i.checked_sub(1).is_none_or(|p| !is_ident_byte(b[p])) {
-                    let next = skip_trivia(b, end, true)?;
-                    if b.get(next).is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c >= 0x80) {
-                        pending = Some(open.len());
-                    }
-                }
-                i = rust_prefixed_literal(b, i, end)?.unwrap_or(end);
-            }
-            b'{' => {
+    // A `fn` just seen: a name must follow for it to be an item.
+    let mut after_fn = false;
+    rust_tokens(src, |i, token| {
+        if std::mem::take(&mut after_fn) && matches!(token, RustToken::Word(_)) {
+            pending = Some(open.len());
+        }
+        match token {
+            RustToken::Word(end) => after_fn = &b[i..end] == b"fn",
+            RustToken::Punct(b'{') => {
                 let body = (pending == Some(open.len())).then(|| {
                     out.push(i..i);
                     out.len() - 1
@@ -100,30 +88,21 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Vec<Range<usize>>> {
                     pending = None;
                 }
                 open.push(body);
-                i += 1;
             }
-            b'(' | b'[' => {
-                open.push(None);
-                i += 1;
-            }
-            b'}' | b')' | b']' => {
+            RustToken::Punct(b'(' | b'[') => open.push(None),
+            RustToken::Punct(b'}' | b')' | b']') => {
                 if let Some(at) = open.pop()? {
                     out[at].end = i + 1;
                 }
                 if pending.is_some_and(|d| d > open.len()) {
                     pending = None;
                 }
-                i += 1;
             }
-            b';' => {
-                if pending == Some(open.len()) {
-                    pending = None;
-                }
-                i += 1;
-            }
-            _ => i += 1,
+            RustToken::Punct(b';') if pending == Some(open.len()) => pending = None,
+            RustToken::Punct(_) => {}
         }
-    }
+        Some(())
+    })?;
     open.is_empty().then_some(out)
 }
 

@@ -362,12 +362,19 @@ const RUST_ITEM_STARTS: &[&str] = &[
     "macro_rules",
 ];
 
-/// The byte offsets in a Rust file where a top-level item may begin: 0, after a `;`
-/// or an item-ending `}` at bracket depth 0, and the end. `None` when the file does not
-/// lex (unbalanced brackets, an unterminated string or comment).
-pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
+/// A token of Rust text outside literals and comments: a word (an identifier or a
+/// keyword, ending at the byte given) or a punctuation byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RustToken {
+    Word(usize),
+    Punct(u8),
+}
+
+/// Calls `f(at, token)` for each token of Rust text, in order, skipping whitespace,
+/// comments, literals and a shebang line. `None` when the text does not lex (an
+/// unterminated string or comment) or `f` returns `None`.
+pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, RustToken) -> Option<()>) -> Option<()> {
     let b = src.as_bytes();
-    let mut cuts = Cuts::new();
     let mut i = 0;
     // A shebang line (`#!` not followed by `[`) is not code.
     if b.starts_with(b"#!") && !src[2..].trim_start().starts_with('[') {
@@ -378,25 +385,44 @@ pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
             b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, true)?,
             b'"' => i = quoted(b, i + 1, b'"', true)?,
             b'\'' => i = rust_quote(b, i)?,
+            c if c.is_ascii_whitespace() => i += 1,
             c if c.is_ascii_digit() => i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_'),
             c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
                 let end = skip_while(b, i, is_ident_byte);
-                i = rust_prefixed_literal(b, i, end)?.unwrap_or(end);
-            }
-            b'}' => {
-                cuts.close()?;
-                i += 1;
-                if cuts.depth == 0 && rust_item_follows(b, i)? {
-                    cuts.out.push(i);
-                }
+                i = match rust_prefixed_literal(b, i, end)? {
+                    Some(literal_end) => literal_end,
+                    None => {
+                        f(i, RustToken::Word(end))?;
+                        end
+                    }
+                };
             }
             c => {
-                cuts.bracket_or_semicolon(c, i)?;
+                f(i, RustToken::Punct(c))?;
                 i += 1;
             }
         }
     }
-    cuts.finish(b.len())
+    Some(())
+}
+
+/// The byte offsets in a Rust file where a top-level item may begin: 0, after a `;`
+/// or an item-ending `}` at bracket depth 0, and the end. `None` when the file does not
+/// lex (unbalanced brackets, an unterminated string or comment).
+pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
+    let mut cuts = Cuts::new();
+    rust_tokens(src, |i, token| match token {
+        RustToken::Word(_) => Some(()),
+        RustToken::Punct(b'}') => {
+            cuts.close()?;
+            if cuts.depth == 0 && rust_item_follows(src.as_bytes(), i + 1)? {
+                cuts.out.push(i + 1);
+            }
+            Some(())
+        }
+        RustToken::Punct(c) => cuts.bracket_or_semicolon(c, i),
+    })?;
+    cuts.finish(src.len())
 }
 
 /// What the two lexers share: the bracket depth and the boundaries found so far.
@@ -443,7 +469,7 @@ impl Cuts {
 /// After an identifier `b[start..end]`: the end of the literal it prefixes (`r"..."`,
 /// `r#"..."#`, `b"..."`, `br"..."`, `c"..."`, `b'x'`), `Some(None)` when it prefixes
 /// none, `None` when the literal is unterminated.
-pub(super) fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<usize>> {
+fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Option<Option<usize>> {
     let word = &b[start..end];
     let next = b.get(end).copied();
     match (word, next) {
@@ -467,7 +493,7 @@ pub(super) fn rust_prefixed_literal(b: &[u8], start: usize, end: usize) -> Optio
 
 /// At a `'`: past a character literal (`'a'`, `'\n'`, `'\u{1F600}'`, `'}'`), or past
 /// the quote alone for a lifetime or label (`'a`, `'static`).
-pub(super) fn rust_quote(b: &[u8], at: usize) -> Option<usize> {
+fn rust_quote(b: &[u8], at: usize) -> Option<usize> {
     match b.get(at + 1)? {
         b'\\' => {
             // An escape: the closing quote comes within a `\u{10FFFF}`.
@@ -512,7 +538,7 @@ fn rust_block_comment(b: &[u8], at: usize) -> Option<usize> {
 
 /// Past the string whose body starts at `from` and ends at an unescaped `close`;
 /// `None` when it never ends, or (unless `multiline`) a line ends first.
-pub(super) fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
+fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Option<usize> {
     let mut i = from;
     loop {
         match *b.get(i)? {
@@ -524,7 +550,7 @@ pub(super) fn quoted(b: &[u8], from: usize, close: u8, multiline: bool) -> Optio
     }
 }
 
-pub(super) fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
     while i < b.len() && keep(b[i]) {
         i += 1;
     }
@@ -533,7 +559,7 @@ pub(super) fn skip_while(b: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> u
 
 /// Past whitespace and comments (`//`, `/* */`, nested when `nested`) from `i`;
 /// `None` when a comment never ends.
-pub(super) fn skip_trivia(b: &[u8], mut i: usize, nested: bool) -> Option<usize> {
+fn skip_trivia(b: &[u8], mut i: usize, nested: bool) -> Option<usize> {
     loop {
         i = skip_while(b, i, |c| c.is_ascii_whitespace());
         match (b.get(i), b.get(i + 1)) {
