@@ -725,7 +725,7 @@ fn a_test_file_is_not_parsed_unless_test_code_is_reported() {
     let r = TestRepo::new();
     r.write("tests/api.rs", QUERY_BEFORE);
     r.commit_all("initial");
-    r.write("tests/api.rs", &format!("{QUERY_AFTER}\nfn broken( {{\n"));
+    r.write("tests/api.rs", format!("{QUERY_AFTER}\nfn broken( {{\n"));
     r.commit_all("change");
     let v = scan_json(&r, &["--no-memory"]);
     assert_eq!((&v["findings"], &v["notes"]), (&json!([]), &json!([])), "{v}");
