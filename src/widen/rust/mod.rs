@@ -212,13 +212,12 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
 
 /// Whether a guard with `key` may stand in `text`.
 fn guard_may_be_in(key: &str, text: &window::Outside) -> bool {
-    match key.strip_prefix("if:") {
-        Some(cond) => text.contains_compact(cond),
-        None => {
-            (key.starts_with("eq(") && text.contains("_eq"))
-                || (key.starts_with("ne(") && text.contains("_ne"))
-                || text.contains_compact(key)
-        }
+    // `eq(a,b)` stands for `assert_eq!(a, b)`: its squashed text holds `a,b`.
+    let eq_args = ["eq(", "ne("].iter().find_map(|p| key.strip_prefix(p)?.strip_suffix(')'));
+    match (key.strip_prefix("if:"), eq_args) {
+        (Some(cond), _) => text.contains_compact(cond),
+        (None, Some(args)) => text.contains_compact(args),
+        (None, None) => text.contains_compact(key),
     }
 }
 
