@@ -164,7 +164,8 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
     let (history, mut history_notes) = migration_history(repo, diff, &files);
     history_notes.extend(read_notes);
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
-    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, policy.window) {
+    let parse = policy.parse();
+    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, parse.window, parse.skip_tests) {
         Some(cache) => {
             let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
             let _ = cache.save();

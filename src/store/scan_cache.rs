@@ -49,15 +49,18 @@ const FORMAT: u32 = 1;
 
 /// The identity of the rules that produced the findings: the format, premerge's
 /// version, whether the change window is on (it can scan a file whose untouched part
-/// does not parse), every rule id, and the executable's size and modification time (a rebuild
+/// does not parse) and whether test code was left out (its findings are then
+/// missing), every rule id, and the executable's size and modification time (a rebuild
 /// may change what a rule reports without renaming it). `None` when the executable
 /// cannot be examined: then nothing is cached, rather than risk serving findings of
 /// another build.
-pub(crate) fn ruleset(window: bool) -> Option<String> {
+pub(crate) fn ruleset(window: bool, skip_tests: bool) -> Option<String> {
     let exe = std::env::current_exe().ok()?.metadata().ok()?;
     let modified = exe.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     let mut h = Sha256::new();
-    h.update(format!("{MAGIC} {FORMAT} {} window={}\n", env!("CARGO_PKG_VERSION"), window));
+    h.update(format!("{MAGIC} {FORMAT} {} window={window}", env!("CARGO_PKG_VERSION")));
+    // Added to the line only when on, so that caches written before stay valid.
+    h.update(if skip_tests { " skip_tests\n" } else { "\n" });
     for r in RuleId::ALL {
         h.update(r.as_str());
         h.update(b"\n");
@@ -113,12 +116,13 @@ impl ScanCache {
     /// The cache of the state directory `dir`; `None` when switched off or when the
     /// rule set cannot be named. Never fails: anything wrong with the file is an empty
     /// cache.
-    /// `window` is whether the scan uses the change window (its findings are kept apart).
-    pub(crate) fn open(dir: &Path, window: bool) -> Option<ScanCache> {
+    /// `window` is whether the scan uses the change window and `skip_tests` whether it
+    /// leaves test code out (the findings of each mode are kept apart).
+    pub(crate) fn open(dir: &Path, window: bool, skip_tests: bool) -> Option<ScanCache> {
         if crate::env::process().var_os("PREMERGE_SCAN_CACHE").is_some_and(|v| v == "0") {
             return None;
         }
-        Some(ScanCache::open_with(dir, ruleset(window)?))
+        Some(ScanCache::open_with(dir, ruleset(window, skip_tests)?))
     }
 
     /// [`ScanCache::open`] with a given rule set.

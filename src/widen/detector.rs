@@ -21,6 +21,25 @@ use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, python, rust, schema, sql, ts};
 
+/// How a file may be read: what the engine's policy allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Parse {
+    /// The change window and body elision (off: `PREMERGE_SCAN_WINDOW=0`, every file
+    /// parsed whole).
+    pub window: bool,
+    /// Test modules may be left out of the parse: their findings are not reported
+    /// (`scan.include_tests` off). Findings in test code may then be missing from the
+    /// detector's answer; none other may change.
+    pub skip_tests: bool,
+}
+
+impl From<bool> for Parse {
+    /// The window on or off, test code read.
+    fn from(window: bool) -> Parse {
+        Parse { window, skip_tests: false }
+    }
+}
+
 /// One language's detector.
 pub(crate) trait Detector: Sync {
     /// What one version of a file constrains, by symbol.
@@ -39,14 +58,14 @@ pub(crate) trait Detector: Sync {
     /// One version read whole; `side` is `"old"` or `"new"`, for the error message.
     fn parse(&self, path: &str, src: &str, side: &'static str) -> Result<Self::Inventory, DetectError>;
 
-    /// Both versions' inventories. By default each is read whole; `window` says whether
+    /// Both versions' inventories. By default each is read whole; `parse` says whether
     /// the detector may read only what the change touches ([`Grammar`] detectors do).
     fn pair(
         &self,
         path: &str,
         before: &str,
         after: &str,
-        _window: bool,
+        _parse: Parse,
     ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
         Ok((self.parse(path, before, "old")?, self.parse(path, after, "new")?))
     }
@@ -158,19 +177,19 @@ pub(in crate::widen) fn tree_pair<G: Grammar>(
     path: &str,
     before: &str,
     after: &str,
-    allow_window: bool,
+    parse: Parse,
 ) -> Result<(G::Inventory, G::Inventory), DetectError> {
-    if allow_window
+    if parse.window
         && !before.is_empty()
         && let Some(lexer) = g.window(path)
         && let Some(pair) = windowed(g, lexer, path, before, after)
     {
         return Ok(pair);
     }
-    if allow_window
+    if parse.window
         && !before.is_empty()
         && let Some(e) = g.elide(path)
-        && let Some(pair) = elided(g, &e, path, before, after)
+        && let Some(pair) = elided(g, &e, path, before, after, parse.skip_tests)
     {
         return Ok(pair);
     }
@@ -226,16 +245,18 @@ pub(in crate::widen) fn windowed<G: Grammar>(
 }
 
 /// Both inventories, each version parsed with the function bodies [`elide::find`]
-/// leaves out. First with the bodies both versions share left out too; a shared body
-/// the detector says could matter ([`Grammar::shared_stand`]) is then parsed after
-/// all, in one more try; last, the trigger-free bodies alone. `None` (parse whole)
-/// when little would be left out or a version does not parse so.
+/// leaves out (and its test modules, with `skip_tests`). First with the bodies both
+/// versions share left out too; a shared body or test module the detector says could
+/// matter ([`Grammar::shared_stand`]) is then parsed after all, in one more try; last,
+/// the trigger-free bodies (and test modules) alone. `None` (parse whole) when little
+/// would be left out or a version does not parse so.
 pub(in crate::widen) fn elided<G: Grammar>(
     g: &G,
     e: &elide::Elision,
     path: &str,
     before: &str,
     after: &str,
+    skip_tests: bool,
 ) -> Option<(G::Inventory, G::Inventory)> {
     let lang = g.grammar(path);
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
@@ -249,10 +270,12 @@ pub(in crate::widen) fn elided<G: Grammar>(
             1 => continue,
             _ => None,
         };
-        let Some((o, n)) = elide::find(e, before, after, share) else { continue };
+        let Some((o, n)) = elide::find(e, before, after, share, skip_tests) else { continue };
         let (old, new) = rayon::join(|| build(before, &o), || build(after, &n));
         let (old, new) = (old?, new?);
+        let tests = (o.tests.iter().map(|r| &before[r.clone()])).chain(n.tests.iter().map(|r| &after[r.clone()]));
         let matter: Vec<&str> = (o.shared.iter().map(|r| &before[r.clone()]))
+            .chain(tests)
             .filter(|text| !g.shared_stand(&old, &new, &window::Outside::from_parts(vec![text])))
             .collect();
         if matter.is_empty() {
@@ -284,9 +307,9 @@ impl<G: Grammar> Detector for G {
         path: &str,
         before: &str,
         after: &str,
-        window: bool,
+        parse: Parse,
     ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
-        tree_pair(self, path, before, after, window)
+        tree_pair(self, path, before, after, parse)
     }
 
     fn repair(&self, src: &str) -> Option<String> {
@@ -368,15 +391,16 @@ pub(crate) fn run(
     path: &str,
     before: &str,
     after: &str,
-    window: bool,
+    parse: impl Into<Parse>,
 ) -> Result<Vec<RawFinding>, DetectError> {
+    let parse = parse.into();
     caught(lang, path, || match lang {
-        Language::Rust => run_with(&rust::RustDetector, path, before, after, window),
-        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, window),
-        Language::Python => run_with(&python::PythonDetector, path, before, after, window),
-        Language::Go => run_with(&go::GoDetector, path, before, after, window),
-        Language::Sql => run_with(&SQL, path, before, after, window),
-        Language::JsonSchema => run_with(&SCHEMA, path, before, after, window),
+        Language::Rust => run_with(&rust::RustDetector, path, before, after, parse),
+        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, parse),
+        Language::Python => run_with(&python::PythonDetector, path, before, after, parse),
+        Language::Go => run_with(&go::GoDetector, path, before, after, parse),
+        Language::Sql => run_with(&SQL, path, before, after, parse),
+        Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse),
     })
 }
 
@@ -405,7 +429,7 @@ pub(crate) fn run_sql_after(
     earlier: &[&str],
 ) -> Result<Vec<RawFinding>, DetectError> {
     let d = WholeText { rules: sql::RULES, detect: |p: &str, b: &str, a: &str| sql::detect_after(p, b, a, earlier) };
-    caught(Language::Sql, path, || run_with(&d, path, before, after, false))
+    caught(Language::Sql, path, || run_with(&d, path, before, after, Parse::from(false)))
 }
 
 fn run_with<D: Detector>(
@@ -413,9 +437,9 @@ fn run_with<D: Detector>(
     path: &str,
     before: &str,
     after: &str,
-    window: bool,
+    parse: Parse,
 ) -> Result<Vec<RawFinding>, DetectError> {
-    let (old, new) = match d.pair(path, before, after, window) {
+    let (old, new) = match d.pair(path, before, after, parse) {
         Ok(pair) => pair,
         Err(e) => {
             // Syntax the grammar does not know yet: read the repaired texts, or report
@@ -425,7 +449,7 @@ fn run_with<D: Detector>(
                 return Err(e);
             }
             let (b, a) = (b.as_deref().unwrap_or(before), a.as_deref().unwrap_or(after));
-            d.pair(path, b, a, window).map_err(|_| e)?
+            d.pair(path, b, a, parse).map_err(|_| e)?
         }
     };
     Ok(syntax::finish(d.compare(path, &old, &new)?))

@@ -35,6 +35,9 @@ pub(crate) struct Elision {
     /// (an item declared inside, `unsafe` code); such a body is never left out for
     /// being shared.
     pub unshared: fn(&str) -> bool,
+    /// Whether a test module's inside may hold what the comparison looks up across
+    /// the file from outside test code; such a module is never left out.
+    pub test_unshared: fn(&str) -> bool,
 }
 
 /// The whole words of `text` among `words` (the automaton of those words): each
@@ -57,48 +60,68 @@ pub(crate) enum BodyLexer {
     Rust,
 }
 
-/// The bodies of the function items of a Rust file, braces included, in order of
-/// their opening brace (a function nested in another's body comes after it). `None`
-/// when the file does not lex.
+/// The function bodies and test modules of a file, braces included.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(in crate::widen) struct Bodies {
+    /// Function bodies, in order of their opening brace (a function nested in
+    /// another's body comes after it).
+    pub fns: Vec<Range<usize>>,
+    /// The blocks of modules marked `#[cfg(test)]`, in order.
+    pub tests: Vec<Range<usize>>,
+}
+
+/// The bodies of the function items of a Rust file and of its `#[cfg(test)]` modules.
+/// `None` when the file does not lex.
 ///
 /// A function item is `fn` followed by a name (`fn(u8)` is a pointer type); its body
 /// is the first `{` at the bracket depth of the `fn`, unless a `;` (a declaration
-/// without a body) or a closing bracket comes first.
-pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Vec<Range<usize>>> {
+/// without a body) or a closing bracket comes first. A test module is `mod` and a
+/// name, then `{`, right after `#[cfg(test)]` (and a visibility).
+pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
     let b = src.as_bytes();
-    let mut out: Vec<Range<usize>> = Vec::new();
-    // Opening brackets: whether each opened a body (at the index in `out`).
-    let mut open: Vec<Option<usize>> = Vec::new();
-    // The depth of a `fn` whose body has not begun yet.
-    let mut pending: Option<usize> = None;
-    // A `fn` just seen: a name must follow for it to be an item.
-    let mut after_fn = false;
+    let mut out = Bodies::default();
+    // Opening brackets: whether each opened a function body or a test module (at the
+    // index in its list).
+    let mut open: Vec<Option<(bool, usize)>> = Vec::new();
+    // The depth of a `fn` whose body, or of a test `mod` whose block, has not begun.
+    let mut pending: Option<(bool, usize)> = None;
+    // A `fn` or `mod` just seen (and whether the `mod` is a test module): a name must
+    // follow for it to be an item.
+    let mut keyword: Option<bool> = None;
     rust_tokens(src, |i, token| {
-        if std::mem::take(&mut after_fn) && matches!(token, RustToken::Word(_)) {
-            pending = Some(open.len());
+        if let Some(test) = keyword.take()
+            && matches!(token, RustToken::Word(_))
+        {
+            pending = Some((test, open.len()));
         }
         match token {
-            RustToken::Word(end) => after_fn = &b[i..end] == b"fn",
+            RustToken::Word(end) => match &b[i..end] {
+                b"fn" => keyword = Some(false),
+                b"mod" if is_test_module(&src[..i]) => keyword = Some(true),
+                _ => {}
+            },
             RustToken::Punct(b'{') => {
-                let body = (pending == Some(open.len())).then(|| {
-                    out.push(i..i);
-                    out.len() - 1
+                let block = pending.filter(|&(_, depth)| depth == open.len()).map(|(test, _)| {
+                    let list = if test { &mut out.tests } else { &mut out.fns };
+                    list.push(i..i);
+                    (test, list.len() - 1)
                 });
-                if body.is_some() {
+                if block.is_some() {
                     pending = None;
                 }
-                open.push(body);
+                open.push(block);
             }
             RustToken::Punct(b'(' | b'[') => open.push(None),
             RustToken::Punct(b'}' | b')' | b']') => {
-                if let Some(at) = open.pop()? {
-                    out[at].end = i + 1;
+                if let Some((test, at)) = open.pop()? {
+                    let list = if test { &mut out.tests } else { &mut out.fns };
+                    list[at].end = i + 1;
                 }
-                if pending.is_some_and(|d| d > open.len()) {
+                if pending.is_some_and(|(_, d)| d > open.len()) {
                     pending = None;
                 }
             }
-            RustToken::Punct(b';') if pending == Some(open.len()) => pending = None,
+            RustToken::Punct(b';') if pending.is_some_and(|(_, d)| d == open.len()) => pending = None,
             RustToken::Punct(_) => {}
         }
         Some(())
@@ -106,12 +129,33 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Vec<Range<usize>>> {
     open.is_empty().then_some(out)
 }
 
-/// What a version leaves out: the insides of some bodies (sorted, disjoint), and of
-/// those the ones left out because the other version has the same body.
+/// Whether the text before a `mod` keyword ends with `#[cfg(test)]`, a visibility
+/// between them allowed.
+fn is_test_module(head: &str) -> bool {
+    let mut head = head.trim_end();
+    if let Some(rest) = head.strip_suffix(')')
+        && let Some(open) = rest.rfind('(')
+        && rest[..open].trim_end().ends_with("pub")
+    {
+        head = rest[..open].trim_end();
+    }
+    head = head.strip_suffix("pub").unwrap_or(head).trim_end();
+    let mut from = head.len().saturating_sub(40);
+    while !head.is_char_boundary(from) {
+        from -= 1;
+    }
+    super::syntax::compact(&head[from..]).ends_with("#[cfg(test)]")
+}
+
+/// What a version leaves out: the insides of some bodies and test modules (sorted,
+/// disjoint), and of those the bodies left out because the other version has the same
+/// body, and the test modules.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Elided {
     pub inside: Vec<Range<usize>>,
     pub shared: Vec<Range<usize>>,
+    /// The test modules left out.
+    pub tests: Vec<Range<usize>>,
 }
 
 impl Elided {
@@ -136,14 +180,16 @@ impl Elided {
 /// The bodies each version leaves out: those for which [`Elision::triggers`] is false,
 /// and with `share` those whose text (braces included) is a body of the other version
 /// too (as many copies as the other version has), for which [`Elision::unshared`] is
-/// false and whose inside is not among the texts `share` holds (refused before).
-/// `None` when either version does not lex or less than a quarter of the two versions
-/// would be left out (the plain parse is then as good).
+/// false and whose inside is not among the texts `share` holds (refused before); with
+/// `tests`, the test modules for which [`Elision::test_unshared`] is false and whose
+/// inside `share` does not hold. `None` when either version does not lex or less than
+/// a quarter of the two versions would be left out (the plain parse is then as good).
 pub(in crate::widen) fn find<'a>(
     e: &Elision,
     before: &'a str,
     after: &'a str,
     share: Option<&BTreeSet<&str>>,
+    tests: bool,
 ) -> Option<(Elided, Elided)> {
     let bodies = |src: &str| match e.lexer {
         BodyLexer::Rust => rust_bodies(src),
@@ -151,20 +197,33 @@ pub(in crate::widen) fn find<'a>(
     let (old, new) = (bodies(before)?, bodies(after)?);
     // How many times each body's text stands in a version: a body is shared only
     // while the other version has a copy of its text not yet paired with another.
-    let texts = |src: &'a str, bodies: &[Range<usize>]| -> BTreeMap<&'a str, usize> {
+    let texts = |src: &'a str, bodies: &Bodies| -> BTreeMap<&'a str, usize> {
         let mut m = BTreeMap::new();
         if share.is_some() {
-            for r in bodies {
+            for r in &bodies.fns {
                 *m.entry(&src[r.clone()]).or_default() += 1;
             }
         }
         m
     };
     let (old_texts, new_texts) = (texts(before, &old), texts(after, &new));
-    let side = |src: &str, bodies: &[Range<usize>], mut other: BTreeMap<&str, usize>| {
+    let refused = |text: &str| share.is_some_and(|r| r.contains(text));
+    let side = |src: &str, bodies: &Bodies, mut other: BTreeMap<&str, usize>| {
         let mut out = Elided::default();
         let mut covered = 0;
-        for r in bodies {
+        // Test modules first: a body inside one left out goes with it.
+        let mut modules = (bodies.tests.iter())
+            .map(|r| r.start + 1..r.end - 1)
+            .filter(|inside| tests && !refused(&src[inside.clone()]) && !(e.test_unshared)(&src[inside.clone()]))
+            .peekable();
+        for r in &bodies.fns {
+            while let Some(m) = modules.next_if(|m| m.start <= r.start) {
+                if m.start >= covered {
+                    out.tests.push(m.clone());
+                    out.inside.push(m.clone());
+                    covered = m.end;
+                }
+            }
             if r.start < covered || r.len() < 2 {
                 continue;
             }
@@ -172,8 +231,7 @@ pub(in crate::widen) fn find<'a>(
             let text = &src[inside.clone()];
             let free = !(e.triggers)(text);
             let copy = other.get_mut(&src[r.clone()]).filter(|n| **n > 0);
-            let refused = share.is_some_and(|r| r.contains(text));
-            let shared = !free && copy.is_some() && !refused && !(e.unshared)(text);
+            let shared = !free && copy.is_some() && !refused(text) && !(e.unshared)(text);
             if shared && let Some(n) = copy {
                 *n -= 1;
             }
@@ -184,6 +242,10 @@ pub(in crate::widen) fn find<'a>(
                 out.inside.push(inside);
                 covered = r.end;
             }
+        }
+        for m in modules.filter(|m| m.start >= covered) {
+            out.tests.push(m.clone());
+            out.inside.push(m);
         }
         out
     };
@@ -196,7 +258,7 @@ mod tests {
     use super::*;
 
     fn bodies(src: &str) -> Vec<&str> {
-        rust_bodies(src).unwrap().into_iter().map(|r| &src[r]).collect()
+        rust_bodies(src).unwrap().fns.into_iter().map(|r| &src[r]).collect()
     }
 
     #[test]
@@ -239,10 +301,11 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
             lexer: BodyLexer::Rust,
             triggers: |t| t.contains("if") || t.contains("unsafe"),
             unshared: |t| t.contains("unsafe"),
+            test_unshared: |t| t.contains("unsafe"),
         };
         let before = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if y { } }\nfn d() { unsafe { } }\nfn e() { if x { store(); } }\n";
         let after = "fn a() { 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if z { } }\nfn d() { unsafe { } }\n";
-        let (o, n) = find(&e, before, after, Some(&BTreeSet::new())).unwrap();
+        let (o, n) = find(&e, before, after, Some(&BTreeSet::new()), false).unwrap();
         let shown = |src: &'static str, e: &Elided| e.inside.iter().map(|r| &src[r.clone()]).collect::<Vec<_>>();
         // `b`'s body is shared once (the new version has one copy of it, the old two);
         // `d`'s holds `unsafe`, which is never shared.
@@ -250,14 +313,18 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         assert_eq!(shown(after, &n), vec![" 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 ", " if x { store(); } "]);
         assert_eq!((o.shared.len(), n.shared.len()), (1, 1));
         let refused = BTreeSet::from([" if x { store(); } "]);
-        let (o, n) = find(&e, before, after, Some(&refused)).unwrap();
+        let (o, n) = find(&e, before, after, Some(&refused), false).unwrap();
         assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 "], "a refused text is not shared");
         assert!(n.shared.is_empty());
-        let (o, _) = find(&e, before, after, None).unwrap();
+        let (o, _) = find(&e, before, after, None, false).unwrap();
         assert_eq!(shown(before, &o), vec![" 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 "]);
-        assert_eq!(find(&e, "fn a() { 1 }\nfn c() { if y { } }\n", "", None), None, "less than a quarter left out");
+        assert_eq!(
+            find(&e, "fn a() { 1 }\nfn c() { if y { } }\n", "", None, false),
+            None,
+            "less than a quarter left out"
+        );
         let long = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 }\nfn c() { if y { } }\n";
-        let (o, _) = find(&e, long, "", None).unwrap();
+        let (o, _) = find(&e, long, "", None, false).unwrap();
         assert_eq!(o.kept(long.len()), vec![0..8, 68..long.len()]);
         assert!(o.shared.is_empty());
     }

@@ -70,6 +70,11 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// What the detectors may leave out of their parse under this policy.
+    pub(crate) fn parse(&self) -> detector::Parse {
+        detector::Parse { window: self.window, skip_tests: self.window && !self.include_tests }
+    }
+
     /// Build a policy from configuration values, validating globs, rule ids and severities.
     pub fn new(
         max_file_bytes: u64,
@@ -351,14 +356,14 @@ fn scan_one(
         (_, Some((key, cache))) => match cache.get(key) {
             Some(found) => Ok(found),
             None => {
-                let found = detector::run(lang, path, before, after, policy.window);
+                let found = detector::run(lang, path, before, after, policy.parse());
                 if let Ok(found) = &found {
                     cache.put(key, found);
                 }
                 found
             }
         },
-        (_, None) => detector::run(lang, path, before, after, policy.window),
+        (_, None) => detector::run(lang, path, before, after, policy.parse()),
     };
     let raw = match raw {
         Ok(r) => r,

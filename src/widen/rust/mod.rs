@@ -134,6 +134,7 @@ impl super::detector::Grammar for RustDetector {
             lexer: super::elide::BodyLexer::Rust,
             triggers: body_may_hold,
             unshared: body_unshared,
+            test_unshared: test_module_unshared,
         })
     }
 
@@ -402,6 +403,19 @@ fn body_unshared(text: &str) -> bool {
             "type",
         ])
         .expect("a handful of words always builds")
+    });
+    text.contains("#!") || super::elide::words(text, &WORDS).next().is_some()
+}
+
+/// Whether a test module may hold what the comparison of the code outside test code
+/// looks up across the file: an enum name, a `serde_json` import, a macro definition,
+/// an inner attribute, `unsafe` code. (Its guards are looked up too: the engine's
+/// [`super::detector::Grammar::shared_stand`] test covers those.) The rest is named
+/// after the module.
+fn test_module_unshared(text: &str) -> bool {
+    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::new(["unsafe", "macro_rules", "enum", "serde_json"])
+            .expect("a handful of words always builds")
     });
     text.contains("#!") || super::elide::words(text, &WORDS).next().is_some()
 }

@@ -99,8 +99,10 @@ fn window_gives_the_findings_of_whole_files() {
 /// Leaving function bodies out of the parse ([`crate::widen::elide`]) gives exactly
 /// the findings of whole files: this crate's Rust source and the fixtures, each with
 /// the edits of the window's test (a type widened, a check removed, `unsafe` added,
-/// lines deleted), both ways. The pairs must exercise both kinds of elision: bodies
-/// without triggers alone, and bodies shared by both versions.
+/// lines deleted), both ways. The pairs must exercise each kind of elision: bodies
+/// without triggers alone, bodies shared by both versions, and (where findings in test
+/// code are not reported) test modules, after which the findings outside test code
+/// must be the same.
 #[test]
 fn elided_bodies_give_the_findings_of_whole_files() {
     use super::super::detector::{Grammar, elided};
@@ -151,25 +153,50 @@ fn elided_bodies_give_the_findings_of_whole_files() {
             pairs.push((name.clone(), text.clone(), after));
         }
     }
+    // A test module of this crate's source widened or stripped of its checks too, and
+    // a guard outside test code also written in one: with test code left out, the
+    // findings outside test code must stay the same.
+    let module = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        assert!(x < 10);\n    }\n}\n";
+    pairs.push((
+        "guard also in a test module".to_string(),
+        format!("fn a(x: u8) {{\n    assert!(x < 10);\n}}\n{filler}{module}"),
+        format!("fn a(x: u8) {{\n}}\n{filler}{module}"),
+    ));
     let e = RustDetector.elide(PATH).expect("the Rust detector elides bodies");
-    let (taken, shared, found) = pairs
+    let outside_tests = |found: Result<Vec<RawFinding>, DetectError>| {
+        found.map(|f| f.into_iter().filter(|f| !f.in_test).collect::<Vec<_>>())
+    };
+    let (taken, shared, tests, found) = pairs
         .par_iter()
         .map(|(name, before, after)| {
-            let Some((old, new)) = elided(&RustDetector, &e, PATH, before, after) else { return (0, 0, 0) };
-            let got = Ok(crate::widen::syntax::finish(RustDetector.compare(&old, &new)));
-            assert_same(
-                &format!("{name}, whole files against elided bodies"),
-                &detect_with(before, after, false),
-                &got,
-                false,
-            );
-            let shares = super::super::elide::find(&e, before, after, Some(&Default::default()))
-                .is_some_and(|(o, _)| !o.shared.is_empty());
-            (1, usize::from(shares), got.map_or(0, |f| f.len()))
+            let whole = detect_with(before, after, false);
+            let mut counts = (0, 0, 0, 0);
+            for skip_tests in [false, true] {
+                let Some((old, new)) = elided(&RustDetector, &e, PATH, before, after, skip_tests) else { continue };
+                let got = Ok(crate::widen::syntax::finish(RustDetector.compare(&old, &new)));
+                let what = format!("{name}, whole files against elided bodies (test modules left out: {skip_tests})");
+                if skip_tests {
+                    // A file whose test module does not parse is scanned without it,
+                    // where the whole file is refused: the one difference allowed.
+                    if whole.is_ok() {
+                        assert_same(&what, &outside_tests(whole.clone()), &outside_tests(got.clone()), false);
+                    }
+                    let left_out = super::super::elide::find(&e, before, after, Some(&Default::default()), true)
+                        .is_some_and(|(o, _)| !o.tests.is_empty());
+                    counts.2 += usize::from(left_out);
+                } else {
+                    assert_same(&what, &whole, &got, false);
+                    let shares = super::super::elide::find(&e, before, after, Some(&Default::default()), false)
+                        .is_some_and(|(o, _)| !o.shared.is_empty());
+                    counts = (1, usize::from(shares), counts.2, got.map_or(0, |f| f.len()));
+                }
+            }
+            counts
         })
-        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+        .reduce(|| (0, 0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3));
     assert!(taken > 300, "elision took {taken} of {} pairs", pairs.len());
     assert!(shared > 100, "pairs with shared bodies left out: {shared}");
+    assert!(tests > 100, "pairs with a test module left out: {tests}");
     assert!(found > 60, "the elided pairs gave findings to compare ({found})");
 }
 
