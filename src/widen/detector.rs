@@ -141,10 +141,17 @@ pub(crate) trait Grammar: Sync {
         None
     }
 
-    /// Whether inventories read with the `shared` bodies left out (the same text in
-    /// both versions) compare exactly as the whole files' would.
-    fn shared_stand(&self, _old: &Self::Inventory, _new: &Self::Inventory, _shared: &window::Outside) -> bool {
-        false
+    /// Of the `texts` left out of inventories (bodies the same in both versions, test
+    /// modules with `skip_tests`), those that could make the comparison differ from
+    /// the whole files' (outside test code, with `skip_tests`); by default all.
+    fn shared_conflicts<'t>(
+        &self,
+        _old: &Self::Inventory,
+        _new: &Self::Inventory,
+        _skip_tests: bool,
+        texts: &[&'t str],
+    ) -> Vec<&'t str> {
+        texts.to_vec()
     }
 
     /// Whether the window's inventories compare exactly as the whole files' would,
@@ -247,7 +254,7 @@ pub(in crate::widen) fn windowed<G: Grammar>(
 /// Both inventories, each version parsed with the function bodies [`elide::find`]
 /// leaves out (and its test modules, with `skip_tests`). First with the bodies both
 /// versions share left out too; a shared body or test module the detector says could
-/// matter ([`Grammar::shared_stand`]) is then parsed after all, in one more try; last,
+/// matter ([`Grammar::shared_conflicts`]) is then parsed after all, in one more try; last,
 /// the trigger-free bodies (and test modules) alone. `None` (parse whole) when little
 /// would be left out or a version does not parse so.
 pub(in crate::widen) fn elided<G: Grammar>(
@@ -274,10 +281,8 @@ pub(in crate::widen) fn elided<G: Grammar>(
         let (old, new) = rayon::join(|| build(before, &o), || build(after, &n));
         let (old, new) = (old?, new?);
         let tests = (o.tests.iter().map(|r| &before[r.clone()])).chain(n.tests.iter().map(|r| &after[r.clone()]));
-        let matter: Vec<&str> = (o.shared.iter().map(|r| &before[r.clone()]))
-            .chain(tests)
-            .filter(|text| !g.shared_stand(&old, &new, &window::Outside::from_parts(vec![text])))
-            .collect();
+        let left_out: Vec<&str> = (o.shared.iter().map(|r| &before[r.clone()])).chain(tests).collect();
+        let matter = g.shared_conflicts(&old, &new, skip_tests, &left_out);
         if matter.is_empty() {
             return Some((old, new));
         }

@@ -66,6 +66,8 @@ pub(in crate::widen) struct Bodies {
     /// Function bodies, in order of their opening brace (a function nested in
     /// another's body comes after it).
     pub fns: Vec<Range<usize>>,
+    /// The name of the function of each body.
+    pub names: Vec<Range<usize>>,
     /// The blocks of modules marked `#[cfg(test)]`, in order.
     pub tests: Vec<Range<usize>>,
 }
@@ -88,11 +90,13 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
     // A `fn` or `mod` just seen (and whether the `mod` is a test module): a name must
     // follow for it to be an item.
     let mut keyword: Option<bool> = None;
+    let mut name = 0..0;
     rust_tokens(src, |i, token| {
         if let Some(test) = keyword.take()
-            && matches!(token, RustToken::Word(_))
+            && let RustToken::Word(end) = token
         {
             pending = Some((test, open.len()));
+            name = i..end;
         }
         match token {
             RustToken::Word(end) => match &b[i..end] {
@@ -102,6 +106,9 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
             },
             RustToken::Punct(b'{') => {
                 let block = pending.filter(|&(_, depth)| depth == open.len()).map(|(test, _)| {
+                    if !test {
+                        out.names.push(name.clone());
+                    }
                     let list = if test { &mut out.tests } else { &mut out.fns };
                     list.push(i..i);
                     (test, list.len() - 1)
@@ -178,8 +185,8 @@ impl Elided {
 }
 
 /// The bodies each version leaves out: those for which [`Elision::triggers`] is false,
-/// and with `share` those whose text (braces included) is a body of the other version
-/// too (as many copies as the other version has), for which [`Elision::unshared`] is
+/// and with `share` those whose text (braces included) is a body of a function of the
+/// same name in the other version too (as many copies as the other version has), for which [`Elision::unshared`] is
 /// false and whose inside is not among the texts `share` holds (refused before); with
 /// `tests`, the test modules for which [`Elision::test_unshared`] is false and whose
 /// inside `share` does not hold. `None` when either version does not lex or less than
@@ -197,18 +204,21 @@ pub(in crate::widen) fn find<'a>(
     let (old, new) = (bodies(before)?, bodies(after)?);
     // How many times each body's text stands in a version: a body is shared only
     // while the other version has a copy of its text not yet paired with another.
-    let texts = |src: &'a str, bodies: &Bodies| -> BTreeMap<&'a str, usize> {
+    // Bodies pair by the name of their function and their text: a body that moved to
+    // another function is not shared (where its guards stand decides which function
+    // a removed guard counts against).
+    let texts = |src: &'a str, bodies: &Bodies| -> BTreeMap<(&'a str, &'a str), usize> {
         let mut m = BTreeMap::new();
         if share.is_some() {
-            for r in &bodies.fns {
-                *m.entry(&src[r.clone()]).or_default() += 1;
+            for (r, name) in bodies.fns.iter().zip(&bodies.names) {
+                *m.entry((&src[name.clone()], &src[r.clone()])).or_default() += 1;
             }
         }
         m
     };
     let (old_texts, new_texts) = (texts(before, &old), texts(after, &new));
     let refused = |text: &str| share.is_some_and(|r| r.contains(text));
-    let side = |src: &str, bodies: &Bodies, mut other: BTreeMap<&str, usize>| {
+    let side = |src: &'a str, bodies: &Bodies, mut other: BTreeMap<(&'a str, &'a str), usize>| {
         let mut out = Elided::default();
         let mut covered = 0;
         // Test modules first: a body inside one left out goes with it.
@@ -216,7 +226,7 @@ pub(in crate::widen) fn find<'a>(
             .map(|r| r.start + 1..r.end - 1)
             .filter(|inside| tests && !refused(&src[inside.clone()]) && !(e.test_unshared)(&src[inside.clone()]))
             .peekable();
-        for r in &bodies.fns {
+        for (r, name) in bodies.fns.iter().zip(&bodies.names) {
             while let Some(m) = modules.next_if(|m| m.start <= r.start) {
                 if m.start >= covered {
                     out.tests.push(m.clone());
@@ -230,7 +240,7 @@ pub(in crate::widen) fn find<'a>(
             let inside = r.start + 1..r.end - 1;
             let text = &src[inside.clone()];
             let free = !(e.triggers)(text);
-            let copy = other.get_mut(&src[r.clone()]).filter(|n| **n > 0);
+            let copy = other.get_mut(&(&src[name.clone()], &src[r.clone()])).filter(|n| **n > 0);
             let shared = !free && copy.is_some() && !refused(text) && !(e.unshared)(text);
             if shared && let Some(n) = copy {
                 *n -= 1;
@@ -286,6 +296,17 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
                 "{ b'}' }",
             ]
         );
+    }
+
+    #[test]
+    fn names_and_test_modules_are_found() {
+        let src = "fn a() { 1 }\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\n#[cfg(test)] pub(crate) mod t2 { }\n\
+                   mod plain { fn c() {} }\n#[cfg(not(test))]\nmod x {}\n#[cfg(test)]\nmod decl;\n";
+        let b = rust_bodies(src).unwrap();
+        let names: Vec<&str> = b.names.iter().map(|r| &src[r.clone()]).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let tests: Vec<&str> = b.tests.iter().map(|r| &src[r.clone()]).collect();
+        assert_eq!(tests, ["{\n    fn b() {}\n}", "{ }"]);
     }
 
     #[test]

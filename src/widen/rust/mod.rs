@@ -138,12 +138,39 @@ impl super::detector::Grammar for RustDetector {
         })
     }
 
-    /// Shared bodies hold no item and no `unsafe` ([`body_unshared`]); what else they hold
-    /// that the comparison looks up across the file is guards: a guard's key that one
-    /// version has and the other lacks must not be in a shared body, where the whole
-    /// file would have found it.
-    fn shared_stand(&self, old: &Inventory, new: &Inventory, shared: &window::Outside) -> bool {
-        !old.guard_keys.symmetric_difference(&new.guard_keys).any(|key| guard_may_be_in(key, shared))
+    /// Shared bodies hold no item and no `unsafe` ([`body_unshared`]), test modules no
+    /// enum, import of `serde_json` or `unsafe` ([`test_module_unshared`]); what else
+    /// they hold that the comparison looks up across the file is guards: a guard's key
+    /// that one version has and the other lacks must not be in a text left out, where
+    /// the whole file would have found it. With test findings not reported, only keys
+    /// that a function outside test code has matter: the rest change only findings in
+    /// test code.
+    fn shared_conflicts<'t>(
+        &self,
+        old: &Inventory,
+        new: &Inventory,
+        skip_tests: bool,
+        texts: &[&'t str],
+    ) -> Vec<&'t str> {
+        let outside_tests = |key: &str| {
+            [old, new].iter().any(|inv| {
+                inv.guards.iter().any(|(f, guards)| {
+                    !inv.owners.get(f).is_some_and(|o| o.in_test) && guards.iter().any(|g| g.key == key)
+                })
+            })
+        };
+        let keys: Vec<&String> = (old.guard_keys.symmetric_difference(&new.guard_keys))
+            .filter(|key| !skip_tests || outside_tests(key))
+            .collect();
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        (texts.iter().copied())
+            .filter(|text| {
+                let part = window::Outside::from_parts(vec![text]);
+                keys.iter().any(|key| guard_may_be_in(key, &part))
+            })
+            .collect()
     }
 
     fn stands_alone(&self, old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
@@ -410,7 +437,7 @@ fn body_unshared(text: &str) -> bool {
 /// Whether a test module may hold what the comparison of the code outside test code
 /// looks up across the file: an enum name, a `serde_json` import, a macro definition,
 /// an inner attribute, `unsafe` code. (Its guards are looked up too: the engine's
-/// [`super::detector::Grammar::shared_stand`] test covers those.) The rest is named
+/// [`super::detector::Grammar::shared_conflicts`] test covers those.) The rest is named
 /// after the module.
 fn test_module_unshared(text: &str) -> bool {
     static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
