@@ -133,14 +133,14 @@ impl super::detector::Grammar for RustDetector {
         Some(super::elide::Elision {
             lexer: super::elide::BodyLexer::Rust,
             triggers: body_may_hold,
-            unshared: body_unshared,
-            test_unshared: test_module_unshared,
+            unshared,
+            test_unshared: unshared,
         })
     }
 
-    /// Shared bodies hold no item and no `unsafe` ([`body_unshared`]), test modules no
-    /// enum, import of `serde_json` or `unsafe` ([`test_module_unshared`]); what else
-    /// they hold that the comparison looks up across the file is guards: a guard's key
+    /// Shared bodies and test modules hold no enum, `serde_json` import, inner
+    /// attribute or `unsafe` ([`unshared`]); what else they hold that the comparison
+    /// looks up across the file is guards: a guard's key
     /// that one version has and the other lacks must not be in a text left out, where
     /// the whole file would have found it. With test findings not reported, only keys
     /// that a function outside test code has matter: the rest change only findings in
@@ -410,39 +410,18 @@ fn body_may_hold(text: &str) -> bool {
     })
 }
 
-/// Whether a function body's inside may hold what the comparison looks up across the
-/// file: a type, trait, `impl`, module, import or macro defined inside (enum names and
-/// imports are file-wide facts), an inner attribute, `unsafe` code. Such a body is not
-/// left out for being the same in both versions. (A nested function, constant or
-/// static is named after the function around it, so it goes with its body.)
-fn body_unshared(text: &str) -> bool {
+/// Whether a function body or a test module may hold what the comparison looks up
+/// across the file rather than by the symbols of the text itself: an enum's name, a
+/// `serde_json` import (they decide how a changed type is read), an inner attribute
+/// (the `unsafe_code` lint levels), `unsafe` code (matched file-wide). Such a text is
+/// not left out for being shared, or for being test code. Everything else declared
+/// inside (a nested function, type, `impl`, macro) is named after the function or
+/// module around it, and its guards are checked by [`Grammar::shared_conflicts`].
+///
+/// [`Grammar::shared_conflicts`]: super::detector::Grammar::shared_conflicts
+fn unshared(text: &str) -> bool {
     static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-        aho_corasick::AhoCorasick::new([
-            "unsafe",
-            "macro_rules",
-            "use",
-            "mod",
-            "struct",
-            "enum",
-            "union",
-            "trait",
-            "impl",
-            "type",
-        ])
-        .expect("a handful of words always builds")
-    });
-    text.contains("#!") || super::elide::words(text, &WORDS).next().is_some()
-}
-
-/// Whether a test module may hold what the comparison of the code outside test code
-/// looks up across the file: an enum name, a `serde_json` import, a macro definition,
-/// an inner attribute, `unsafe` code. (Its guards are looked up too: the engine's
-/// [`super::detector::Grammar::shared_conflicts`] test covers those.) The rest is named
-/// after the module.
-fn test_module_unshared(text: &str) -> bool {
-    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-        aho_corasick::AhoCorasick::new(["unsafe", "macro_rules", "enum", "serde_json"])
-            .expect("a handful of words always builds")
+        aho_corasick::AhoCorasick::new(["unsafe", "enum", "serde_json"]).expect("a handful of words always builds")
     });
     text.contains("#!") || super::elide::words(text, &WORDS).next().is_some()
 }

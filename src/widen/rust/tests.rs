@@ -157,6 +157,12 @@ fn elided_bodies_give_the_findings_of_whole_files() {
     // a guard outside test code also written in one: with test code left out, the
     // findings outside test code must stay the same.
     let module = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        assert!(x < 10);\n    }\n}\n";
+    let nested = "fn helper() {\n    struct Q {\n        limit: u8,\n    }\n    impl Q {\n        fn f(&self) {\n            assert!(self.limit < 3);\n        }\n    }\n}\n";
+    pairs.push((
+        "types and an impl of the same name nested in a shared body and a test module".to_string(),
+        format!("pub struct Q {{\n    pub limit: u8,\n}}\nimpl Q {{\n    fn f(&self) {{\n        assert!(self.limit < 3);\n    }}\n}}\n{nested}{filler}#[cfg(test)]\nmod tests {{\n{nested}}}\n"),
+        format!("pub struct Q {{\n    pub limit: u64,\n}}\nimpl Q {{\n    fn f(&self) {{\n    }}\n}}\n{nested}{filler}#[cfg(test)]\nmod tests {{\n{nested}}}\n"),
+    ));
     pairs.push((
         "guard also in a test module".to_string(),
         format!("fn a(x: u8) {{\n    assert!(x < 10);\n}}\n{filler}{module}"),
