@@ -142,9 +142,9 @@ impl super::detector::Grammar for RustDetector {
     /// attribute or `unsafe` ([`unshared`]); what else they hold that the comparison
     /// looks up across the file is guards: a guard's key
     /// that one version has and the other lacks must not be in a text left out, where
-    /// the whole file would have found it. With test findings not reported, only keys
-    /// that a function outside test code has matter: the rest change only findings in
-    /// test code.
+    /// the whole file would have found it. Only keys that a function in both versions
+    /// has matter (the comparison weighs no other function's guards) and, with test
+    /// findings not reported, one outside test code.
     fn shared_conflicts<'t>(
         &self,
         old: &Inventory,
@@ -152,16 +152,18 @@ impl super::detector::Grammar for RustDetector {
         skip_tests: bool,
         texts: &[&'t str],
     ) -> Vec<&'t str> {
-        let outside_tests = |key: &str| {
+        // The comparison weighs a function's guards only where the function is in both
+        // versions: a key only new or gone functions have changes nothing.
+        let weighed = |key: &str| {
             [old, new].iter().any(|inv| {
                 inv.guards.iter().any(|(f, guards)| {
-                    !inv.owners.get(f).is_some_and(|o| o.in_test) && guards.iter().any(|g| g.key == key)
+                    let (Some(o), Some(n)) = (old.owners.get(f), new.owners.get(f)) else { return false };
+                    !(skip_tests && (o.in_test || n.in_test)) && guards.iter().any(|g| g.key == key)
                 })
             })
         };
-        let keys: Vec<&String> = (old.guard_keys.symmetric_difference(&new.guard_keys))
-            .filter(|key| !skip_tests || outside_tests(key))
-            .collect();
+        let keys: Vec<&String> =
+            old.guard_keys.symmetric_difference(&new.guard_keys).filter(|key| weighed(key)).collect();
         if keys.is_empty() {
             return Vec::new();
         }
