@@ -141,6 +141,13 @@ pub(crate) trait Grammar: Sync {
         None
     }
 
+    /// Whether `block` (the node of a `{` left out by [`elide`]) is what the lexer took
+    /// it for: a function's body or a test module's block. Checked for every block left
+    /// out, so that a lexer's mistake means a whole parse, never a wrong inventory.
+    fn left_out_block(&self, _block: tree_sitter::Node) -> bool {
+        false
+    }
+
     /// Of the `texts` left out of inventories (bodies the same in both versions, test
     /// modules with `skip_tests`), those that could make the comparison differ from
     /// the whole files' (outside test code, with `skip_tests`); by default all.
@@ -267,7 +274,13 @@ pub(in crate::widen) fn elided<G: Grammar>(
 ) -> Option<(G::Inventory, G::Inventory)> {
     let lang = g.grammar(path);
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
-        Some(g.build(&window::parse_ranges(&lang, src, &elided.kept(src.len()))?, src))
+        let tree = window::parse_ranges(&lang, src, &elided.kept(src.len()))?;
+        let root = tree.root_node();
+        let blocks_are_bodies = elided.inside.iter().all(|r| {
+            let brace = root.descendant_for_byte_range(r.start - 1, r.start);
+            brace.and_then(|b| b.parent()).is_some_and(|block| g.left_out_block(block))
+        });
+        blocks_are_bodies.then(|| g.build(&tree, src))
     };
     let mut refused = std::collections::BTreeSet::new();
     for attempt in 0..3 {

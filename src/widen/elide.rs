@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use super::window::{RustToken, is_ident_byte, rust_tokens};
+use super::window::{Token, is_ident_byte, rust_tokens, script_tokens};
 
 /// How a detector lets bodies be left out.
 pub(crate) struct Elision {
@@ -58,6 +58,8 @@ pub(in crate::widen) fn words<'t>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BodyLexer {
     Rust,
+    /// TypeScript and JavaScript without JSX.
+    Script,
 }
 
 /// The function bodies and test modules of a file, braces included.
@@ -93,18 +95,18 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
     let mut name = 0..0;
     rust_tokens(src, |i, token| {
         if let Some(test) = keyword.take()
-            && let RustToken::Word(end) = token
+            && let Token::Word(end) = token
         {
             pending = Some((test, open.len()));
             name = i..end;
         }
         match token {
-            RustToken::Word(end) => match &b[i..end] {
+            Token::Word(end) => match &b[i..end] {
                 b"fn" => keyword = Some(false),
                 b"mod" if is_test_module(&src[..i]) => keyword = Some(true),
                 _ => {}
             },
-            RustToken::Punct(b'{') => {
+            Token::Punct(b'{') => {
                 let block = pending.filter(|&(_, depth)| depth == open.len()).map(|(test, _)| {
                     if !test {
                         out.names.push(name.clone());
@@ -118,8 +120,8 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
                 }
                 open.push(block);
             }
-            RustToken::Punct(b'(' | b'[') => open.push(None),
-            RustToken::Punct(b'}' | b')' | b']') => {
+            Token::Punct(b'(' | b'[') => open.push(None),
+            Token::Punct(b'}' | b')' | b']') => {
                 if let Some((test, at)) = open.pop()? {
                     let list = if test { &mut out.tests } else { &mut out.fns };
                     list[at].end = i + 1;
@@ -128,8 +130,8 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
                     pending = None;
                 }
             }
-            RustToken::Punct(b';') if pending.is_some_and(|(_, d)| d == open.len()) => pending = None,
-            RustToken::Punct(_) => {}
+            Token::Punct(b';') if pending.is_some_and(|(_, d)| d == open.len()) => pending = None,
+            Token::Punct(_) => {}
         }
         Some(())
     })?;
@@ -152,6 +154,135 @@ fn is_test_module(head: &str) -> bool {
         from -= 1;
     }
     super::syntax::compact(&head[from..]).ends_with("#[cfg(test)]")
+}
+
+/// Words before a `(` that make it no function's parameter list: control flow, and
+/// operators written as words.
+const NOT_A_FUNCTION: &[&str] = &[
+    "if",
+    "for",
+    "while",
+    "switch",
+    "catch",
+    "with",
+    "return",
+    "typeof",
+    "await",
+    "void",
+    "in",
+    "of",
+    "case",
+    "throw",
+    "delete",
+    "yield",
+    "instanceof",
+    "new",
+    "else",
+    "do",
+    "super",
+    "import",
+];
+
+/// The bodies of the functions of a TypeScript or JavaScript file (without JSX),
+/// braces included, in order of their opening brace; `None` when the file does not
+/// lex for certain ([`script_tokens`]) or its brackets do not balance. Functions have
+/// no names here: script bodies are left out only when they hold no trigger, never
+/// for being shared.
+///
+/// A body is the `{` right after an arrow's `=>`, or after the `)` of a parameter list
+/// (a `(` that follows a name other than [`NOT_A_FUNCTION`], `function`, a `>` closing
+/// type parameters or a `]` closing a computed name), or after the return type written
+/// there (`): Promise<T> {`; a `{` after `:`, `|`, `&` or `,` is an object type). The
+/// lexer can be fooled (`a < b > (c)` then a block): every body left out is checked
+/// against the tree afterwards, and a mistake means a whole parse.
+pub(in crate::widen) fn script_bodies(src: &str) -> Option<Bodies> {
+    let b = src.as_bytes();
+    let mut out = Bodies::default();
+    // Opening brackets: a body's index in `out.fns`, or whether a `(` opens parameters.
+    #[derive(Clone, Copy)]
+    enum Open {
+        Body(usize),
+        Params,
+        Other,
+    }
+    let mut open: Vec<Open> = Vec::new();
+    // The previous token: a word, or a punctuation byte (`=>` is `>` after `=`).
+    let mut prev: Option<Token> = None;
+    let mut prev_at = 0;
+    let mut arrow = false;
+    // After a parameter list at a depth: whether its return type has begun.
+    let mut after_params: Option<(usize, bool)> = None;
+    let mut angle = 0usize;
+    script_tokens(src, |i, token| {
+        let depth = open.len();
+        let word_before = |t: Option<Token>| match t {
+            Some(Token::Word(end)) => Some(&src[prev_at..end]),
+            _ => None,
+        };
+        match token {
+            Token::Punct(b'{') => {
+                let in_type = after_params.filter(|&(d, _)| d == depth).is_some_and(|(_, typed)| typed);
+                let body = if in_type {
+                    // A return type: a body after a name, `>`, `]`, `)` or a type literal's `}`.
+                    angle == 0
+                        && matches!(prev, Some(Token::Word(_)) | Some(Token::Punct(b'>' | b']' | b')' | b'}')))
+                        && !arrow
+                } else {
+                    arrow || (after_params.is_some_and(|(d, _)| d == depth) && prev == Some(Token::Punct(b')')))
+                };
+                if body {
+                    out.fns.push(i..i);
+                    out.names.push(0..0);
+                    open.push(Open::Body(out.fns.len() - 1));
+                    after_params = None;
+                } else {
+                    open.push(Open::Other);
+                }
+            }
+            Token::Punct(b'(') => {
+                let params = match prev {
+                    Some(Token::Word(_)) => word_before(prev).is_some_and(|w| !NOT_A_FUNCTION.contains(&w)),
+                    Some(Token::Punct(b'>' | b']')) => !arrow,
+                    _ => false,
+                };
+                open.push(if params { Open::Params } else { Open::Other });
+            }
+            Token::Punct(b'[') => open.push(Open::Other),
+            Token::Punct(c @ (b'}' | b')' | b']')) => {
+                let closed = open.pop()?;
+                if let Open::Body(at) = closed {
+                    out.fns[at].end = i + 1;
+                }
+                if after_params.is_some_and(|(d, _)| d > open.len()) {
+                    after_params = None;
+                }
+                if c == b')' && matches!(closed, Open::Params) {
+                    after_params = Some((open.len(), false));
+                    angle = 0;
+                }
+            }
+            Token::Punct(b':') if after_params == Some((depth, false)) && prev == Some(Token::Punct(b')')) => {
+                after_params = Some((depth, true));
+            }
+            Token::Punct(b'<') if after_params.is_some() => angle += 1,
+            Token::Punct(b'>') if after_params.is_some() && prev != Some(Token::Punct(b'=')) => {
+                angle = angle.saturating_sub(1)
+            }
+            // The `=` of a function type's `=>` in a return type does not end it.
+            Token::Punct(b';' | b',' | b'=') if after_params.is_some_and(|(d, _)| d == depth) => {
+                let arrow_type = b.get(i + 1) == Some(&b'>');
+                if !(after_params.is_some_and(|(_, typed)| typed) && (angle > 0 || arrow_type)) {
+                    after_params = None;
+                }
+            }
+            _ => {}
+        }
+        arrow = prev == Some(Token::Punct(b'=')) && token == Token::Punct(b'>') && prev_at + 1 == i;
+        prev_at = i;
+        prev = Some(token);
+        Some(())
+    })?;
+    open.is_empty().then_some(out)
 }
 
 /// What a version leaves out: the insides of some bodies and test modules (sorted,
@@ -200,6 +331,7 @@ pub(in crate::widen) fn find<'a>(
 ) -> Option<(Elided, Elided)> {
     let bodies = |src: &str| match e.lexer {
         BodyLexer::Rust => rust_bodies(src),
+        BodyLexer::Script => script_bodies(src),
     };
     let (old, new) = (bodies(before)?, bodies(after)?);
     // How many times each body's text stands in a version: a body is shared only

@@ -362,10 +362,10 @@ const RUST_ITEM_STARTS: &[&str] = &[
     "macro_rules",
 ];
 
-/// A token of Rust text outside literals and comments: a word (an identifier or a
+/// A token of source text outside literals and comments: a word (an identifier or a
 /// keyword, ending at the byte given) or a punctuation byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RustToken {
+pub(super) enum Token {
     Word(usize),
     Punct(u8),
 }
@@ -373,7 +373,7 @@ pub(super) enum RustToken {
 /// Calls `f(at, token)` for each token of Rust text, in order, skipping whitespace,
 /// comments, literals and a shebang line. `None` when the text does not lex (an
 /// unterminated string or comment) or `f` returns `None`.
-pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, RustToken) -> Option<()>) -> Option<()> {
+pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option<()>) -> Option<()> {
     let b = src.as_bytes();
     let mut i = 0;
     // A shebang line (`#!` not followed by `[`) is not code.
@@ -392,13 +392,13 @@ pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, RustToken) -> Opti
                 i = match rust_prefixed_literal(b, i, end)? {
                     Some(literal_end) => literal_end,
                     None => {
-                        f(i, RustToken::Word(end))?;
+                        f(i, Token::Word(end))?;
                         end
                     }
                 };
             }
             c => {
-                f(i, RustToken::Punct(c))?;
+                f(i, Token::Punct(c))?;
                 i += 1;
             }
         }
@@ -412,15 +412,15 @@ pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, RustToken) -> Opti
 pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
     let mut cuts = Cuts::new();
     rust_tokens(src, |i, token| match token {
-        RustToken::Word(_) => Some(()),
-        RustToken::Punct(b'}') => {
+        Token::Word(_) => Some(()),
+        Token::Punct(b'}') => {
             cuts.close()?;
             if cuts.depth == 0 && rust_item_follows(src.as_bytes(), i + 1)? {
                 cuts.out.push(i + 1);
             }
             Some(())
         }
-        RustToken::Punct(c) => cuts.bracket_or_semicolon(c, i),
+        Token::Punct(c) => cuts.bracket_or_semicolon(c, i),
     })?;
     cuts.finish(src.len())
 }
@@ -585,17 +585,17 @@ fn rust_item_follows(b: &[u8], i: usize) -> Option<bool> {
 const SCRIPT_STATEMENT_STARTS: &[&str] =
     &["export", "function", "class", "interface", "enum", "const", "import", "var"];
 
-/// The byte offsets in a TypeScript or JavaScript file (without JSX) where a top-level
-/// statement may begin: 0, after a `;` at bracket depth 0, after a `}` at depth 0 that
-/// a statement keyword follows, and the end. `None` when the file does not lex for
+/// Calls `f(at, token)` for each token of TypeScript or JavaScript text (without
+/// JSX), in order, skipping whitespace, comments, strings, the text of template
+/// literals (a substitution's `${` and its closing `}` are not tokens, what is inside
+/// is) and a shebang line. A number is a word. `None` when the text does not lex for
 /// certain: a `/` that is not a comment (division and regular expressions need the
-/// grammar to tell apart), an unterminated string, template or comment, unbalanced
-/// brackets.
-pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
+/// grammar to tell apart), an unterminated string, template or comment, a `}` closing
+/// nothing; or when `f` returns `None`.
+pub(super) fn script_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option<()>) -> Option<()> {
     let b = src.as_bytes();
-    let mut cuts = Cuts::new();
-    // The depths at which each open template substitution `${` began.
-    let mut substitutions: Vec<usize> = Vec::new();
+    // The `{` depth, and the depths at which each open template substitution began.
+    let (mut depth, mut substitutions) = (0usize, Vec::new());
     let mut i = 0;
     if b.starts_with(b"#!") {
         i = memchr::memchr(b'\n', b).unwrap_or(b.len());
@@ -605,47 +605,67 @@ pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
             b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, false)?,
             b'/' => return None,
             b'"' | b'\'' => i = quoted(b, i + 1, b[i], false)?,
-            b'`' => i = template(b, i + 1, &mut cuts, &mut substitutions)?,
-            c if is_ident_byte(c) => i = skip_while(b, i, is_ident_byte),
-            b'}' => {
-                cuts.close()?;
-                i += 1;
-                if substitutions.last() == Some(&cuts.depth) {
-                    // The end of a `${...}`: the template goes on.
-                    substitutions.pop();
-                    i = template(b, i, &mut cuts, &mut substitutions)?;
-                } else if cuts.depth == 0 && script_statement_follows(b, i)? {
-                    cuts.out.push(i);
-                }
+            b'`' => i = template(b, i + 1, depth, &mut substitutions)?,
+            c if c.is_ascii_whitespace() => i += 1,
+            c if is_ident_byte(c) => {
+                let end = skip_while(b, i, is_ident_byte);
+                f(i, Token::Word(end))?;
+                i = end;
+            }
+            b'}' if substitutions.last() == Some(&depth) => {
+                // The end of a `${...}`: the template goes on.
+                substitutions.pop();
+                i = template(b, i + 1, depth, &mut substitutions)?;
             }
             c => {
-                cuts.bracket_or_semicolon(c, i)?;
+                match c {
+                    b'{' => depth += 1,
+                    b'}' => depth = depth.checked_sub(1)?,
+                    _ => {}
+                }
+                f(i, Token::Punct(c))?;
                 i += 1;
             }
         }
     }
-    if !substitutions.is_empty() {
-        return None;
-    }
-    cuts.finish(b.len())
+    substitutions.is_empty().then_some(())
 }
 
 /// From inside a template literal at `from`: past its closing backtick, or past the
-/// `${` of a substitution, which opens a bracket and is remembered in `substitutions`.
-fn template(b: &[u8], from: usize, cuts: &mut Cuts, substitutions: &mut Vec<usize>) -> Option<usize> {
+/// `${` of a substitution, whose `{` depth is remembered in `substitutions`.
+fn template(b: &[u8], from: usize, depth: usize, substitutions: &mut Vec<usize>) -> Option<usize> {
     let mut i = from;
     loop {
         match *b.get(i)? {
             b'\\' => i += 2,
             b'`' => return Some(i + 1),
             b'$' if b.get(i + 1) == Some(&b'{') => {
-                substitutions.push(cuts.depth);
-                cuts.depth += 1;
+                substitutions.push(depth);
                 return Some(i + 2);
             }
             _ => i += 1,
         }
     }
+}
+
+/// The byte offsets in a TypeScript or JavaScript file (without JSX) where a top-level
+/// statement may begin: 0, after a `;` at bracket depth 0, after a `}` at depth 0 that
+/// a statement keyword follows, and the end. `None` when the file does not lex for
+/// certain ([`script_tokens`]) or its brackets do not balance.
+pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
+    let mut cuts = Cuts::new();
+    script_tokens(src, |i, token| match token {
+        Token::Word(_) => Some(()),
+        Token::Punct(b'}') => {
+            cuts.close()?;
+            if cuts.depth == 0 && script_statement_follows(src.as_bytes(), i + 1)? {
+                cuts.out.push(i + 1);
+            }
+            Some(())
+        }
+        Token::Punct(c) => cuts.bracket_or_semicolon(c, i),
+    })?;
+    cuts.finish(src.len())
 }
 
 fn script_statement_follows(b: &[u8], i: usize) -> Option<bool> {

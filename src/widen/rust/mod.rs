@@ -138,6 +138,11 @@ impl super::detector::Grammar for RustDetector {
         })
     }
 
+    fn left_out_block(&self, block: Node) -> bool {
+        let parent = block.parent().map(|p| kind_of(p));
+        matches!((kind_of(block), parent), ("block", Some("function_item")) | ("declaration_list", Some("mod_item")))
+    }
+
     /// Shared bodies and test modules hold no enum, `serde_json` import, inner
     /// attribute or `unsafe` ([`unshared`]); what else they hold that the comparison
     /// looks up across the file is guards: a guard's key

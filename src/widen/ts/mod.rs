@@ -166,6 +166,34 @@ impl super::detector::Grammar for ScriptDetector {
         stands_alone(old, new, outside)
     }
 
+    /// Bodies holding nothing the walk records are left out of the parse (JSX files
+    /// are parsed whole). None is left out for being shared: a body's calls are
+    /// looked up across the file (a removed check may now sit in a helper it calls).
+    fn elide(&self, path: &str) -> Option<super::elide::Elision> {
+        (!path.to_ascii_lowercase().ends_with('x')).then_some(super::elide::Elision {
+            lexer: super::elide::BodyLexer::Script,
+            triggers: body_may_hold,
+            unshared: |_| true,
+            test_unshared: |_| true,
+        })
+    }
+
+    fn left_out_block(&self, block: Node) -> bool {
+        kind_of(block) == "statement_block"
+            && block.parent().is_some_and(|f| {
+                matches!(
+                    kind_of(f),
+                    "function_declaration"
+                        | "function_expression"
+                        | "function"
+                        | "generator_function_declaration"
+                        | "generator_function"
+                        | "method_definition"
+                        | "arrow_function"
+                )
+            })
+    }
+
     fn compare(&self, b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
         let mut out = Vec::new();
         for (bs, as_) in pair_slots(&b.slots, &a.slots) {
@@ -412,6 +440,45 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
 /// (`{`). A body whose inside holds none of them holds nothing the inventory records.
 static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
     std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["(", "`", "{", "=>", "if", "type", "enum"]));
+
+/// Whether the inside of a function body may hold something the walk records: one of
+/// [`TRIGGERS`], where a `(` counts only as a call's (after a name that is not an
+/// operator word such as `return` or `typeof`, or after `)`, `]`, `>`, `.`, `!`): a
+/// parenthesised expression holds nothing the walk reacts to.
+fn body_may_hold(inside: &str) -> bool {
+    static OTHERS: std::sync::LazyLock<super::syntax::Triggers> =
+        std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["`", "{", "=>", "if", "type", "enum"]));
+    const GROUPING_AFTER: &[&str] = &[
+        "return",
+        "typeof",
+        "await",
+        "void",
+        "in",
+        "of",
+        "case",
+        "throw",
+        "delete",
+        "yield",
+        "instanceof",
+        "else",
+        "do",
+    ];
+    if OTHERS.any_in(inside) {
+        return true;
+    }
+    let b = inside.as_bytes();
+    memchr::memchr_iter(b'(', b).any(|i| {
+        let head = inside[..i].trim_end();
+        match head.bytes().next_back() {
+            Some(c) if window::is_ident_byte(c) => {
+                let start = head.bytes().rposition(|c| !window::is_ident_byte(c)).map_or(0, |p| p + 1);
+                !GROUPING_AFTER.contains(&&head[start..])
+            }
+            Some(b')' | b']' | b'>' | b'.' | b'!') => true,
+            _ => false,
+        }
+    })
+}
 
 /// Whether a function body may hold something the walk records: the inside of a
 /// `{ ... }` block (its own braces excluded), or an arrow function's whole expression.

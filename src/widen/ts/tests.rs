@@ -143,6 +143,97 @@ fn window_gives_the_findings_of_whole_files() {
     assert!(found >= 16, "the windowed pairs gave findings to compare ({found})");
 }
 
+/// Leaving trigger-free function bodies out of the parse ([`crate::widen::elide`])
+/// gives exactly the findings of whole files: every TypeScript/JavaScript fixture and
+/// the corpus module, with the window test's edits both ways, plus files whose bodies
+/// only return arithmetic (the kind left out) beside a check that is removed, and
+/// bodies the lexer could take wrongly (a type literal in a return type, a block
+/// after a call, a comparison before parentheses), which the check of the tree must
+/// catch.
+#[test]
+fn elided_bodies_give_the_findings_of_whole_files() {
+    use super::super::detector::{Grammar, elided};
+    use super::super::window::check::{self, assert_same};
+    use rayon::prelude::*;
+    let edits: &[(&str, &str)] = &[
+        ("?:", ":"),
+        (": string", ": any"),
+        (": number", ": number | null"),
+        ("readonly ", ""),
+        ("throw ", "void "),
+        ("invariant(", "void ("),
+        ("assert(", "void ("),
+        ("if (low > high) throw", "if (low > high) void"),
+    ];
+    let helpers: String = (0..8)
+        .map(|k| format!("export function helper{k}(x: number): number {{\n  return (x ?? 0) * {k} + 1;\n}}\n\n"))
+        .collect();
+    let tricky = "export function typed(a: number): { lo: number } {\n  return { lo: a };\n}\n\
+                  export function union(a: number): string | { b: number } {\n  return (a > 1 ? 'x' : 'y');\n}\n\
+                  export const arrow = (x: number): number => {\n  return (x);\n};\n\
+                  export class K {\n  get v(): number {\n    return (1);\n  }\n  m<T>(t: T): T {\n    return (t);\n  }\n}\n\
+                  declare function over(a: number): void;\nexport const cmp = a < b > (c);\n";
+    let mut pairs = vec![
+        (
+            "a check removed beside arithmetic bodies".to_string(),
+            format!(
+                "export function set(r: number) {{\n  if (r > 1) throw new Error('r');\n  return r;\n}}\n{helpers}{tricky}"
+            ),
+            format!("export function set(r: number | null) {{\n  return r;\n}}\n{helpers}{tricky}"),
+        ),
+        (
+            "arithmetic bodies changed".to_string(),
+            format!("export interface U {{\n  id: string;\n}}\n{helpers}{tricky}"),
+            format!("export interface U {{\n  id?: string;\n}}\n{}{tricky}", helpers.replace("* ", "* 7 + ")),
+        ),
+    ];
+    for (name, b, a) in pairs.clone() {
+        pairs.push((format!("{name}, reversed"), a, b));
+    }
+    for (name, text) in check::corpus(&["fixtures", "tests/fixtures/window"], &[".ts", ".js"]) {
+        for after in check::edits(&text, edits, 40) {
+            pairs.push((name.clone(), after.clone(), text.clone()));
+            pairs.push((name.clone(), text.clone(), after));
+        }
+    }
+    let path = "src/corpus.ts";
+    let e = ScriptDetector.elide(path).expect("scripts elide bodies");
+    assert!(ScriptDetector.elide("src/view.tsx").is_none(), "JSX is parsed whole");
+    let (taken, found) = pairs
+        .par_iter()
+        .map(|(name, before, after)| {
+            let Some((old, new)) = elided(&ScriptDetector, &e, path, before, after, false) else { return (0, 0) };
+            let got = Ok(crate::widen::syntax::finish(ScriptDetector.compare(&old, &new)));
+            let whole = detect_with(path, before, after, false);
+            assert_same(&format!("{name}, whole files against elided bodies"), &whole, &got, false);
+            (1, got.map_or(0, |f| f.len()))
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(taken >= 4, "elision took {taken} of {} pairs", pairs.len());
+    assert!(found >= 4, "the elided pairs gave findings to compare ({found})");
+    // A block after a call, which the lexer takes for a body: the tree says otherwise,
+    // and the file is parsed whole.
+    let fooled = format!("{helpers}foo(x)\n{{ bar }}\n");
+    assert!(script_bodies_of(&fooled).contains(&"{ bar }"), "the lexer is fooled");
+    assert!(elided(&ScriptDetector, &e, path, &fooled, &fooled.replace("* 1", "* 2"), false).is_none());
+}
+
+fn script_bodies_of(src: &str) -> Vec<&str> {
+    super::super::elide::script_bodies(src).unwrap().fns.into_iter().map(|r| &src[r]).collect()
+}
+
+/// The script body lexer finds function bodies, and the tree check refuses what it
+/// takes wrongly.
+#[test]
+fn script_bodies_are_found_and_checked() {
+    use super::super::elide::script_bodies;
+    let src = "function f(a: number): Promise<{ x: 1 }> { return (a); }\nconst g = (x) => { x };\n\
+               class C { m(): number { return (1); } }\nif (a) { b }\nfoo(x)\n{ bar }\n";
+    let found: Vec<&str> = script_bodies(src).unwrap().fns.into_iter().map(|r| &src[r]).collect();
+    assert_eq!(found, ["{ return (a); }", "{ x }", "{ return (1); }", "{ bar }"]);
+    assert!(script_bodies("const r = a / b;").is_none(), "a division does not lex for certain");
+}
+
 /// Taking unchanged statements from the new version's walk gives exactly the
 /// inventories of two full walks, lines included: every TypeScript/JavaScript
 /// fixture, and edits that shift the statements after them either way.
