@@ -275,12 +275,7 @@ pub(in crate::widen) fn elided<G: Grammar>(
     let lang = g.grammar(path);
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
         let tree = window::parse_ranges(&lang, src, &elided.kept(src.len()))?;
-        let root = tree.root_node();
-        let blocks_are_bodies = elided.inside.iter().all(|r| {
-            let brace = root.descendant_for_byte_range(r.start - 1, r.start);
-            brace.and_then(|b| b.parent()).is_some_and(|block| g.left_out_block(block))
-        });
-        blocks_are_bodies.then(|| g.build(&tree, src))
+        blocks_are_bodies(g, &tree, elided).then(|| g.build(&tree, src))
     };
     let mut refused = std::collections::BTreeSet::new();
     for attempt in 0..3 {
@@ -302,6 +297,33 @@ pub(in crate::widen) fn elided<G: Grammar>(
         refused.extend(matter);
     }
     None
+}
+
+/// Whether the `{` before each text left out opens a block the detector expects
+/// ([`Grammar::left_out_block`]): one walk of the tree, into the nodes that hold one.
+fn blocks_are_bodies<G: Grammar>(g: &G, tree: &Tree, elided: &elide::Elided) -> bool {
+    let braces: Vec<usize> = elided.inside.iter().map(|r| r.start - 1).collect();
+    let mut next = 0;
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        let Some(&at) = braces.get(next) else { return true };
+        if node.start_byte() == at && node.end_byte() == at + 1 && !node.is_named() {
+            if !node.parent().is_some_and(|block| g.left_out_block(block)) {
+                return false;
+            }
+            next += 1;
+        } else if node.start_byte() <= at && at < node.end_byte() && cursor.goto_first_child() {
+            continue;
+        }
+        // On to the next sibling, or up until there is one.
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    next == braces.len()
 }
 
 /// Every [`Grammar`] is a [`Detector`] whose parsing is [`tree_pair`]'s.

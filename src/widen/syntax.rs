@@ -180,6 +180,37 @@ pub(in crate::widen) fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit
     }
 }
 
+/// `f` with a parser for `lang`, taken from this thread's own (a parser's buffers
+/// are reused from one file to the next: thousands of small files are parsed in a
+/// large scan). Its included ranges are reset to the whole text before `f`. `None`
+/// when the grammar does not load.
+pub(in crate::widen) fn with_parser<R>(lang: &tree_sitter::Language, f: impl FnOnce(&mut Parser) -> R) -> Option<R> {
+    thread_local! {
+        static PARSERS: std::cell::RefCell<Vec<(tree_sitter::Language, Parser)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let fresh = || {
+        let mut parser = Parser::new();
+        parser.set_language(lang).ok().map(|_| parser)
+    };
+    PARSERS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut parsers) => {
+            let at = match parsers.iter().position(|(l, _)| l == lang) {
+                Some(at) => at,
+                None => {
+                    parsers.push((lang.clone(), fresh()?));
+                    parsers.len() - 1
+                }
+            };
+            let parser = &mut parsers[at].1;
+            parser.set_included_ranges(&[]).ok()?;
+            Some(f(parser))
+        }
+        // Only a parse inside a parse would find it taken: a parser of its own.
+        Err(_) => fresh().map(|mut parser| f(&mut parser)),
+    })
+}
+
 /// The row and column of `byte` in `text`.
 pub(in crate::widen) fn point_at(text: &[u8], byte: usize) -> tree_sitter::Point {
     let head = &text[..byte];

@@ -23,7 +23,7 @@
 //! for all the runs of a version), in the file's own coordinates, so byte offsets and
 //! line numbers are the file's.
 
-use tree_sitter::{Parser, Point, Range, Tree};
+use tree_sitter::{Point, Range, Tree};
 
 use super::syntax::compact;
 
@@ -104,15 +104,14 @@ pub(in crate::widen) fn parse_ranges(
     src: &str,
     ranges: &[std::ops::Range<usize>],
 ) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(lang).ok()?;
-    if ranges.is_empty() {
-        return parser.parse("", None);
-    }
-    let ranges = included(src, ranges);
-    parser.set_included_ranges(&ranges).ok()?;
-    let tree = parser.parse(src, None)?;
-    (!tree.root_node().has_error()).then_some(tree)
+    super::syntax::with_parser(lang, |parser| {
+        if ranges.is_empty() {
+            return parser.parse("", None);
+        }
+        parser.set_included_ranges(&included(src, ranges)).ok()?;
+        let tree = parser.parse(src, None)?;
+        (!tree.root_node().has_error()).then_some(tree)
+    })?
 }
 
 /// `ranges` (sorted, disjoint) as tree-sitter's included ranges, their points found in
@@ -779,6 +778,7 @@ pub(in crate::widen) mod check {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tree_sitter::Parser;
 
     #[test]
     fn included_ranges_have_the_points_of_their_bytes() {
