@@ -156,32 +156,17 @@ fn is_test_module(head: &str) -> bool {
     super::syntax::compact(&head[from..]).ends_with("#[cfg(test)]")
 }
 
+/// Words after which a `(` opens a parenthesised expression, never a call's
+/// arguments: operators written as words.
+pub(in crate::widen) const SCRIPT_OPERATOR_WORDS: &[&str] =
+    &["return", "typeof", "await", "void", "in", "of", "case", "throw", "delete", "yield", "instanceof", "else", "do"];
+
 /// Words before a `(` that make it no function's parameter list: control flow, and
-/// operators written as words.
-const NOT_A_FUNCTION: &[&str] = &[
-    "if",
-    "for",
-    "while",
-    "switch",
-    "catch",
-    "with",
-    "return",
-    "typeof",
-    "await",
-    "void",
-    "in",
-    "of",
-    "case",
-    "throw",
-    "delete",
-    "yield",
-    "instanceof",
-    "new",
-    "else",
-    "do",
-    "super",
-    "import",
-];
+/// the [`SCRIPT_OPERATOR_WORDS`].
+fn not_a_function(word: &str) -> bool {
+    const CONTROL: &[&str] = &["if", "for", "while", "switch", "catch", "with", "new", "super", "import"];
+    CONTROL.contains(&word) || SCRIPT_OPERATOR_WORDS.contains(&word)
+}
 
 /// The bodies of the functions of a TypeScript or JavaScript file (without JSX),
 /// braces included, in order of their opening brace; `None` when the file does not
@@ -190,7 +175,7 @@ const NOT_A_FUNCTION: &[&str] = &[
 /// for being shared.
 ///
 /// A body is the `{` right after an arrow's `=>`, or after the `)` of a parameter list
-/// (a `(` that follows a name other than [`NOT_A_FUNCTION`], `function`, a `>` closing
+/// (a `(` that follows a name other than [`not_a_function`] words, `function`, a `>` closing
 /// type parameters or a `]` closing a computed name), or after the return type written
 /// there (`): Promise<T> {`; a `{` after `:`, `|`, `&` or `,` is an object type). The
 /// lexer can be fooled (`a < b > (c)` then a block): every body left out is checked
@@ -241,7 +226,7 @@ pub(in crate::widen) fn script_bodies(src: &str) -> Option<Bodies> {
             }
             Token::Punct(b'(') => {
                 let params = match prev {
-                    Some(Token::Word(_)) => word_before(prev).is_some_and(|w| !NOT_A_FUNCTION.contains(&w)),
+                    Some(Token::Word(_)) => word_before(prev).is_some_and(|w| !not_a_function(w)),
                     Some(Token::Punct(b'>' | b']')) => !arrow,
                     _ => false,
                 };

@@ -409,12 +409,22 @@ pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option<(
 /// or an item-ending `}` at bracket depth 0, and the end. `None` when the file does not
 /// lex (unbalanced brackets, an unterminated string or comment).
 pub(in crate::widen) fn rust_boundaries(src: &str) -> Option<Vec<usize>> {
+    boundaries(src, |f| rust_tokens(src, f), rust_item_follows)
+}
+
+/// The boundaries of a token walk: 0, after a `;` at bracket depth 0, after a `}` at
+/// depth 0 that `follows` says ends a declaration, and the end.
+fn boundaries(
+    src: &str,
+    walk: impl FnOnce(&mut dyn FnMut(usize, Token) -> Option<()>) -> Option<()>,
+    follows: fn(&[u8], usize) -> Option<bool>,
+) -> Option<Vec<usize>> {
     let mut cuts = Cuts::new();
-    rust_tokens(src, |i, token| match token {
+    walk(&mut |i, token| match token {
         Token::Word(_) => Some(()),
         Token::Punct(b'}') => {
             cuts.close()?;
-            if cuts.depth == 0 && rust_item_follows(src.as_bytes(), i + 1)? {
+            if cuts.depth == 0 && follows(src.as_bytes(), i + 1)? {
                 cuts.out.push(i + 1);
             }
             Some(())
@@ -652,19 +662,7 @@ fn template(b: &[u8], from: usize, depth: usize, substitutions: &mut Vec<usize>)
 /// a statement keyword follows, and the end. `None` when the file does not lex for
 /// certain ([`script_tokens`]) or its brackets do not balance.
 pub(in crate::widen) fn script_boundaries(src: &str) -> Option<Vec<usize>> {
-    let mut cuts = Cuts::new();
-    script_tokens(src, |i, token| match token {
-        Token::Word(_) => Some(()),
-        Token::Punct(b'}') => {
-            cuts.close()?;
-            if cuts.depth == 0 && script_statement_follows(src.as_bytes(), i + 1)? {
-                cuts.out.push(i + 1);
-            }
-            Some(())
-        }
-        Token::Punct(c) => cuts.bracket_or_semicolon(c, i),
-    })?;
-    cuts.finish(src.len())
+    boundaries(src, |f| script_tokens(src, f), script_statement_follows)
 }
 
 fn script_statement_follows(b: &[u8], i: usize) -> Option<bool> {

@@ -448,21 +448,6 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
 fn body_may_hold(inside: &str) -> bool {
     static OTHERS: std::sync::LazyLock<super::syntax::Triggers> =
         std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["`", "{", "=>", "if", "type", "enum"]));
-    const GROUPING_AFTER: &[&str] = &[
-        "return",
-        "typeof",
-        "await",
-        "void",
-        "in",
-        "of",
-        "case",
-        "throw",
-        "delete",
-        "yield",
-        "instanceof",
-        "else",
-        "do",
-    ];
     if OTHERS.any_in(inside) {
         return true;
     }
@@ -472,7 +457,7 @@ fn body_may_hold(inside: &str) -> bool {
         match head.bytes().next_back() {
             Some(c) if window::is_ident_byte(c) => {
                 let start = head.bytes().rposition(|c| !window::is_ident_byte(c)).map_or(0, |p| p + 1);
-                !GROUPING_AFTER.contains(&&head[start..])
+                !super::elide::SCRIPT_OPERATOR_WORDS.contains(&&head[start..])
             }
             Some(b')' | b']' | b'>' | b'.' | b'!') => true,
             _ => false,
