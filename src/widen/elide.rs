@@ -72,6 +72,20 @@ pub(in crate::widen) struct Bodies {
     pub names: Vec<Range<usize>>,
     /// The blocks of modules marked `#[cfg(test)]`, in order.
     pub tests: Vec<Range<usize>>,
+    /// The comments a parse may leave out, in order: every line comment (its newline
+    /// stays), and a block comment with whitespace on both sides (so that no two
+    /// tokens meet where it was).
+    pub comments: Vec<Range<usize>>,
+}
+
+impl Bodies {
+    fn comment(&mut self, src: &[u8], at: usize, end: usize) {
+        let space = |c: Option<&u8>| c.is_none_or(|c| c.is_ascii_whitespace());
+        let line = src[at + 1] == b'/';
+        if line || (space(at.checked_sub(1).and_then(|p| src.get(p))) && space(src.get(end))) {
+            self.comments.push(at..end);
+        }
+    }
 }
 
 /// The bodies of the function items of a Rust file and of its `#[cfg(test)]` modules.
@@ -94,6 +108,10 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
     let mut keyword: Option<bool> = None;
     let mut name = 0..0;
     rust_tokens(src, |i, token| {
+        if let Token::Comment(end) = token {
+            out.comment(b, i, end);
+            return Some(());
+        }
         if let Some(test) = keyword.take()
             && let Token::Word(end) = token
         {
@@ -131,7 +149,7 @@ pub(in crate::widen) fn rust_bodies(src: &str) -> Option<Bodies> {
                 }
             }
             Token::Punct(b';') if pending.is_some_and(|(_, d)| d == open.len()) => pending = None,
-            Token::Punct(_) => {}
+            Token::Punct(_) | Token::Comment(_) => {}
         }
         Some(())
     })?;
@@ -199,6 +217,10 @@ pub(in crate::widen) fn script_bodies(src: &str) -> Option<Bodies> {
     let mut after_params: Option<(usize, bool)> = None;
     let mut angle = 0usize;
     script_tokens(src, |i, token| {
+        if let Token::Comment(end) = token {
+            out.comment(b, i, end);
+            return Some(());
+        }
         let depth = open.len();
         let word_before = |t: Option<Token>| match t {
             Some(Token::Word(end)) => Some(&src[prev_at..end]),
@@ -279,18 +301,28 @@ pub(crate) struct Elided {
     pub shared: Vec<Range<usize>>,
     /// The test modules left out.
     pub tests: Vec<Range<usize>>,
+    /// The comments left out (outside the bodies left out).
+    pub comments: Vec<Range<usize>>,
 }
 
 impl Elided {
     fn bytes(&self) -> usize {
-        self.inside.iter().map(|r| r.len()).sum()
+        self.inside.iter().chain(&self.comments).map(|r| r.len()).sum()
     }
 
-    /// The included ranges of a parse that leaves the insides out.
+    /// The included ranges of a parse that leaves the insides and comments out.
     pub(in crate::widen) fn kept(&self, len: usize) -> Vec<Range<usize>> {
-        let mut out = Vec::with_capacity(self.inside.len() + 1);
+        let mut out = Vec::with_capacity(self.inside.len() + self.comments.len() + 1);
         let mut at = 0;
-        for r in &self.inside {
+        let (mut bodies, mut comments) = (self.inside.iter().peekable(), self.comments.iter().peekable());
+        loop {
+            let next = match (bodies.peek(), comments.peek()) {
+                (Some(b), Some(c)) if c.start < b.start => comments.next(),
+                (Some(_), _) => bodies.next(),
+                (None, Some(_)) => comments.next(),
+                (None, None) => break,
+            };
+            let Some(r) = next else { break };
             out.push(at..r.start);
             at = r.end;
         }
@@ -374,6 +406,14 @@ pub(in crate::widen) fn find<'a>(
             out.tests.push(m.clone());
             out.inside.push(m);
         }
+        // The comments outside what is left out already.
+        let mut inside = out.inside.iter().peekable();
+        for c in &bodies.comments {
+            while inside.next_if(|r| r.end <= c.start).is_some() {}
+            if inside.peek().is_none_or(|r| r.start >= c.end) {
+                out.comments.push(c.clone());
+            }
+        }
         out
     };
     let (o, n) = (side(before, &old, new_texts), side(after, &new, old_texts));
@@ -424,6 +464,19 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         assert_eq!(names, ["a", "b", "c"]);
         let tests: Vec<&str> = b.tests.iter().map(|r| &src[r.clone()]).collect();
         assert_eq!(tests, ["{\n    fn b() {}\n}", "{ }"]);
+    }
+
+    #[test]
+    fn comments_are_left_out_where_no_tokens_meet() {
+        let src =
+            "/// doc\nfn a() { 1 } // tail\nconst X: u8 = 1/* glued */+2; /* spaced */\nconst S: &str = \"// not\";\n";
+        let b = rust_bodies(src).unwrap();
+        let comments: Vec<&str> = b.comments.iter().map(|r| &src[r.clone()]).collect();
+        assert_eq!(comments, ["/// doc", "// tail", "/* spaced */"]);
+        let e = Elision { lexer: BodyLexer::Rust, triggers: |_| false, unshared: |_| true, test_unshared: |_| true };
+        let (o, _) = find(&e, src, "", None, false).unwrap();
+        let kept: String = o.kept(src.len()).into_iter().map(|r| &src[r]).collect();
+        assert_eq!(kept, "\nfn a() {} \nconst X: u8 = 1/* glued */+2; \nconst S: &str = \"// not\";\n");
     }
 
     #[test]

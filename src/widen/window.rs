@@ -361,16 +361,18 @@ const RUST_ITEM_STARTS: &[&str] = &[
     "macro_rules",
 ];
 
-/// A token of source text outside literals and comments: a word (an identifier or a
-/// keyword, ending at the byte given) or a punctuation byte.
+/// A token of source text outside literals: a word (an identifier or a keyword,
+/// ending at the byte given), a punctuation byte, or a comment (ending at the byte
+/// given: a line comment before its newline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Token {
     Word(usize),
     Punct(u8),
+    Comment(usize),
 }
 
 /// Calls `f(at, token)` for each token of Rust text, in order, skipping whitespace,
-/// comments, literals and a shebang line. `None` when the text does not lex (an
+/// literals and a shebang line. `None` when the text does not lex (an
 /// unterminated string or comment) or `f` returns `None`.
 pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option<()>) -> Option<()> {
     let b = src.as_bytes();
@@ -381,7 +383,14 @@ pub(super) fn rust_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option<(
     }
     while i < b.len() {
         match b[i] {
-            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, true)?,
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => {
+                let end = match b[i + 1] {
+                    b'/' => memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n),
+                    _ => rust_block_comment(b, i)?,
+                };
+                f(i, Token::Comment(end))?;
+                i = end;
+            }
             b'"' => i = quoted(b, i + 1, b'"', true)?,
             b'\'' => i = rust_quote(b, i)?,
             c if c.is_ascii_whitespace() => i += 1,
@@ -421,7 +430,7 @@ fn boundaries(
 ) -> Option<Vec<usize>> {
     let mut cuts = Cuts::new();
     walk(&mut |i, token| match token {
-        Token::Word(_) => Some(()),
+        Token::Word(_) | Token::Comment(_) => Some(()),
         Token::Punct(b'}') => {
             cuts.close()?;
             if cuts.depth == 0 && follows(src.as_bytes(), i + 1)? {
@@ -595,7 +604,7 @@ const SCRIPT_STATEMENT_STARTS: &[&str] =
     &["export", "function", "class", "interface", "enum", "const", "import", "var"];
 
 /// Calls `f(at, token)` for each token of TypeScript or JavaScript text (without
-/// JSX), in order, skipping whitespace, comments, strings, the text of template
+/// JSX), in order, skipping whitespace, strings, the text of template
 /// literals (a substitution's `${` and its closing `}` are not tokens, what is inside
 /// is) and a shebang line. A number is a word. `None` when the text does not lex for
 /// certain: a `/` that is not a comment (division and regular expressions need the
@@ -611,7 +620,14 @@ pub(super) fn script_tokens(src: &str, mut f: impl FnMut(usize, Token) -> Option
     }
     while i < b.len() {
         match b[i] {
-            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => i = skip_trivia(b, i, false)?,
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => {
+                let end = match b[i + 1] {
+                    b'/' => memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n),
+                    _ => memchr::memmem::find(&b[i + 2..], b"*/").map(|n| i + 2 + n + 2)?,
+                };
+                f(i, Token::Comment(end))?;
+                i = end;
+            }
             b'/' => return None,
             b'"' | b'\'' => i = quoted(b, i + 1, b[i], false)?,
             b'`' => i = template(b, i + 1, depth, &mut substitutions)?,
