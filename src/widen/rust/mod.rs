@@ -396,25 +396,43 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyL
 });
 
 /// Whether a function body's inside may hold what the walk records (a precise
-/// [`TRIGGERS`]: the keywords as whole words, `#`, a macro's `!` after a name, not
-/// `!=` or a negation), or checked arithmetic, whose calls [`checked::record`] reads.
+/// [`TRIGGERS`], read from the tokens, so that strings and comments count for nothing:
+/// an `if`, `unsafe`, `use` or item keyword, a `#`, a macro's `!` after a name, not
+/// `!=` or a negation), or a call of checked arithmetic, which [`checked::record`]
+/// reads. Text that does not lex counts as holding something.
 fn body_may_hold(text: &str) -> bool {
-    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-        aho_corasick::AhoCorasick::new([
+    const KEYWORDS: &[&[u8]] = &[
+        b"if", b"unsafe", b"use", b"mod", b"struct", b"enum", b"union", b"trait", b"impl", b"fn", b"type", b"const",
+        b"static",
+    ];
+    static ANY: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyLock::new(|| {
+        super::syntax::Triggers::new(&[
             "if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const", "static",
+            "#", "!", "checked_",
         ])
-        .expect("a handful of words always builds")
     });
-    if text.contains('#') || text.contains("checked_") || super::elide::words(text, &WORDS).next().is_some() {
-        return true;
+    // Most bodies hold none of it even as text: no need to lex them.
+    if !ANY.any_in(text) {
+        return false;
     }
     let b = text.as_bytes();
-    memchr::memchr_iter(b'!', b).any(|i| {
-        let after = b.get(i + 1).copied();
-        let name_before =
-            b[..i].iter().rev().find(|c| !c.is_ascii_whitespace()).is_some_and(|&c| window::is_ident_byte(c));
-        after != Some(b'=') && name_before
-    })
+    let mut after_word = false;
+    let found = window::rust_tokens(text, |i, token| {
+        let hit = match token {
+            window::Token::Word(end) => KEYWORDS.contains(&&b[i..end]) || text[i..end].contains("checked_"),
+            window::Token::Punct(b'#') => true,
+            window::Token::Punct(b'!') => after_word && b.get(i + 1) != Some(&b'='),
+            _ => false,
+        };
+        // A comment between a name and its `!` keeps the name.
+        after_word = match token {
+            window::Token::Comment(_) => after_word,
+            t => matches!(t, window::Token::Word(_)),
+        };
+        // Stop at the first: `None` ends the walk.
+        (!hit).then_some(())
+    });
+    found.is_none()
 }
 
 /// Whether a function body or a test module may hold what the comparison looks up
