@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use premerge::config::Mode;
 use premerge::store::proposals::find_open;
 use premerge::stripe::emit::emit;
 use premerge::stripe::proposal::{ProposalDoc, file_name, render};
@@ -70,7 +71,7 @@ fn main() {
     let rows = vec![json!({"id": "new", "title": format!("seam number {}", OPEN - 1)})];
     let events = dir.path().join("run");
     measure("emit -> stripe_repeat_halt", || {
-        let o = emit(&root, &events, "review", "repeat_seam", &rows, None, None).expect("emits");
+        let o = emit(&root, &events, "review", "repeat_seam", &rows, None, None, Mode::Enforce).expect("emits");
         assert_eq!(o.outcome, premerge::stripe::emit::Outcome::StripeRepeatHalt);
     });
 }

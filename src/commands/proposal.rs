@@ -21,7 +21,7 @@ pub use crate::cli::RootArgs;
 use crate::config::Mode;
 use crate::error::{CmdResult, Exit, input_error};
 use crate::store::proposals::{RootScan, STATES, default_root, read_proposal, resolve, resolve_open, scan_root};
-use crate::stripe::emit::{GeneratorCfg, Outcome, emit_in_mode};
+use crate::stripe::emit::{GeneratorCfg, Outcome, emit};
 use crate::stripe::proposal as doc;
 use crate::stripe::{Evidence, StripeId, validate_scope, validate_signal};
 
@@ -162,16 +162,8 @@ fn run_emit(a: EmitArgs, ctx: &mut Ctx) -> CmdResult {
     validate_signal(&a.signal).map_err(|e| input_error("--signal", e))?;
     let rows = read_evidence(ctx, &a.evidence)?;
     let w = locate(ctx, &a.root)?;
-    let out = emit_in_mode(
-        &w.root,
-        &w.events_dir,
-        &a.scope,
-        &a.signal,
-        &rows,
-        a.workflow.as_deref(),
-        w.generator.as_ref(),
-        w.mode,
-    )?;
+    let out =
+        emit(&w.root, &w.events_dir, &a.scope, &a.signal, &rows, a.workflow.as_deref(), w.generator.as_ref(), w.mode)?;
     for warning in &out.warnings {
         ctx.warn(warning);
     }

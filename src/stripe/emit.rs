@@ -97,25 +97,13 @@ impl EmitOutcome {
 ///
 /// Errors (bad scope or signal, rows that are not objects or lack an `id`, a root that
 /// is a file, I/O) leave nothing written. A generator that fails is a warning and the
-/// deterministic outline is used instead. The halt is enforced; see [`emit_in_mode`].
-pub fn emit(
-    root: &Path,
-    events_dir: &Path,
-    scope: &str,
-    signal: &str,
-    rows: &[Value],
-    workflow: Option<&str>,
-    generator: Option<&GeneratorCfg>,
-) -> Result<EmitOutcome> {
-    emit_in_mode(root, events_dir, scope, signal, rows, workflow, generator, Mode::Enforce)
-}
-
-/// [`emit`] with the halt authority in `mode`: `enforce` halts on a repeat, `shadow`
-/// decides and logs the halt (event field `mode: "shadow"`, ignored by drain) but
-/// [`EmitOutcome::halts`] is false, `off` skips the open-stripe check so every
-/// emission writes a proposal (the behaviour without stripes).
+/// deterministic outline is used instead. The halt authority is in `mode`: `enforce`
+/// halts on a repeat, `shadow` decides and logs the halt (event field `mode:
+/// "shadow"`, ignored by drain) but [`EmitOutcome::halts`] is false, `off` skips the
+/// open-stripe check so every emission writes a proposal (the behaviour without
+/// stripes).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn emit_in_mode(
+pub fn emit(
     root: &Path,
     events_dir: &Path,
     scope: &str,
@@ -292,7 +280,7 @@ pub(crate) fn emit_for_repo(
             }
         }
     }
-    emit_in_mode(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), mode)
+    emit(&root, events_dir, scope, signal, rows, workflow, generator.as_ref(), mode)
 }
 
 /// Where premerge's own signals keep their proposals: `proposal.signal_root` relative to
@@ -408,21 +396,22 @@ mod tests {
     fn library_emit_suppresses_emits_then_halts() {
         let d = tempfile::tempdir().unwrap();
         let (root, events) = (d.path().join("proposals"), d.path().join("run"));
-        let none = emit(&root, &events, "premerge", "fence_violation", &[json!({"id": 1})], None, None).unwrap();
+        let none = emit(&root, &events, "premerge", "fence_violation", &[json!({"id": 1})], None, None, Mode::Enforce)
+            .unwrap();
         assert_eq!((none.outcome, none.stripe, none.path), (Outcome::Suppressed, None, None));
         let rows = [json!({"id": "a", "path": "src/x.rs"}), json!({"id": "b", "path": "src/y.rs"})];
-        let first = emit(&root, &events, "premerge", "fence_violation", &rows, Some("w"), None).unwrap();
+        let first = emit(&root, &events, "premerge", "fence_violation", &rows, Some("w"), None, Mode::Enforce).unwrap();
         assert_eq!(first.outcome, Outcome::Emitted);
         let path = first.path.clone().unwrap();
         assert!(path.starts_with(root.join("open")) && path.is_file());
         assert_eq!(find_open(&root, first.stripe.as_ref().unwrap()).unwrap(), Some(path.clone()));
         let rows = [json!({"id": "c", "path": "src/y.rs"}), json!({"id": "d", "path": "src/x.rs"})];
-        let again = emit(&root, &events, "premerge", "fence_violation", &rows, None, None).unwrap();
+        let again = emit(&root, &events, "premerge", "fence_violation", &rows, None, None, Mode::Enforce).unwrap();
         assert_eq!((again.outcome, again.path), (Outcome::StripeRepeatHalt, Some(path)));
         assert_eq!(again.stripe, first.stripe);
         let kinds: Vec<String> =
             store::read_events(&events).unwrap().iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
         assert_eq!(kinds, ["refinement_proposal_emitted", "stripe_repeat_halt"]);
-        assert!(emit(&root, &events, "premerge", "fence_violation", &[json!("x")], None, None).is_err());
+        assert!(emit(&root, &events, "premerge", "fence_violation", &[json!("x")], None, None, Mode::Enforce).is_err());
     }
 }
