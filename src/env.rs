@@ -5,7 +5,7 @@
 //! commands that have no context (the run-directory and clock helpers of the store,
 //! opening the repository a hook runs in, the panic hook) read the same snapshot
 //! through [`process`]. No other module reads `std::env` variables (a test in
-//! `tests/it/env_snapshot.rs` holds every source file to that), so what premerge saw
+//! `src/layering_tests.rs` holds every source file to that), so what premerge saw
 //! is fixed for the whole run and a test can say exactly which variables it sets.
 //! The environment given to child processes (git, hook managers, configured
 //! commands) is not a read and is left to them.

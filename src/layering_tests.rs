@@ -1,5 +1,6 @@
-//! The layers, checked on the source: a command file imports no other command, and
-//! SQL (statements and the SQLite crate) stays in `src/store/`.
+//! The layers, checked on the source: a command file imports no other command, SQL
+//! (statements and the SQLite crate) stays in `src/store/`, and only `src/env.rs`
+//! reads the environment.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -127,4 +128,39 @@ fn sql_and_the_sqlite_crate_stay_in_the_store() {
     assert!(has_sql_statement("conn.execute(\"INSERT INTO t VALUES (1)\")"));
     assert!(has_sql_statement("query(\n  \"SELECT x FROM t\")"));
     assert!(!has_sql_statement("// SELECT the first row"));
+}
+
+/// Whether `text` reads an environment variable from the process (the environment
+/// given to a child process is not a read).
+fn reads_env(text: &str) -> bool {
+    text.contains("env::var") || text.contains("env::{")
+}
+
+/// The environment is read in one place: `src/env.rs` takes the snapshot, everything
+/// else asks it. A new `std::env::var` elsewhere would make what premerge saw depend
+/// on when it looked, and hide a variable from the tests that set them.
+#[test]
+fn only_the_snapshot_module_reads_the_environment() {
+    let mut files = Vec::new();
+    rust_files(src(), &mut files);
+    assert!(files.len() > 20, "found only {} source files under {}", files.len(), src().display());
+    assert!(files.contains(&src().join("env.rs")), "src/env.rs is missing");
+    let mut readers: Vec<String> = files
+        .iter()
+        .map(|p| p.strip_prefix(src()).unwrap().to_string_lossy().into_owned())
+        // This file names the calls it looks for.
+        .filter(|rel| rel != "env.rs" && rel != "layering_tests.rs")
+        .filter(|rel| reads_env(&std::fs::read_to_string(src().join(rel)).unwrap()))
+        .collect();
+    readers.sort();
+    assert!(
+        readers.is_empty(),
+        "read the environment outside src/env.rs (use ctx.env or crate::env::process()): {readers:?}"
+    );
+    assert!(reads_env("let v = std::env::var(\"PREMERGE\");"));
+    assert!(reads_env("std::env::var_os(\"HOME\")"));
+    assert!(reads_env("for (k, v) in std::env::vars() {}"));
+    assert!(reads_env("use std::env::{var_os, current_dir};"));
+    assert!(!reads_env("let cwd = std::env::current_dir()?; let exe = std::env::current_exe()?;"));
+    assert!(!reads_env("cmd.env(\"GIT_DIR\", dir); cmd.env_remove(\"GIT_INDEX_FILE\");"));
 }

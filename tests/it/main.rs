@@ -10,7 +10,6 @@ mod budget;
 mod cli_snapshots;
 mod crash;
 mod decisions;
-mod env_snapshot;
 mod fence_loop;
 mod fixtures;
 mod foundation;
