@@ -31,13 +31,10 @@ pub(crate) struct Elision {
     /// Whether a body's inside may hold something the walk records; a body for which
     /// this is false is left out.
     pub triggers: fn(&str) -> bool,
-    /// Whether a body's inside may hold what the comparison looks up across the file
-    /// (an item declared inside, `unsafe` code); such a body is never left out for
-    /// being shared.
+    /// Whether a body's or a test module's inside may hold what the comparison looks
+    /// up across the file (an enum's name, `unsafe` code); such a body is never left
+    /// out for being shared, nor such a module for being test code.
     pub unshared: fn(&str) -> bool,
-    /// Whether a test module's inside may hold what the comparison looks up across
-    /// the file from outside test code; such a module is never left out.
-    pub test_unshared: fn(&str) -> bool,
 }
 
 /// The whole words of `text` among `words` (the automaton of those words): each
@@ -336,7 +333,7 @@ impl Elided {
 /// and with `share` those whose text (braces included) is a body of a function of the
 /// same name in the other version too (as many copies as the other version has), for which [`Elision::unshared`] is
 /// false and whose inside is not among the texts `share` holds (refused before); with
-/// `tests`, the test modules for which [`Elision::test_unshared`] is false and whose
+/// `tests`, the test modules for which [`Elision::unshared`] is false and whose
 /// inside `share` does not hold. `None` when either version does not lex or less than
 /// a quarter of the two versions would be left out (the plain parse is then as good).
 pub(in crate::widen) fn find<'a>(
@@ -373,7 +370,7 @@ pub(in crate::widen) fn find<'a>(
         // Test modules first: a body inside one left out goes with it.
         let mut modules = (bodies.tests.iter())
             .map(|r| r.start + 1..r.end - 1)
-            .filter(|inside| tests && !refused(&src[inside.clone()]) && !(e.test_unshared)(&src[inside.clone()]))
+            .filter(|inside| tests && !refused(&src[inside.clone()]) && !(e.unshared)(&src[inside.clone()]))
             .peekable();
         for (r, name) in bodies.fns.iter().zip(&bodies.names) {
             while let Some(m) = modules.next_if(|m| m.start <= r.start) {
@@ -473,7 +470,7 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         let b = rust_bodies(src).unwrap();
         let comments: Vec<&str> = b.comments.iter().map(|r| &src[r.clone()]).collect();
         assert_eq!(comments, ["/// doc", "// tail", "/* spaced */"]);
-        let e = Elision { lexer: BodyLexer::Rust, triggers: |_| false, unshared: |_| true, test_unshared: |_| true };
+        let e = Elision { lexer: BodyLexer::Rust, triggers: |_| false, unshared: |_| true };
         let (o, _) = find(&e, src, "", None, false).unwrap();
         let kept: String = o.kept(src.len()).into_iter().map(|r| &src[r]).collect();
         assert_eq!(kept, "\nfn a() {} \nconst X: u8 = 1/* glued */+2; \nconst S: &str = \"// not\";\n");
@@ -492,7 +489,6 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
             lexer: BodyLexer::Rust,
             triggers: |t| t.contains("if") || t.contains("unsafe"),
             unshared: |t| t.contains("unsafe"),
-            test_unshared: |t| t.contains("unsafe"),
         };
         let before = "fn a() { 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if y { } }\nfn d() { unsafe { } }\nfn e() { if x { store(); } }\n";
         let after = "fn a() { 2 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 }\nfn b() { if x { store(); } }\nfn c() { if z { } }\nfn d() { unsafe { } }\n";

@@ -130,12 +130,7 @@ impl super::detector::Grammar for RustDetector {
     }
 
     fn elide(&self, _path: &str) -> Option<super::elide::Elision> {
-        Some(super::elide::Elision {
-            lexer: super::elide::BodyLexer::Rust,
-            triggers: body_may_hold,
-            unshared,
-            test_unshared: unshared,
-        })
+        Some(super::elide::Elision { lexer: super::elide::BodyLexer::Rust, triggers: body_may_hold, unshared })
     }
 
     fn left_out_block(&self, block: Node) -> bool {
@@ -388,12 +383,12 @@ struct Walk<'a> {
 /// (`#`), `use` declarations, items (their keywords), macro calls (`!`), `if`
 /// expressions and `unsafe` blocks. A block holding none of them holds nothing the
 /// inventory records.
-static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyLock::new(|| {
-    super::syntax::Triggers::new(&[
-        "#", "!", "if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const",
-        "static",
-    ])
-});
+static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
+    std::sync::LazyLock::new(|| super::syntax::Triggers::new(&[&["#", "!"], TRIGGER_KEYWORDS].concat()));
+
+/// The keywords among [`TRIGGERS`].
+const TRIGGER_KEYWORDS: &[&str] =
+    &["if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const", "static"];
 
 /// Whether a function body's inside may hold what the walk records (a precise
 /// [`TRIGGERS`], read from the tokens, so that strings and comments count for nothing:
@@ -401,25 +396,15 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyL
 /// `!=` or a negation), or a call of checked arithmetic, which [`checked::record`]
 /// reads. Text that does not lex counts as holding something.
 fn body_may_hold(text: &str) -> bool {
-    const KEYWORDS: &[&[u8]] = &[
-        b"if", b"unsafe", b"use", b"mod", b"struct", b"enum", b"union", b"trait", b"impl", b"fn", b"type", b"const",
-        b"static",
-    ];
-    static ANY: std::sync::LazyLock<super::syntax::Triggers> = std::sync::LazyLock::new(|| {
-        super::syntax::Triggers::new(&[
-            "if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const", "static",
-            "#", "!", "checked_",
-        ])
-    });
     // Most bodies hold none of it even as text: no need to lex them.
-    if !ANY.any_in(text) {
+    if !TRIGGERS.any_in(text) && !text.contains("checked_") {
         return false;
     }
     let b = text.as_bytes();
     let mut after_word = false;
     let found = window::rust_tokens(text, |i, token| {
         let hit = match token {
-            window::Token::Word(end) => KEYWORDS.contains(&&b[i..end]) || text[i..end].contains("checked_"),
+            window::Token::Word(end) => TRIGGER_KEYWORDS.contains(&&text[i..end]) || text[i..end].contains("checked_"),
             window::Token::Punct(b'#') => true,
             window::Token::Punct(b'!') => after_word && b.get(i + 1) != Some(&b'='),
             _ => false,

@@ -174,7 +174,6 @@ impl super::detector::Grammar for ScriptDetector {
             lexer: super::elide::BodyLexer::Script,
             triggers: body_may_hold,
             unshared: |_| true,
-            test_unshared: |_| true,
         })
     }
 
