@@ -47,6 +47,32 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     pub notes: Vec<Note>,
     pub memory: MemoryOutcome,
+    /// The scan cache, being written while the findings are reported.
+    pub cache_write: CacheWrite,
+}
+
+/// The scan cache written on its own thread (its fsync and the encoding of a large
+/// change's findings take as long as printing them), joined when this is dropped, so
+/// that the process never exits in the middle of the write. A thread that cannot be
+/// started means the cache is not written: it is a helper, never needed.
+#[derive(Debug, Default)]
+pub struct CacheWrite(Option<std::thread::JoinHandle<()>>);
+
+impl CacheWrite {
+    fn start(cache: scan_cache::ScanCache) -> CacheWrite {
+        let spawned = std::thread::Builder::new().name("scan-cache".into()).spawn(move || {
+            let _ = cache.save();
+        });
+        CacheWrite(spawned.ok())
+    }
+}
+
+impl Drop for CacheWrite {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Build the engine policy from the configuration (and `PREMERGE_SCAN_WINDOW=0`, which
@@ -165,10 +191,11 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
     history_notes.extend(read_notes);
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
     let parse = policy.parse();
+    let mut cache_write = CacheWrite::default();
     let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, parse.window, parse.skip_tests) {
         Some(cache) => {
             let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
-            let _ = cache.save();
+            cache_write = CacheWrite::start(cache);
             report
         }
         None => engine::scan_with_history(&files, &policy, &history),
@@ -189,7 +216,7 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         };
         mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
     }
-    Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem })
+    Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
 }
 
 /// The earlier migrations of every migration sequence the change adds to or edits,

@@ -50,7 +50,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
     if !config.scan.enabled {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
-        let out = Outcome { findings: Vec::new(), notes: Vec::new(), memory: MemoryOutcome::default() };
+        let out = Outcome {
+            findings: Vec::new(),
+            notes: Vec::new(),
+            memory: MemoryOutcome::default(),
+            cache_write: Default::default(),
+        };
         return print(ctx, &args, &diff, &out);
     }
     let opts = ScanOptions { issue: args.issue, memory: !args.no_memory, backend: true };
@@ -98,12 +103,7 @@ fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]
         w.write_all(b":")?;
         if *key == "findings" {
             w.write_all(b"[")?;
-            for (j, f) in findings.iter().enumerate() {
-                if j > 0 {
-                    w.write_all(b",")?;
-                }
-                w.write_all(crate::canonical::to_compact(f)?.as_bytes())?;
-            }
+            write_findings(w, findings, FINDINGS_PER_BATCH)?;
             w.write_all(b"]")?;
         } else {
             w.write_all(crate::canonical::to_compact(&fields[*key])?.as_bytes())?;
@@ -111,6 +111,70 @@ fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]
     }
     w.write_all(b"}\n")?;
     Ok(())
+}
+
+/// How many findings are rendered at once, on the scan's threads.
+const FINDINGS_PER_BATCH: usize = 4096;
+
+/// The findings, comma-separated, each as [`canonical::to_compact`] gives it: rendered
+/// `batch` at a time in parallel (a large change has tens of thousands), written in
+/// order.
+///
+/// [`canonical::to_compact`]: crate::canonical::to_compact
+fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Result<()> {
+    use rayon::prelude::*;
+    for (i, chunk) in findings.chunks(batch).enumerate() {
+        let rendered: Vec<Vec<u8>> = chunk
+            .par_chunks(batch.div_ceil(rayon::current_num_threads()).max(1))
+            .map(|part| {
+                let mut out = Vec::with_capacity(part.len() * 256);
+                for f in part {
+                    out.push(b',');
+                    serde_json::to_writer(&mut out, &Sorted::of(f))?;
+                }
+                Ok(out)
+            })
+            .collect::<serde_json::Result<_>>()?;
+        for (j, part) in rendered.iter().enumerate() {
+            // Each part starts with a comma, but for the very first.
+            let first = i == 0 && j == 0;
+            w.write_all(if first { &part[1..] } else { part })?;
+        }
+    }
+    Ok(())
+}
+
+/// A finding with its fields in byte order of their names: serialized straight, it is
+/// the canonical form, with no JSON tree built on the way (checked against
+/// `canonical::to_compact` in the tests, so a field added to [`Finding`] and not here
+/// fails them).
+#[derive(serde::Serialize)]
+struct Sorted<'a> {
+    after: &'a str,
+    before: &'a str,
+    file: &'a str,
+    language: crate::widen::Language,
+    line: u32,
+    message: &'a str,
+    rule: &'a str,
+    severity: crate::widen::Severity,
+    symbol: &'a str,
+}
+
+impl<'a> Sorted<'a> {
+    fn of(f: &'a Finding) -> Sorted<'a> {
+        Sorted {
+            after: &f.after,
+            before: &f.before,
+            file: &f.file,
+            language: f.language,
+            line: f.line,
+            message: &f.message,
+            rule: &f.rule,
+            severity: f.severity,
+            symbol: &f.symbol,
+        }
+    }
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
@@ -215,6 +279,15 @@ mod tests {
             let mut out = Vec::new();
             super::write_json_with_findings(&mut out, &rest, &findings).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), crate::canonical::to_line(&whole).unwrap());
+        }
+        // Across batches and the parts of a batch, the same list in the same order.
+        let many: Vec<super::Finding> = (0..23).map(|i| finding(&format!("f{i:02}.rs"), &format!("s{i}"))).collect();
+        let expected = crate::canonical::to_compact(&many).unwrap();
+        for batch in [1, 2, 5, 23, 100] {
+            let mut out = vec![b'['];
+            super::write_findings(&mut out, &many, batch).unwrap();
+            out.push(b']');
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "batch {batch}");
         }
     }
 

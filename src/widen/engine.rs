@@ -202,6 +202,8 @@ pub(crate) fn scan_cached(
         .map(|(i, f)| scan_one(f, policy, history, keys.get(i).and_then(Option::as_deref).map(|k| (k, cache))))
         .collect();
     let mut r = Report::default();
+    // One allocation: a large change has tens of thousands of findings.
+    r.findings.reserve_exact(parts.iter().map(|p| p.0.len()).sum());
     for (findings, note, scanned) in parts {
         r.findings.extend(findings);
         r.notes.extend(note);
@@ -274,7 +276,7 @@ pub fn scan_file(input: &FileInput, policy: &Policy) -> Report {
 
 /// The one order findings are reported in.
 pub(crate) fn sort_findings(v: &mut [Finding]) {
-    v.sort_by(|a, b| {
+    v.par_sort_by(|a, b| {
         a.file
             .as_bytes()
             .cmp(b.file.as_bytes())

@@ -113,7 +113,11 @@ rule_ids! {
 impl RuleId {
     /// The rule with this kebab-case id.
     pub fn parse(id: &str) -> Option<RuleId> {
-        RuleId::ALL.iter().copied().find(|r| r.as_str() == id)
+        // Looked up once per finding read back (the scan cache, the moved-check pass): a
+        // table, not a walk over every rule.
+        static BY_ID: std::sync::LazyLock<std::collections::HashMap<&'static str, RuleId>> =
+            std::sync::LazyLock::new(|| RuleId::ALL.iter().map(|r| (r.as_str(), *r)).collect());
+        BY_ID.get(id).copied()
     }
 
     /// The rule's definition in the catalogue.
