@@ -141,10 +141,11 @@ pub(crate) trait Grammar: Sync {
         None
     }
 
-    /// Whether `block` (the node of a `{` left out by [`elide`]) is what the lexer took
-    /// it for: a function's body or a test module's block. Checked for every block left
-    /// out, so that a lexer's mistake means a whole parse, never a wrong inventory.
-    fn left_out_block(&self, _block: tree_sitter::Node) -> bool {
+    /// Whether `block` (the node of a `{` left out by [`elide`], under `parent`) is what
+    /// the lexer took it for: a function's body or a test module's block. Checked for
+    /// every block left out, so that a lexer's mistake means a whole parse, never a
+    /// wrong inventory.
+    fn left_out_block(&self, _block: tree_sitter::Node, _parent: Option<tree_sitter::Node>) -> bool {
         false
     }
 
@@ -253,13 +254,25 @@ pub(in crate::widen) fn windowed<G: Grammar>(
     let w = window::find(lexer, before, after)?;
     let outside = window::Outside::of(before, &w);
     let lang = g.grammar(path);
-    let old = g.build(&window::parse_ranges(&lang, before, &w.old)?, before);
+    // The window's declarations, without their trigger-free bodies and comments
+    // where the detector has a body lexer (and the tree shows them to be bodies).
+    let parse = |src: &str, ranges: &[std::ops::Range<usize>]| -> Option<Tree> {
+        let leave_out = g.elide(path).and_then(|e| elide::within(&e, src, ranges));
+        if let Some(left) = leave_out.filter(|l| !(l.inside.is_empty() && l.comments.is_empty()))
+            && let Some(tree) = window::parse_ranges(&lang, src, &left.kept_within(ranges))
+            && blocks_are_bodies(g, &tree, &left)
+        {
+            return Some(tree);
+        }
+        window::parse_ranges(&lang, src, ranges)
+    };
+    let old = g.build(&parse(before, &w.old)?, before);
     // What the old version's window alone already meets outside refuses the window
     // (the test asks of both inventories together): no need to parse the new one.
     if !g.stands_alone(&old, &old, &outside) {
         return None;
     }
-    let new = g.build(&window::parse_ranges(&lang, after, &w.new)?, after);
+    let new = g.build(&parse(after, &w.new)?, after);
     g.stands_alone(&old, &new, &outside).then_some((old, new))
 }
 
@@ -310,15 +323,24 @@ fn blocks_are_bodies<G: Grammar>(g: &G, tree: &Tree, elided: &elide::Elided) -> 
     let braces: Vec<usize> = elided.inside.iter().map(|r| r.start - 1).collect();
     let mut next = 0;
     let mut cursor = tree.walk();
+    // The nodes the cursor went down from, so that a `{`'s block and the block's parent
+    // are at hand (`Node::parent` searches from the root each time).
+    let mut above: Vec<tree_sitter::Node> = Vec::new();
     'walk: loop {
         let node = cursor.node();
         let Some(&at) = braces.get(next) else { return true };
         if node.start_byte() == at && node.end_byte() == at + 1 && !node.is_named() {
-            if !node.parent().is_some_and(|block| g.left_out_block(block)) {
+            let (block, parent) = match above.as_slice() {
+                [.., parent, block] => (*block, Some(*parent)),
+                [block] => (*block, None),
+                [] => return false,
+            };
+            if !g.left_out_block(block, parent) {
                 return false;
             }
             next += 1;
         } else if node.start_byte() <= at && at < node.end_byte() && cursor.goto_first_child() {
+            above.push(node);
             continue;
         }
         // On to the next sibling, or up until there is one.
@@ -326,6 +348,7 @@ fn blocks_are_bodies<G: Grammar>(g: &G, tree: &Tree, elided: &elide::Elided) -> 
             if !cursor.goto_parent() {
                 break 'walk;
             }
+            above.pop();
         }
     }
     next == braces.len()

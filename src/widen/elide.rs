@@ -403,18 +403,76 @@ pub(in crate::widen) fn find<'a>(
             out.tests.push(m.clone());
             out.inside.push(m);
         }
-        // The comments outside what is left out already.
-        let mut inside = out.inside.iter().peekable();
-        for c in &bodies.comments {
-            while inside.next_if(|r| r.end <= c.start).is_some() {}
-            if inside.peek().is_none_or(|r| r.start >= c.end) {
-                out.comments.push(c.clone());
-            }
-        }
+        out.comments = comments_outside(&out.inside, &bodies.comments);
         out
     };
     let (o, n) = (side(before, &old, new_texts), side(after, &new, old_texts));
     ((o.bytes() + n.bytes()) * 4 >= before.len() + after.len()).then_some((o, n))
+}
+
+/// The `comments` outside the `inside` ranges (both sorted).
+fn comments_outside(inside: &[Range<usize>], comments: &[Range<usize>]) -> Vec<Range<usize>> {
+    let mut inside = inside.iter().peekable();
+    let mut out = Vec::new();
+    for c in comments {
+        while inside.next_if(|r| r.end <= c.start).is_some() {}
+        if inside.peek().is_none_or(|r| r.start >= c.end) {
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// What the change window's parse of `ranges` of `src` (sorted runs of whole top-level
+/// declarations) can leave out: the insides of the bodies for which
+/// [`Elision::triggers`] is false, and the comments, by the same test as [`find`]'s on
+/// a whole version (the window holds both versions' changed declarations, so no body
+/// in it is shared). `None` when a range does not lex.
+pub(in crate::widen) fn within(e: &Elision, src: &str, ranges: &[Range<usize>]) -> Option<Elided> {
+    let mut out = Elided::default();
+    for r in ranges {
+        let text = &src[r.clone()];
+        let bodies = match e.lexer {
+            BodyLexer::Rust => rust_bodies(text),
+            BodyLexer::Script => script_bodies(text),
+        }?;
+        let shift = |x: &Range<usize>| x.start + r.start..x.end + r.start;
+        let mut inside = Vec::new();
+        let mut covered = 0;
+        for f in &bodies.fns {
+            if f.start < covered || f.len() < 2 {
+                continue;
+            }
+            if !(e.triggers)(&text[f.start + 1..f.end - 1]) {
+                inside.push(f.start + 1..f.end - 1);
+                covered = f.end;
+            }
+        }
+        out.comments.extend(comments_outside(&inside, &bodies.comments).iter().map(shift));
+        out.inside.extend(inside.iter().map(shift));
+    }
+    Some(out)
+}
+
+impl Elided {
+    /// `ranges` (sorted, disjoint, each holding what it leaves out whole) without the
+    /// insides and comments left out: the included ranges of the parse.
+    pub(in crate::widen) fn kept_within(&self, ranges: &[Range<usize>]) -> Vec<Range<usize>> {
+        let mut holes: Vec<&Range<usize>> = self.inside.iter().chain(&self.comments).collect();
+        holes.sort_by_key(|h| h.start);
+        let mut holes = holes.into_iter().peekable();
+        let mut out = Vec::new();
+        for r in ranges {
+            let mut at = r.start;
+            while let Some(h) = holes.next_if(|h| h.start < r.end) {
+                out.push(at..h.start);
+                at = h.end;
+            }
+            out.push(at..r.end);
+        }
+        out.retain(|r| !r.is_empty());
+        out
+    }
 }
 
 #[cfg(test)]
@@ -474,6 +532,21 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         let (o, _) = find(&e, src, "", None, false).unwrap();
         let kept: String = o.kept(src.len()).into_iter().map(|r| &src[r]).collect();
         assert_eq!(kept, "\nfn a() {} \nconst X: u8 = 1/* glued */+2; \nconst S: &str = \"// not\";\n");
+    }
+
+    #[test]
+    fn a_window_leaves_out_its_trigger_free_bodies_and_comments() {
+        let src = "fn a() { 1 }\n// note\nfn b() { if x { y() } }\nfn c() { 2 + 3 }\n";
+        let e = Elision { lexer: BodyLexer::Rust, triggers: |t| t.contains("if"), unshared: |_| true };
+        // The window holds `b` and `c`, not `a`.
+        let window = [21..src.len()];
+        let left = within(&e, src, &window).unwrap();
+        let shown: Vec<&str> = left.inside.iter().map(|r| &src[r.clone()]).collect();
+        assert_eq!(shown, [" 2 + 3 "]);
+        let kept: String = left.kept_within(&window).into_iter().map(|r| &src[r]).collect();
+        assert_eq!(kept, "fn b() { if x { y() } }\nfn c() {}\n");
+        assert_eq!(within(&e, src, &[0..13]).unwrap().inside, vec![8..11]);
+        assert_eq!(within(&e, "fn a() { \"open }", &[0..16]), None, "a range that does not lex");
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub(crate) enum Lexer {
 pub(crate) struct Window {
     pub old: Vec<std::ops::Range<usize>>,
     pub new: Vec<std::ops::Range<usize>>,
+    /// Where the old version's top-level declarations begin and end: no declaration
+    /// spans a cut ([`Outside::may_declare_members`] reads the outside piece by piece).
+    pub old_cuts: Vec<usize>,
 }
 
 /// More top-level declarations than this in either version and the window is not
@@ -70,7 +73,7 @@ pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<
     let (old_p, new_p) = (pieces(&old), pieces(&new));
     let old_text: Vec<&str> = old_p.iter().map(|&(a, b)| &before[a..b]).collect();
     let new_text: Vec<&str> = new_p.iter().map(|&(a, b)| &after[a..b]).collect();
-    let mut window = Window { old: Vec::new(), new: Vec::new() };
+    let mut window = Window { old: Vec::new(), new: Vec::new(), old_cuts: Vec::new() };
     for op in similar::capture_diff_slices(similar::Algorithm::Myers, &old_text, &new_text) {
         let (tag, o, n) = op.as_tag_tuple();
         if tag == similar::DiffTag::Equal {
@@ -84,6 +87,7 @@ pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<
     let size = |v: &[std::ops::Range<usize>]| v.iter().map(|r| r.len()).sum::<usize>();
     let parsed = size(&window.old) + size(&window.new);
     let changed = !(window.old.is_empty() && window.new.is_empty());
+    window.old_cuts = old;
     (changed && parsed < before.len().max(after.len())).then_some(window)
 }
 
@@ -140,14 +144,19 @@ fn included(src: &str, ranges: &[std::ops::Range<usize>]) -> Vec<Range> {
 /// asked about, so a "no" is certain.
 pub(crate) struct Outside<'s> {
     parts: Vec<&'s str>,
+    /// The parts cut where top-level declarations begin and end (where known; else
+    /// the parts): each declaration outside lies within one piece.
+    pieces: Vec<&'s str>,
     compacted: std::cell::OnceCell<Vec<String>>,
     impl_headers: std::cell::OnceCell<Vec<Vec<std::ops::Range<usize>>>>,
+    /// Every word of the outside (a maximal run of identifier bytes), for many lookups.
+    words: std::cell::OnceCell<std::collections::HashSet<&'s str>>,
 }
 
 /// More top-level names than this in a window and the outside is not searched for
 /// each (a search per name costs a pass over the outside text): the file is parsed
 /// whole.
-const MAX_WINDOW_NAMES: usize = 256;
+pub(in crate::widen) const MAX_WINDOW_NAMES: usize = 256;
 
 impl<'s> Outside<'s> {
     /// The outside of `window` in the old version `before`: the text between its
@@ -161,13 +170,39 @@ impl<'s> Outside<'s> {
         }
         parts.push(&before[at..]);
         parts.retain(|p| !p.is_empty());
-        Outside { parts, compacted: std::cell::OnceCell::new(), impl_headers: std::cell::OnceCell::new() }
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for &cut in &window.old_cuts {
+            // A piece between two cuts, when the window holds none of it.
+            if cut > at && !window.old.iter().any(|r| r.start < cut && at < r.end) {
+                pieces.push(&before[at..cut]);
+            }
+            at = cut;
+        }
+        // Without cuts (or past the last): the parts themselves.
+        if window.old_cuts.is_empty() {
+            pieces = parts.clone();
+        }
+        Outside {
+            parts,
+            pieces,
+            compacted: Default::default(),
+            impl_headers: Default::default(),
+            words: Default::default(),
+        }
     }
 
     /// An outside made of the given texts, each the same in both versions.
     pub(crate) fn from_parts(mut parts: Vec<&'s str>) -> Outside<'s> {
         parts.retain(|p| !p.is_empty());
-        Outside { parts, compacted: std::cell::OnceCell::new(), impl_headers: std::cell::OnceCell::new() }
+        let pieces = parts.clone();
+        Outside {
+            parts,
+            pieces,
+            compacted: Default::default(),
+            impl_headers: Default::default(),
+            words: Default::default(),
+        }
     }
 
     /// Whether `s` occurs in the outside text.
@@ -187,6 +222,15 @@ impl<'s> Outside<'s> {
         self.parts.iter().any(|p| whole_words(p, word).next().is_some())
     }
 
+    /// [`Outside::contains_word`] for an identifier, from a set of the outside's words
+    /// made once: for a detector that asks about many names.
+    pub(crate) fn has_word(&self, word: &str) -> bool {
+        let words = self.words.get_or_init(|| {
+            self.parts.iter().flat_map(|p| p.split(|c: char| c.is_ascii() && !is_ident_byte(c as u8))).collect()
+        });
+        words.contains(word)
+    }
+
     /// Whether a declaration outside could carry the name `name` (a symbol's first
     /// segment): an identifier as a whole word, anything else (a test title, a
     /// generic self type) as text, with or without its whitespace.
@@ -195,6 +239,34 @@ impl<'s> Outside<'s> {
             return self.contains_word(name);
         }
         self.contains(name) || self.contains_compact(&compact(name))
+    }
+
+    /// Whether one Rust declaration outside could both give symbols the first segment
+    /// `root` ([`Outside::may_declare`]: an item of that name, an `impl` whose header
+    /// names it) and declare a member named one of `members` within it: the member's
+    /// name after a declaring keyword (`fn`, `const`, `type`...), before a single `:`
+    /// (a field), or where a variant stands (first on its line, or after `{`, `,`, `(`,
+    /// `]`, `|`, `#` or a comment's `/`). A mere use (`Vec::new()`, `self.len`)
+    /// declares nothing, nor does a member of another type's `impl`.
+    pub(crate) fn may_declare_members(&self, root: &str, members: &std::collections::BTreeSet<&str>) -> bool {
+        if is_identifier(root) && !self.has_word(root) {
+            return false;
+        }
+        if !members.iter().any(|m| self.has_word(m)) {
+            return false;
+        }
+        self.pieces.iter().any(|p| {
+            let declares_root = if is_identifier(root) {
+                let headers = std::cell::OnceCell::new();
+                whole_words(p, root).any(|at| {
+                    rust_declares_at(p, at)
+                        || headers.get_or_init(|| rust_impl_headers(p)).iter().any(|r| r.contains(&at))
+                })
+            } else {
+                p.contains(root) || compact(p).contains(&compact(root))
+            };
+            declares_root && members.iter().any(|m| rust_declares_member(p, m))
+        })
     }
 
     /// Whether a declaration outside could give symbols one of the first segments in
@@ -227,7 +299,7 @@ impl<'s> Outside<'s> {
 }
 
 /// Whether `name` is one identifier token.
-fn is_identifier(name: &str) -> bool {
+pub(in crate::widen) fn is_identifier(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(is_ident_byte)
 }
 
@@ -236,6 +308,19 @@ fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> 
     let b = text.as_bytes();
     text.match_indices(word).map(|(at, _)| at).filter(move |&at| {
         !b[..at].last().is_some_and(|&c| is_ident_byte(c)) && !b.get(at + word.len()).is_some_and(|&c| is_ident_byte(c))
+    })
+}
+
+/// Whether `name` may be declared as a member (see [`Outside::may_declare_members`])
+/// somewhere in the Rust text `p`.
+fn rust_declares_member(p: &str, name: &str) -> bool {
+    whole_words(p, name).any(|at| {
+        let head = &p[..at];
+        let rest = p[at + name.len()..].trim_start();
+        let field = rest.starts_with(':') && !rest.starts_with("::");
+        let first_on_line = head.rsplit('\n').next().is_some_and(|l| l.trim().is_empty());
+        let variant_place = matches!(word_before(head).1, Some(b'{' | b',' | b'(' | b']' | b'|' | b'#' | b'/'));
+        rust_declares_at(p, at) || field || first_on_line || variant_place
     })
 }
 
@@ -939,9 +1024,32 @@ mod tests {
     }
 
     #[test]
+    fn a_member_counts_only_inside_a_declaration_of_its_type() {
+        let text = "pub struct Replacer {\n    buf: Vec<u8>,\n}\n\
+                    impl Other {\n    fn new() -> Other { Other }\n    fn clear(&mut self) {}\n}\n\
+                    fn helper() {\n    let r = Replacer::new();\n    r.clear();\n}\n\
+                    enum Mode {\n    /// doc\n    Fast,\n    #[default] Slow(u8),\n}\n\
+                    impl Tr for Replacer {\n    const LIMIT: u8 = 3;\n}\n";
+        let w = Window { old: Vec::new(), new: Vec::new(), old_cuts: rust_boundaries(text).unwrap() };
+        let outside = Outside::of(text, &w);
+        let set = |names: &[&'static str]| names.iter().copied().collect::<std::collections::BTreeSet<&str>>();
+        assert!(!outside.may_declare_members("Replacer", &set(&["new", "clear"])), "another type's, or a use");
+        assert!(outside.may_declare_members("Replacer", &set(&["buf"])), "a field");
+        assert!(outside.may_declare_members("Replacer", &set(&["LIMIT"])), "in an impl of a trait for it");
+        assert!(outside.may_declare_members("Other", &set(&["new"])));
+        assert!(outside.may_declare_members("Mode", &set(&["Fast"])), "a variant after a doc comment");
+        assert!(outside.may_declare_members("Mode", &set(&["Slow"])), "a variant after an attribute");
+        assert!(!outside.may_declare_members("Mode", &set(&["Medium"])));
+        assert!(!outside.may_declare_members("Absent", &set(&["buf"])));
+        // Without the declarations' bounds, one text holds the type and the member.
+        let whole = Outside::from_parts(vec![text]);
+        assert!(whole.may_declare_members("Replacer", &set(&["new"])));
+    }
+
+    #[test]
     fn outside_tests_answer_maybe_when_unsure() {
         let text = "fn set_ratio(r: f64) {}\nimpl Query<T> {}\n// describe(\"a b\")\n";
-        let w = Window { old: Vec::new(), new: Vec::new() };
+        let w = Window { old: Vec::new(), new: Vec::new(), old_cuts: Vec::new() };
         let outside = Outside::of(text, &w);
         assert!(outside.may_name("set_ratio"));
         assert!(!outside.may_name("set"), "a whole word only");

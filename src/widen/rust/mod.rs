@@ -133,8 +133,8 @@ impl super::detector::Grammar for RustDetector {
         Some(super::elide::Elision { lexer: super::elide::BodyLexer::Rust, triggers: body_may_hold, unshared })
     }
 
-    fn left_out_block(&self, block: Node) -> bool {
-        let parent = block.parent().map(|p| kind_of(p));
+    fn left_out_block(&self, block: Node, parent: Option<Node>) -> bool {
+        let parent = parent.map(|p| kind_of(p));
         matches!((kind_of(block), parent), ("block", Some("function_item")) | ("declaration_list", Some("mod_item")))
     }
 
@@ -200,12 +200,16 @@ impl super::detector::Grammar for RustDetector {
 /// the `outside` text (the same in both versions): the comparisons look constraints up
 /// by symbol, and by a few file-wide sets; neither may meet anything outside.
 fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> bool {
+    // First segments that must not be declared outside at all, and members (the last
+    // segment of `Type.method`, `Type.field`, `Enum.Variant`) by the first segment
+    // they sit under: such a symbol is only outside where one declaration there names
+    // both.
     let mut roots = BTreeSet::new();
+    let mut members: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for inv in [old, new] {
-        let symbols = (inv.slots.keys().map(|k| &k.0))
+        let keyed = (inv.slots.keys().map(|k| &k.0))
             .chain(inv.fields.keys())
             .chain(inv.bounds.keys().map(|k| &k.0))
-            .chain(inv.owners.keys())
             .chain(inv.guards.keys())
             .chain(inv.attrs.keys().map(|k| &k.0))
             .chain(inv.statics.keys())
@@ -213,9 +217,25 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
             .chain(inv.closed.iter())
             .chain(inv.variants.keys())
             .chain(inv.arith.keys());
-        roots.extend(symbols.map(|s| window::root(s)));
+        // A symbol that is only an owner (an `impl` block's type, an item with nothing
+        // recorded) is looked up for the line of findings on its other entries alone:
+        // if it has none, another item of its name outside changes no finding.
+        let owners = inv.owners.keys().filter(|s| s.contains('.'));
+        for symbol in keyed.chain(owners) {
+            match member(symbol) {
+                Some(last) => {
+                    members.entry(window::root(symbol)).or_default().insert(last);
+                }
+                None => {
+                    roots.insert(window::root(symbol));
+                }
+            }
+        }
     }
-    if outside.may_declare_any(window::Lexer::Rust, &roots) {
+    if outside.may_declare_any(window::Lexer::Rust, &roots) || members.len() > window::MAX_WINDOW_NAMES {
+        return false;
+    }
+    if members.iter().any(|(root, last)| outside.may_declare_members(root, last)) {
         return false;
     }
     // A guard outside with the same condition would count as the check moved there.
@@ -238,6 +258,14 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         }
     }
     true
+}
+
+/// The last segment of a symbol of several (`Type.method` gives `method`), when it is
+/// a name: a tuple field (`Type.0`) is named by its position, which any tuple type has.
+fn member(symbol: &str) -> Option<&str> {
+    let (_, last) = symbol.rsplit_once('.')?;
+    let last = last.strip_suffix("->").unwrap_or(last);
+    (window::is_identifier(last) && !last.starts_with(|c: char| c.is_ascii_digit())).then_some(last)
 }
 
 /// Whether a guard with `key` may stand in `text`.
@@ -390,35 +418,53 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
 const TRIGGER_KEYWORDS: &[&str] =
     &["if", "unsafe", "use", "mod", "struct", "enum", "union", "trait", "impl", "fn", "type", "const", "static"];
 
-/// Whether a function body's inside may hold what the walk records (a precise
-/// [`TRIGGERS`], read from the tokens, so that strings and comments count for nothing:
-/// an `if`, `unsafe`, `use` or item keyword, a `#`, a macro's `!` after a name, not
-/// `!=` or a negation), or a call of checked arithmetic, which [`checked::record`]
-/// reads. Text that does not lex counts as holding something.
+/// Whether a function body's inside may hold what the walk records, read from the
+/// tokens (strings and comments count for nothing): an `unsafe`, `use` or item
+/// keyword, a `#`, a call of checked arithmetic (which [`checked::record`] reads), a
+/// guard macro (`assert!` and the others [`guard_of_macro`] reads; any other macro's
+/// tokens are not looked into), or an `if` together with what a guard's block leaves
+/// by (`bail`, `panic`, `unreachable`, `Err` anywhere in the text: [`guard_of_if`]).
+/// Text that does not lex counts as holding something.
 fn body_may_hold(text: &str) -> bool {
     // Most bodies hold none of it even as text: no need to lex them.
     if !TRIGGERS.any_in(text) && !text.contains("checked_") {
         return false;
     }
     let b = text.as_bytes();
-    let mut after_word = false;
+    // As text: `guard_of_if` reads the block's text, strings and comments included.
+    let leaves = GUARD_LEAVES.iter().any(|w| text.contains(w));
+    let (mut word, mut saw_if) = (None, false);
     let found = window::rust_tokens(text, |i, token| {
         let hit = match token {
-            window::Token::Word(end) => TRIGGER_KEYWORDS.contains(&&text[i..end]) || text[i..end].contains("checked_"),
+            window::Token::Word(end) => {
+                let w = &text[i..end];
+                saw_if |= w == "if";
+                (w != "if" && TRIGGER_KEYWORDS.contains(&w)) || w.contains("checked_")
+            }
             window::Token::Punct(b'#') => true,
-            window::Token::Punct(b'!') => after_word && b.get(i + 1) != Some(&b'='),
+            window::Token::Punct(b'!') => {
+                word.is_some_and(|w| GUARD_MACROS.contains(&w)) && b.get(i + 1) != Some(&b'=')
+            }
             _ => false,
         };
         // A comment between a name and its `!` keeps the name.
-        after_word = match token {
-            window::Token::Comment(_) => after_word,
-            t => matches!(t, window::Token::Word(_)),
-        };
+        match token {
+            window::Token::Comment(_) => {}
+            window::Token::Word(end) => word = Some(&text[i..end]),
+            _ => word = None,
+        }
         // Stop at the first: `None` ends the walk.
-        (!hit).then_some(())
+        (!hit && !(saw_if && leaves)).then_some(())
     });
     found.is_none()
 }
+
+/// The macros whose calls are guards ([`guard_of_macro`]).
+const GUARD_MACROS: &[&str] =
+    &["assert", "debug_assert", "assert_eq", "assert_ne", "debug_assert_eq", "debug_assert_ne", "ensure"];
+
+/// What the block of an `if` guard holds one of ([`guard_of_if`]).
+const GUARD_LEAVES: &[&str] = &["bail", "panic", "unreachable", "Err"];
 
 /// Whether a function body or a test module may hold what the comparison looks up
 /// across the file rather than by the symbols of the text itself: an enum's name, a

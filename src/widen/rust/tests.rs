@@ -96,6 +96,69 @@ fn window_gives_the_findings_of_whole_files() {
     assert!(found > 60, "the windowed pairs gave findings to compare ({found})");
 }
 
+/// An `impl` block changed beside its `struct` and the type's other `impl` blocks
+/// takes the window: the methods and fields inside it are declared nowhere outside.
+/// The same change where another block of the type outside declares a method of the
+/// same name does not.
+#[test]
+fn an_impl_beside_its_struct_takes_the_window() {
+    let filler =
+        "fn pad(v: &[u8]) -> usize {\n    v.iter().map(|b| *b as usize).sum::<usize>() + v.len() * 3\n}\n".repeat(6);
+    let set = |check: &str| {
+        format!("impl Query {{\n    pub fn set(&mut self, x: u8) {{\n{check}        self.limit = x;\n    }}\n}}\n")
+    };
+    let around = |middle: &str| {
+        format!(
+            "pub struct Query {{\n    pub limit: u8,\n}}\n{filler}impl Query {{\n    pub fn new() -> Query {{\n        \
+             Query {{ limit: 0 }}\n    }}\n}}\n{middle}fn use_it(q: &mut Query) {{\n    q.set(3);\n}}\n"
+        )
+    };
+    let (before, after) = (around(&set("        assert!(x < 10);\n")), around(&set("")));
+    assert!(windowed(&before, &after).is_some(), "the changed impl stands alone");
+    let found = detect_with(&before, &after, true).unwrap();
+    assert_eq!(found, detect_with(&before, &after, false).unwrap());
+    assert_eq!(found.iter().map(|f| (f.rule, f.symbol.as_str())).collect::<Vec<_>>(), [(ASSERT_REMOVED, "Query.set")]);
+    // Another block of the type declares `set` too (one per platform): it is outside
+    // and counts for the whole file, so the window is refused.
+    let twin = "#[cfg(windows)]\nimpl Query {\n    pub fn set(&mut self, x: u8) {\n        self.limit = x;\n    }\n}\n";
+    let (before, after) = (format!("{twin}{before}"), format!("{twin}{after}"));
+    assert!(windowed(&before, &after).is_none(), "a method of the same name outside");
+    assert_eq!(detect_with(&before, &after, true).unwrap(), detect_with(&before, &after, false).unwrap());
+}
+
+/// The tokens that make a body worth parsing: the guard macros, not every macro; an
+/// `if` only beside what a guard's block leaves by.
+#[test]
+fn a_body_holds_something_only_with_what_the_walk_records() {
+    for free in [
+        "let s = format!(\"{x}\"); println!(\"{s}\"); vec![1, 2]",
+        "if x > 1 { return Ok(()) } else { y() }",
+        "let a = b != c; !a",
+        "// assert!(x)\n\"unsafe { }\"",
+        "x.wrapping_mul(3)",
+    ] {
+        assert!(!body_may_hold(free), "{free}");
+    }
+    for holds in [
+        "assert!(x < 3)",
+        "std::debug_assert_eq!(a, b)",
+        "ensure! (x, \"e\")",
+        "if x > 1 { return Err(e) }",
+        "if x { bail!(\"no\") }",
+        // `guard_of_if` reads the text: a string that looks like a leaving block counts.
+        "if x { let s = \"a;bail!\"; }",
+        "unsafe { f() }",
+        "#![allow(unused)]",
+        "fn inner() {}",
+        "use serde_json::Value;",
+        "x.checked_mul(3)",
+        // Text with a trigger that does not lex.
+        "if x { \"open }",
+    ] {
+        assert!(body_may_hold(holds), "{holds}");
+    }
+}
+
 /// Leaving function bodies out of the parse ([`crate::widen::elide`]) gives exactly
 /// the findings of whole files: this crate's Rust source and the fixtures, each with
 /// the edits of the window's test (a type widened, a check removed, `unsafe` added,
@@ -191,7 +254,31 @@ fn elided_bodies_give_the_findings_of_whole_files() {
                         .is_some_and(|(o, _)| !o.tests.is_empty());
                     counts.2 += usize::from(left_out);
                 } else {
-                    assert_same(&what, &whole, &got, false);
+                    match (&whole, &got) {
+                        // A body left out that does not parse (syntax newer than the
+                        // grammar, an edit that breaks it) leaves the rest of the file
+                        // scanned where the whole file is refused: the one difference
+                        // allowed, and only where the error lies in a body left out.
+                        (Err(e_whole), Ok(_)) => {
+                            let (o, n) = super::super::elide::find(&e, before, after, Some(&Default::default()), false)
+                                .expect("elided, so found");
+                            let (src, left) =
+                                if e_whole.0.starts_with("old") { (before, &o.inside) } else { (after, &n.inside) };
+                            let line: usize = e_whole
+                                .0
+                                .rsplit("line ")
+                                .next()
+                                .and_then(|l| l.trim_end_matches(')').parse().ok())
+                                .unwrap_or_else(|| panic!("{what}: no line in {e_whole:?}"));
+                            let in_body = left.iter().any(|r| {
+                                let first = src[..r.start].matches('\n').count() + 1;
+                                let last = src[..r.end].matches('\n').count() + 1;
+                                (first..=last).contains(&line)
+                            });
+                            assert!(in_body, "{what}: whole files refused at line {line}, outside every body left out");
+                        }
+                        _ => assert_same(&what, &whole, &got, false),
+                    }
                     let shares = super::super::elide::find(&e, before, after, Some(&Default::default()), false)
                         .is_some_and(|(o, _)| !o.shared.is_empty());
                     counts = (1, usize::from(shares), counts.2, got.map_or(0, |f| f.len()));

@@ -177,9 +177,9 @@ impl super::detector::Grammar for ScriptDetector {
         })
     }
 
-    fn left_out_block(&self, block: Node) -> bool {
+    fn left_out_block(&self, block: Node, parent: Option<Node>) -> bool {
         kind_of(block) == "statement_block"
-            && block.parent().is_some_and(|f| {
+            && parent.is_some_and(|f| {
                 matches!(
                     kind_of(f),
                     "function_declaration"
