@@ -201,7 +201,16 @@ impl Repo {
     /// Where libgit2 cannot read one (a partial clone's missing blob), all are read
     /// through git, which fetches what is missing from the promisor remote.
     pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>> {
-        let git2 = self.on_threads(oids, |repo, oid| Ok(repo.find_blob(Oid::from_str(oid)?)?.content().to_vec()));
+        // Read from the object database: a blob looked up as an object would also be
+        // kept in the repository's object cache, for nothing.
+        let git2 = self.on_threads(oids, |repo, oid| {
+            let odb = repo.odb()?;
+            let object = odb.read(Oid::from_str(oid)?)?;
+            if object.kind() != git2::ObjectType::Blob {
+                return Err(git2::Error::from_str(&format!("{oid} is a {}, not a blob", object.kind())).into());
+            }
+            Ok(object.data().to_vec())
+        });
         self.or_git(git2, || self.blobs_cli(oids))
     }
 
