@@ -21,7 +21,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::widen::engine::FindingsCache;
@@ -203,8 +202,10 @@ impl ScanCache {
             }
         }
         let mut out = format!("{MAGIC} {FORMAT} {} {now}\n", self.ruleset);
+        out.reserve(all.iter().map(|(k, (_, f))| k.len() + f.len() + 24).sum());
         for (k, (g, f)) in all {
-            out.push_str(&format!("{k} {g} {f}\n"));
+            use std::fmt::Write as _;
+            let _ = writeln!(out, "{k} {g} {f}");
         }
         super::atomic_write_private(&self.path, out.as_bytes())?;
         Ok(true)
@@ -250,12 +251,10 @@ fn read_regular(path: &Path) -> Option<String> {
 
 /// Findings as one line of JSON: `[[line, rule, symbol, before, after, in_test], ...]`.
 fn encode(findings: &[RawFinding]) -> String {
-    let rows: Vec<Value> = findings
-        .iter()
-        .map(|f| serde_json::json!([f.line, f.rule.as_str(), f.symbol, f.before, f.after, f.in_test]))
-        .collect();
+    let rows: Vec<_> =
+        findings.iter().map(|f| (f.line, f.rule.as_str(), &f.symbol, &f.before, &f.after, f.in_test)).collect();
     // serde_json escapes every control character, so the line holds no newline.
-    Value::Array(rows).to_string()
+    serde_json::to_string(&rows).expect("tuples of strings, numbers and booleans serialize")
 }
 
 /// [`encode`]'s inverse; `None` for anything else (an unknown rule id included).

@@ -38,14 +38,37 @@ pub fn def(id: RuleId) -> &'static RuleDef {
 /// Fill a rule's message template. Templates quote as they like (`` `{before}` `` or
 /// `{before}`); an empty value reads "nothing", never an empty pair of backticks.
 pub(crate) fn render_message(rule: &RuleDef, symbol: &str, before: &str, after: &str) -> String {
-    let mut m = rule.message.replace("{symbol}", symbol);
-    for (name, value) in [("before", before), ("after", after)] {
-        if value.is_empty() {
-            m = m.replace(&format!("`{{{name}}}`"), "nothing").replace(&format!("{{{name}}}"), "nothing");
+    // One pass over the template: a value is never read as a placeholder itself.
+    let mut m = String::with_capacity(rule.message.len() + symbol.len() + before.len() + after.len());
+    let mut rest = rule.message;
+    while let Some(at) = rest.find('{') {
+        let (head, tail) = rest.split_at(at);
+        let placeholder = [("symbol", symbol), ("before", before), ("after", after)]
+            .into_iter()
+            .find_map(|(name, value)| Some((name, value, tail[1..].strip_prefix(name)?.strip_prefix('}')?)));
+        let Some((name, value, after_it)) = placeholder else {
+            m.push_str(head);
+            m.push('{');
+            rest = &tail[1..];
+            continue;
+        };
+        rest = after_it;
+        if value.is_empty() && name != "symbol" {
+            // An empty side reads "nothing", without the code quotes around it.
+            match (head.strip_suffix('`'), rest.strip_prefix('`')) {
+                (Some(head), Some(r)) => {
+                    m.push_str(head);
+                    rest = r;
+                }
+                _ => m.push_str(head),
+            }
+            m.push_str("nothing");
         } else {
-            m = m.replace(&format!("{{{name}}}"), value);
+            m.push_str(head);
+            m.push_str(value);
         }
     }
+    m.push_str(rest);
     m
 }
 
@@ -142,5 +165,10 @@ mod tests {
         };
         assert_eq!(render_message(&r, "Q.a", "a: u8", ""), "Q.a: `a: u8` became nothing (nothing)");
         assert_eq!(render_message(&r, "Q.a", "a: u8", "a: u64"), "Q.a: `a: u8` became `a: u64` (a: u64)");
+        // A value is never read as a placeholder, and a lone brace stays.
+        assert_eq!(
+            render_message(&r, "Q.{after}", "f(\"{after}\")", "{ x }"),
+            "Q.{after}: `f(\"{after}\")` became `{ x }` ({ x })"
+        );
     }
 }

@@ -539,14 +539,14 @@ fn outer() { fn nested() -> u8 { b'}' } let _ = || { 1 }; }
         let src = "fn a() { 1 }\n// note\nfn b() { if x { y() } }\nfn c() { 2 + 3 }\n";
         let e = Elision { lexer: BodyLexer::Rust, triggers: |t| t.contains("if"), unshared: |_| true };
         // The window holds `b` and `c`, not `a`.
-        let window = [21..src.len()];
+        let window = vec![std::ops::Range { start: 21, end: src.len() }];
         let left = within(&e, src, &window).unwrap();
         let shown: Vec<&str> = left.inside.iter().map(|r| &src[r.clone()]).collect();
         assert_eq!(shown, [" 2 + 3 "]);
         let kept: String = left.kept_within(&window).into_iter().map(|r| &src[r]).collect();
         assert_eq!(kept, "fn b() { if x { y() } }\nfn c() {}\n");
-        assert_eq!(within(&e, src, &[0..13]).unwrap().inside, vec![8..11]);
-        assert_eq!(within(&e, "fn a() { \"open }", &[0..16]), None, "a range that does not lex");
+        assert_eq!(within(&e, src, &[Range { start: 0, end: 13 }]).unwrap().inside, vec![8..11]);
+        assert_eq!(within(&e, "fn a() { \"open }", &[Range { start: 0, end: 16 }]), None, "a range that does not lex");
     }
 
     #[test]

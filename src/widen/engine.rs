@@ -249,8 +249,10 @@ fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileI
     let per_file: Vec<(&str, Vec<usize>)> = inputs
         .par_iter()
         .map(|i| {
-            let old = found(&i.before);
-            (i.path.as_str(), found(&i.after).into_iter().filter(|n| !old.contains(n)).collect())
+            let new = found(&i.after);
+            // The old version matters only where the new one holds a check.
+            let old = if new.is_empty() { Default::default() } else { found(&i.before) };
+            (i.path.as_str(), new.into_iter().filter(|n| !old.contains(n)).collect())
         })
         .collect();
     let mut added: BTreeMap<usize, Vec<&str>> = BTreeMap::new();

@@ -134,7 +134,7 @@ impl super::detector::Grammar for RustDetector {
     }
 
     fn left_out_block(&self, block: Node, parent: Option<Node>) -> bool {
-        let parent = parent.map(|p| kind_of(p));
+        let parent = parent.map(kind_of);
         matches!((kind_of(block), parent), ("block", Some("function_item")) | ("declaration_list", Some("mod_item")))
     }
 
@@ -454,7 +454,7 @@ fn body_may_hold(text: &str) -> bool {
             _ => word = None,
         }
         // Stop at the first: `None` ends the walk.
-        (!hit && !(saw_if && leaves)).then_some(())
+        (!(hit || saw_if && leaves)).then_some(())
     });
     found.is_none()
 }
