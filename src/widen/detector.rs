@@ -320,38 +320,45 @@ pub(in crate::widen) fn elided<G: Grammar>(
 /// Whether the `{` before each text left out opens a block the detector expects
 /// ([`Grammar::left_out_block`]): one walk of the tree, into the nodes that hold one.
 fn blocks_are_bodies<G: Grammar>(g: &G, tree: &Tree, elided: &elide::Elided) -> bool {
-    let braces: Vec<usize> = elided.inside.iter().map(|r| r.start - 1).collect();
-    let mut next = 0;
     let mut cursor = tree.walk();
     // The nodes the cursor went down from, so that a `{`'s block and the block's parent
     // are at hand (`Node::parent` searches from the root each time).
     let mut above: Vec<tree_sitter::Node> = Vec::new();
-    'walk: loop {
-        let node = cursor.node();
-        let Some(&at) = braces.get(next) else { return true };
-        if node.start_byte() == at && node.end_byte() == at + 1 && !node.is_named() {
-            let (block, parent) = match above.as_slice() {
-                [.., parent, block] => (*block, Some(*parent)),
-                [block] => (*block, None),
-                [] => return false,
-            };
-            if !g.left_out_block(block, parent) {
+    elided.inside.iter().all(|r| {
+        let at = r.start - 1;
+        // Forward (on to later siblings, up when there is none) to a node that holds
+        // `at`: the braces are in order, so the walk never goes back.
+        loop {
+            let node = cursor.node();
+            if node.end_byte() > at {
+                if node.start_byte() > at {
+                    return false;
+                }
+                break;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    return false;
+                }
+                above.pop();
+            }
+        }
+        // Down to the token at `at`, straight to the child that holds it.
+        loop {
+            let node = cursor.node();
+            if node.start_byte() == at && node.end_byte() == at + 1 && !node.is_named() {
+                return match above.as_slice() {
+                    [.., parent, block] => g.left_out_block(*block, Some(*parent)),
+                    [block] => g.left_out_block(*block, None),
+                    [] => false,
+                };
+            }
+            if cursor.goto_first_child_for_byte(at).is_none() {
                 return false;
             }
-            next += 1;
-        } else if node.start_byte() <= at && at < node.end_byte() && cursor.goto_first_child() {
             above.push(node);
-            continue;
         }
-        // On to the next sibling, or up until there is one.
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-            above.pop();
-        }
-    }
-    next == braces.len()
+    })
 }
 
 /// Every [`Grammar`] is a [`Detector`] whose parsing is [`tree_pair`]'s.
