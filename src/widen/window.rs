@@ -61,12 +61,21 @@ const MAX_PIECES: usize = 20_000;
 /// declarations between the edits out of the window, not only a common prefix and
 /// suffix.
 pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<Window> {
+    find_with(lexer, before, after, true)
+}
+
+/// [`find`], with or without the early refusal of [`mostly_gone`] (the same answer).
+fn find_with(lexer: Lexer, before: &str, after: &str, early: bool) -> Option<Window> {
     let bounds = |src: &str| match lexer {
         Lexer::Rust => rust_boundaries(src),
         Lexer::Script => script_boundaries(src),
     };
-    let (old, new) = (bounds(before)?, bounds(after)?);
-    if old.len() > MAX_PIECES || new.len() > MAX_PIECES {
+    let old = bounds(before)?;
+    if old.len() > MAX_PIECES || (early && mostly_gone(before, &old, after)) {
+        return None;
+    }
+    let new = bounds(after)?;
+    if new.len() > MAX_PIECES {
         return None;
     }
     let pieces = |b: &[usize]| -> Vec<(usize, usize)> { b.windows(2).map(|w| (w[0], w[1])).collect() };
@@ -89,6 +98,22 @@ pub(in crate::widen) fn find(lexer: Lexer, before: &str, after: &str) -> Option<
     let changed = !(window.old.is_empty() && window.new.is_empty());
     window.old_cuts = old;
     (changed && parsed < before.len().max(after.len())).then_some(window)
+}
+
+/// Whether the window is sure to be refused as too large, from the old version's
+/// declarations (between `cuts`) alone: one not found in `after` at all is in the
+/// window, and what of `after` the found ones cannot cover is in its new part. Both
+/// are lower bounds, so a "yes" is the answer [`find`] would give after lexing the
+/// new version and diffing the declarations, which a file edited throughout (a change
+/// to every signature) is spared. Asked only where the search is cheap.
+fn mostly_gone(before: &str, cuts: &[usize], after: &str) -> bool {
+    const MAX_SEARCHED: usize = 256 * 1024;
+    if cuts.len().saturating_mul(after.len()) > MAX_SEARCHED {
+        return false;
+    }
+    let gone: usize = cuts.windows(2).map(|w| &before[w[0]..w[1]]).filter(|d| !after.contains(d)).map(str::len).sum();
+    let new_part = after.len().saturating_sub(before.len() - gone);
+    gone + new_part >= before.len().max(after.len())
 }
 
 /// Appends `r` to sorted ranges, joined to the last one where they touch.
@@ -1021,6 +1046,41 @@ mod tests {
         );
         // A change to most of the file parses it whole.
         assert_eq!(find(Lexer::Rust, "fn a(x: u8) {}\n", "fn a(x: u16) {}\n"), None);
+    }
+
+    /// Refusing a window early, from the old version's declarations alone, refuses
+    /// only windows the diff would refuse: every pair of the window corpus and its
+    /// edits, both ways, and a change to every declaration.
+    #[test]
+    fn an_early_refusal_is_the_diffs_answer() {
+        let every = |widened: bool| -> String {
+            (0..12)
+                .map(|k| format!("pub fn f{k}(x: {}) -> u32 {{\n    x + {k}\n}}\n", if widened { "u64" } else { "u8" }))
+                .collect()
+        };
+        let (before, after) = (every(false), every(true));
+        assert!(mostly_gone(&before, &rust_boundaries(&before).unwrap(), &after));
+        assert!(find_with(Lexer::Rust, &before, &after, false).is_none());
+        let halved: String = before.lines().take(12).map(|l| format!("{l}\n")).collect();
+        assert!(!mostly_gone(&before, &rust_boundaries(&before).unwrap(), &halved), "declarations only deleted");
+        let edits: &[(&str, &str)] = &[("u8", "u64"), ("pub ", ""), ("fn ", "fn x_"), (";", ";\n")];
+        let mut early = 0;
+        for (lexer, exts) in [(Lexer::Rust, &[".rs"][..]), (Lexer::Script, &[".ts", ".js"][..])] {
+            for (name, text) in check::corpus(&["src/widen", "fixtures"], exts) {
+                for after in check::edits(&text, edits, 3) {
+                    for (b, a) in [(&text, &after), (&after, &text)] {
+                        let plain = find_with(lexer, b, a, false);
+                        assert_eq!(find_with(lexer, b, a, true), plain, "{name}");
+                        let cuts = match lexer {
+                            Lexer::Rust => rust_boundaries(b),
+                            Lexer::Script => script_boundaries(b),
+                        };
+                        early += usize::from(cuts.is_some_and(|c| mostly_gone(b, &c, a)));
+                    }
+                }
+            }
+        }
+        assert!(early > 20, "pairs refused early: {early}");
     }
 
     #[test]
