@@ -41,6 +41,7 @@ rule_ids! {
     RustEnumToString => "rust-enum-to-string",
     RustEnumVariantAdded => "rust-enum-variant-added",
     RustFieldMadePublic => "rust-field-made-public",
+    RustFnMadePublic => "rust-fn-made-public",
     RustForbidUnsafeRemoved => "rust-forbid-unsafe-removed",
     RustGenericBoundRemoved => "rust-generic-bound-removed",
     RustGuardRemoved => "rust-guard-removed",

@@ -93,6 +93,13 @@ pub(super) fn compare_visibility(old: &Inventory, new: &Inventory, out: &mut Vec
             out.push(finding(FIELD_MADE_PUBLIC, *line, sym, otext.clone(), ntext.clone(), *in_test));
         }
     }
+    for (sym, (orank, otext, _, _)) in &old.fn_vis {
+        if let Some((nrank, ntext, line, in_test)) = new.fn_vis.get(sym)
+            && nrank > orank
+        {
+            out.push(finding(FN_MADE_PUBLIC, *line, sym, otext.clone(), ntext.clone(), *in_test));
+        }
+    }
 }
 
 /// Separates a type parameter from the `impl` block its bounds belong to in the

@@ -209,6 +209,7 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
     for inv in [old, new] {
         let keyed = (inv.slots.keys().map(|k| &k.0))
             .chain(inv.fields.keys())
+            .chain(inv.fn_vis.keys())
             .chain(inv.bounds.keys().map(|k| &k.0))
             .chain(inv.guards.keys())
             .chain(inv.attrs.keys().map(|k| &k.0))
@@ -368,6 +369,8 @@ pub(crate) struct Inventory {
     slots: BTreeMap<(String, String), Slot>,
     /// `Type.field` -> (visibility rank, field text, line, in test).
     fields: BTreeMap<String, (u8, String, u32, bool)>,
+    /// Function symbol -> (visibility rank, its head up to the name, line, in test).
+    fn_vis: BTreeMap<String, (u8, String, u32, bool)>,
     /// (item symbol, type parameter) -> bounds in source order.
     bounds: BTreeMap<(String, String), Vec<String>>,
     /// Functions and items: symbol -> where it is.
@@ -405,6 +408,8 @@ struct Walk<'a> {
     prune: bool,
     /// How many blocks were skipped.
     skipped: usize,
+    /// Inside a trait or an `impl` of a trait: its functions have no visibility.
+    in_trait: bool,
 }
 
 /// What the walk reacts to inside a block, as the tokens each needs: inner attributes
@@ -642,14 +647,14 @@ impl Inventory {
 
     /// The part of the inventory one top-level declaration contributes.
     fn item(item: Node, attrs: Vec<String>, src: &str) -> Inventory {
-        let mut w = Walk { src, inv: Inventory::default(), prune: true, skipped: 0 };
+        let mut w = Walk { src, inv: Inventory::default(), prune: true, skipped: 0, in_trait: false };
         w.visit(item, attrs, &mut Vec::new(), None, false);
         w.inv
     }
 
     /// The inventory and how many blocks the walk skipped.
     fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
-        let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0 };
+        let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0, in_trait: false };
         let root = tree.root_node();
         w.visit(root, Vec::new(), &mut Vec::new(), None, false);
         (w.inv, w.skipped)
@@ -665,6 +670,7 @@ impl super::syntax::Part for Inventory {
         let Inventory {
             slots,
             fields,
+            fn_vis,
             bounds,
             owners,
             guards,
@@ -682,6 +688,7 @@ impl super::syntax::Part for Inventory {
         } = o;
         self.slots.extend(slots);
         self.fields.extend(fields);
+        self.fn_vis.extend(fn_vis);
         for (k, v) in bounds {
             self.bounds.entry(k).or_default().extend(v);
         }
@@ -718,6 +725,7 @@ impl super::syntax::Part for Inventory {
         let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
         self.slots.values_mut().for_each(|s| shift(&mut s.line));
         self.fields.values_mut().for_each(|f| shift(&mut f.2));
+        self.fn_vis.values_mut().for_each(|f| shift(&mut f.2));
         self.owners.values_mut().for_each(|o| shift(&mut o.line));
         self.unsafe_sites.values_mut().flatten().for_each(|site| shift(&mut site.0));
         self.variants.values_mut().flat_map(|v| &mut v.1).for_each(|v| shift(&mut v.1));

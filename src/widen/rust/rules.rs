@@ -15,6 +15,7 @@ pub(crate) const GUARD_REMOVED: RuleId = RuleId::RustGuardRemoved;
 pub(crate) const DENY_UNKNOWN_FIELDS_REMOVED: RuleId = RuleId::RustDenyUnknownFieldsRemoved;
 pub(crate) const NON_EXHAUSTIVE_REMOVED: RuleId = RuleId::RustNonExhaustiveRemoved;
 pub(crate) const FIELD_MADE_PUBLIC: RuleId = RuleId::RustFieldMadePublic;
+pub(crate) const FN_MADE_PUBLIC: RuleId = RuleId::RustFnMadePublic;
 pub(crate) const STATIC_MADE_MUT: RuleId = RuleId::RustStaticMadeMut;
 pub(crate) const UNSAFE_INTRODUCED: RuleId = RuleId::RustUnsafeIntroduced;
 pub(crate) const FORBID_UNSAFE_REMOVED: RuleId = RuleId::RustForbidUnsafeRemoved;
@@ -119,6 +120,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         severity: Severity::Medium,
         message: "{symbol}: `{before}` became `{after}`; code outside the module can now set it directly",
         invariant: "Only the type's own module wrote the field, so its constructors and setters upheld its invariants.",
+    },
+    RuleDef {
+        id: FN_MADE_PUBLIC,
+        languages: RUST,
+        family: Family::MutabilityExposure,
+        description: "A function or method became more visible (private to `pub(crate)`, `pub(crate)` to `pub`).",
+        severity: Severity::Low,
+        message: "{symbol}: `{before}` became `{after}`; code outside its old reach can now call it",
+        invariant: "Only the code it was visible to called the function, so what those callers checked before the call was its whole contract.",
     },
     RuleDef {
         id: STATIC_MADE_MUT,

@@ -67,6 +67,7 @@ fn side_by_side_equals_incremental() {
 /// checks, attributes and `unsafe` added or removed), both ways round.
 #[test]
 fn window_gives_the_findings_of_whole_files() {
+    use super::super::detector::Grammar;
     use super::super::window::check;
     let edits: &[(&str, &str)] = &[
         ("u8", "u64"),
@@ -90,8 +91,12 @@ fn window_gives_the_findings_of_whole_files() {
             pairs.push((name.clone(), text.clone(), after));
         }
     }
-    let (taken, found) =
-        check::same_with_and_without(&pairs, &|b, a, w| detect_with(b, a, w), &|b, a| windowed(b, a).is_some());
+    let (taken, found) = check::same_with_and_without(
+        &pairs,
+        &|b, a, w| detect_with(b, a, w),
+        &|b, a| windowed(b, a).is_some(),
+        RustDetector.elide(PATH).as_ref(),
+    );
     assert!(taken > 300, "the window took {taken} of {} pairs", pairs.len());
     assert!(found > 60, "the windowed pairs gave findings to compare ({found})");
 }
@@ -260,22 +265,8 @@ fn elided_bodies_give_the_findings_of_whole_files() {
                         // scanned where the whole file is refused: the one difference
                         // allowed, and only where the error lies in a body left out.
                         (Err(e_whole), Ok(_)) => {
-                            let (o, n) = super::super::elide::find(&e, before, after, Some(&Default::default()), false)
-                                .expect("elided, so found");
-                            let (src, left) =
-                                if e_whole.0.starts_with("old") { (before, &o.inside) } else { (after, &n.inside) };
-                            let line: usize = e_whole
-                                .0
-                                .rsplit("line ")
-                                .next()
-                                .and_then(|l| l.trim_end_matches(')').parse().ok())
-                                .unwrap_or_else(|| panic!("{what}: no line in {e_whole:?}"));
-                            let in_body = left.iter().any(|r| {
-                                let first = src[..r.start].matches('\n').count() + 1;
-                                let last = src[..r.end].matches('\n').count() + 1;
-                                (first..=last).contains(&line)
-                            });
-                            assert!(in_body, "{what}: whole files refused at line {line}, outside every body left out");
+                            let why = "whole files refused outside every body left out";
+                            assert!(check::error_left_out(e_whole, &e, before, after), "{what}: {why}: {e_whole:?}");
                         }
                         _ => assert_same(&what, &whole, &got, false),
                     }

@@ -219,6 +219,12 @@ impl Walk<'_> {
             }
             "function_item" | "function_signature_item" => {
                 self.bounds_of(&parts, &symbol);
+                // A trait's method, or one of an `impl` of a trait, has no visibility
+                // of its own (and shares its symbol with an inherent method of the type).
+                if let Some(name) = parts.field("name").filter(|_| !self.in_trait) {
+                    let head = collapse_whitespace(&self.src[n.start_byte()..name.end_byte()]);
+                    self.inv.fn_vis.insert(symbol.clone(), (visibility_rank(n, self.src), head, line_of(n), in_test));
+                }
                 if let Some(body) = parts.field("body").filter(|_| kind == "function_item") {
                     super::checked::record(body, self.src, &symbol, &mut self.inv);
                 }
@@ -308,6 +314,12 @@ impl Walk<'_> {
                 }
             }
             "struct_item" | "enum_item" | "union_item" | "type_item" if self.prune => {}
+            "trait_item" | "impl_item" => {
+                let outer = self.in_trait;
+                self.in_trait = kind == "trait_item" || parts.field("trait").is_some();
+                self.children(n, scope, f.as_deref(), in_test);
+                self.in_trait = outer;
+            }
             _ => self.children(n, scope, f.as_deref(), in_test),
         }
         scope.pop();

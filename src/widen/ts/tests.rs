@@ -138,7 +138,7 @@ fn window_gives_the_findings_of_whole_files() {
     }
     let detect = |b: &str, a: &str, w: bool| detect_with("src/corpus.ts", b, a, w);
     let lang: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
-    let (taken, found) = check::same_with_and_without(&pairs, &detect, &|b, a| windowed(&lang, b, a).is_some());
+    let (taken, found) = check::same_with_and_without(&pairs, &detect, &|b, a| windowed(&lang, b, a).is_some(), None);
     assert!(taken > 120, "the window took {taken} of {} pairs", pairs.len());
     assert!(found >= 16, "the windowed pairs gave findings to compare ({found})");
 }
