@@ -890,7 +890,9 @@ pub(in crate::widen) mod check {
         else {
             return false;
         };
-        let mut left = elide::within(e, src, &[0..src.len()]).map(|l| l.inside).unwrap_or_default();
+        let mut left = elide::within(e, src, &[std::ops::Range { start: 0, end: src.len() }])
+            .map(|l| l.inside)
+            .unwrap_or_default();
         if let Some((o, n)) = elide::find(e, before, after, Some(&Default::default()), false) {
             left.extend(if old { o.inside } else { n.inside });
         }
