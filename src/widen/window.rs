@@ -204,30 +204,23 @@ impl<'s> Outside<'s> {
             }
             at = cut;
         }
-        // Without cuts (or past the last): the parts themselves.
+        // Without cuts: the parts themselves.
         if window.old_cuts.is_empty() {
             pieces = parts.clone();
         }
-        Outside {
-            parts,
-            pieces,
-            compacted: Default::default(),
-            impl_headers: Default::default(),
-            words: Default::default(),
-        }
+        Outside::new(parts, pieces)
     }
 
     /// An outside made of the given texts, each the same in both versions.
     pub(crate) fn from_parts(mut parts: Vec<&'s str>) -> Outside<'s> {
         parts.retain(|p| !p.is_empty());
         let pieces = parts.clone();
-        Outside {
-            parts,
-            pieces,
-            compacted: Default::default(),
-            impl_headers: Default::default(),
-            words: Default::default(),
-        }
+        Outside::new(parts, pieces)
+    }
+
+    fn new(parts: Vec<&'s str>, pieces: Vec<&'s str>) -> Outside<'s> {
+        let (compacted, impl_headers, words) = Default::default();
+        Outside { parts, pieces, compacted, impl_headers, words }
     }
 
     /// Whether `s` occurs in the outside text.
