@@ -47,6 +47,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         invariant: "Type checkers verified every use of the value against its concrete type.",
     },
     RuleDef {
+        id: RuleId::PyContainerWidened,
+        languages: PY,
+        family: Family::TypeErasure,
+        description: "A collection annotation became a more abstract one holding the same items (`list[T]` to `Sequence[T]`, `Sequence[T]` to `Iterable[T]`, `dict[K, V]` to `Mapping[K, V]`).",
+        severity: Severity::Low,
+        message: "`{symbol}` takes a more abstract collection: `{before}` became `{after}`",
+        invariant: "The value had the old collection's operations (indexing, `len`, a second pass, mutation), and code using it could count on them.",
+    },
+    RuleDef {
         id: RuleId::PyConstrainedTypeErased,
         languages: PY,
         family: Family::NumericRange,
@@ -224,6 +233,15 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
     if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
         return Some(RuleId::PyOptionalWidened);
     }
+    // A collection made more abstract, holding the same items (`Sequence[str]` to
+    // `Iterable[str]`).
+    if let ([bm], [am]) = (b_members.as_slice(), a_members.as_slice())
+        && let (Some((bh, bargs)), Some((ah, aargs))) = (collection(&bm.key), collection(&am.key))
+        && bargs == aargs
+        && CONTAINER_KINDS.iter().any(|(kind, of)| *kind == bh && of.contains(&ah))
+    {
+        return Some(RuleId::PyContainerWidened);
+    }
     // The same container on both sides (`list[int]` to `list[int | None]`): compare what
     // it holds.
     if let ([bm], [am]) = (b_members.as_slice(), a_members.as_slice())
@@ -283,6 +301,47 @@ fn split_top(s: &str, sep: char) -> Vec<&str> {
 }
 
 /// `Name[args]` as (`Name`'s last dotted segment, `args`).
+/// The more abstract collection types each collection type is one of (the builtins
+/// and `collections.abc`, as `typing` spells them too).
+const CONTAINER_KINDS: &[(&str, &[&str])] = &[
+    ("list", &["MutableSequence", "Sequence", "Reversible", "Collection", "Iterable"]),
+    ("deque", &["MutableSequence", "Sequence", "Reversible", "Collection", "Iterable"]),
+    ("MutableSequence", &["Sequence", "Reversible", "Collection", "Iterable"]),
+    ("Sequence", &["Reversible", "Collection", "Iterable"]),
+    ("Reversible", &["Iterable"]),
+    ("set", &["MutableSet", "AbstractSet", "Collection", "Iterable"]),
+    ("frozenset", &["AbstractSet", "Collection", "Iterable"]),
+    ("MutableSet", &["AbstractSet", "Collection", "Iterable"]),
+    ("AbstractSet", &["Collection", "Iterable"]),
+    ("dict", &["MutableMapping", "Mapping"]),
+    ("defaultdict", &["dict", "MutableMapping", "Mapping"]),
+    ("OrderedDict", &["dict", "MutableMapping", "Mapping"]),
+    ("MutableMapping", &["Mapping"]),
+    ("Collection", &["Iterable"]),
+    ("Iterator", &["Iterable"]),
+];
+
+/// A collection annotation's kind (its head without the module, `typing`'s capitalised
+/// builtins lowered) and its arguments (empty when bare).
+fn collection(key: &str) -> Option<(&str, &str)> {
+    let (head, args) = match generic(key) {
+        Some(g) => g,
+        None => (key.rsplit('.').next().unwrap_or(key), ""),
+    };
+    let head = match head {
+        "List" => "list",
+        "Dict" => "dict",
+        "FrozenSet" => "frozenset",
+        "Deque" => "deque",
+        "DefaultDict" => "defaultdict",
+        // `typing.Set` is the builtin; `collections.abc.Set` the abstract one: which one
+        // a bare `Set` is cannot be told here, so it is neither.
+        "Set" => return None,
+        other => other,
+    };
+    Some((head, args))
+}
+
 fn generic(s: &str) -> Option<(&str, &str)> {
     let open = s.find('[')?;
     let inner = s[open + 1..].strip_suffix(']')?;

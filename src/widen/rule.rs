@@ -65,6 +65,7 @@ rule_ids! {
     // Python
     PyAssertRemoved => "py-assert-removed",
     PyConstrainedTypeErased => "py-constrained-type-erased",
+    PyContainerWidened => "py-container-widened",
     PyFinalRemoved => "py-final-removed",
     PyFrozenDataclassUnfrozen => "py-frozen-dataclass-unfrozen",
     PyLiteralErased => "py-literal-erased",
