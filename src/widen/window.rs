@@ -173,7 +173,8 @@ pub(crate) struct Outside<'s> {
     /// the parts): each declaration outside lies within one piece.
     pieces: Vec<&'s str>,
     compacted: std::cell::OnceCell<Vec<String>>,
-    impl_headers: std::cell::OnceCell<Vec<Vec<std::ops::Range<usize>>>>,
+    /// The `impl` headers of each piece (Rust), found on first need.
+    impl_headers: Vec<std::cell::OnceCell<Vec<std::ops::Range<usize>>>>,
     /// Every word of the outside (a maximal run of identifier bytes), for many lookups.
     words: std::cell::OnceCell<std::collections::HashSet<&'s str>>,
 }
@@ -219,7 +220,8 @@ impl<'s> Outside<'s> {
     }
 
     fn new(parts: Vec<&'s str>, pieces: Vec<&'s str>) -> Outside<'s> {
-        let (compacted, impl_headers, words) = Default::default();
+        let impl_headers = pieces.iter().map(|_| Default::default()).collect();
+        let (compacted, words) = Default::default();
         Outside { parts, pieces, compacted, impl_headers, words }
     }
 
@@ -267,24 +269,16 @@ impl<'s> Outside<'s> {
     /// `]`, `|`, `#` or a comment's `/`). A mere use (`Vec::new()`, `self.len`)
     /// declares nothing, nor does a member of another type's `impl`.
     pub(crate) fn may_declare_members(&self, root: &str, members: &std::collections::BTreeSet<&str>) -> bool {
-        if is_identifier(root) && !self.has_word(root) {
+        // A first segment that is no identifier (a slice or tuple type's `impl`) is
+        // looked for as text anywhere, without its members.
+        if !is_identifier(root) {
+            return self.may_name(root);
+        }
+        if !self.has_word(root) || !members.iter().any(|m| self.has_word(m)) {
             return false;
         }
-        if !members.iter().any(|m| self.has_word(m)) {
-            return false;
-        }
-        self.pieces.iter().any(|p| {
-            let declares_root = if is_identifier(root) {
-                let headers = std::cell::OnceCell::new();
-                whole_words(p, root).any(|at| {
-                    rust_declares_at(p, at)
-                        || headers.get_or_init(|| rust_impl_headers(p)).iter().any(|r| r.contains(&at))
-                })
-            } else {
-                p.contains(root) || compact(p).contains(&compact(root))
-            };
-            declares_root && members.iter().any(|m| rust_declares_member(p, m))
-        })
+        (self.pieces.iter().zip(&self.impl_headers))
+            .any(|(p, h)| rust_declares(p, root, h) && members.iter().any(|m| rust_declares_member(p, m)))
     }
 
     /// Whether a declaration outside could give symbols one of the first segments in
@@ -303,16 +297,14 @@ impl<'s> Outside<'s> {
         if !is_identifier(name) {
             return self.may_name(name);
         }
-        self.parts.iter().enumerate().any(|(part, p)| {
-            whole_words(p, name).any(|at| match lexer {
-                Lexer::Rust => {
-                    let headers =
-                        self.impl_headers.get_or_init(|| self.parts.iter().map(|p| rust_impl_headers(p)).collect());
-                    rust_declares_at(p, at) || headers[part].iter().any(|r| r.contains(&at))
-                }
-                Lexer::Script => script_declares_at(p, at, name.len()),
-            })
-        })
+        match lexer {
+            // By piece: a keyword or an `impl` header and the name it declares are in
+            // one declaration.
+            Lexer::Rust => (self.pieces.iter().zip(&self.impl_headers)).any(|(p, h)| rust_declares(p, name, h)),
+            Lexer::Script => {
+                self.parts.iter().any(|p| whole_words(p, name).any(|at| script_declares_at(p, at, name.len())))
+            }
+        }
     }
 }
 
@@ -326,6 +318,14 @@ fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> 
     let b = text.as_bytes();
     text.match_indices(word).map(|(at, _)| at).filter(move |&at| {
         !b[..at].last().is_some_and(|&c| is_ident_byte(c)) && !b.get(at + word.len()).is_some_and(|&c| is_ident_byte(c))
+    })
+}
+
+/// Whether the identifier `name` is declared in the Rust text `p`: after a declaring
+/// keyword, or in one of `p`'s `impl` headers (`headers`, found on first need).
+fn rust_declares(p: &str, name: &str, headers: &std::cell::OnceCell<Vec<std::ops::Range<usize>>>) -> bool {
+    whole_words(p, name).any(|at| {
+        rust_declares_at(p, at) || headers.get_or_init(|| rust_impl_headers(p)).iter().any(|r| r.contains(&at))
     })
 }
 
@@ -401,7 +401,7 @@ const SCRIPT_MODIFIERS: &[&str] = &[
 
 /// The identifier that ends `head` after trailing whitespace (empty if none), and the
 /// last non-whitespace byte.
-fn word_before(head: &str) -> (&str, Option<u8>) {
+pub(in crate::widen) fn word_before(head: &str) -> (&str, Option<u8>) {
     let trimmed = head.trim_end();
     let start = trimmed.bytes().rposition(|c| !is_ident_byte(c)).map_or(0, |i| i + 1);
     (&trimmed[start..], trimmed.bytes().next_back())

@@ -438,7 +438,10 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
 /// guards, type aliases, enums, and classes, interfaces, namespaces and type literals
 /// (`{`). A body whose inside holds none of them holds nothing the inventory records.
 static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
-    std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["(", "`", "{", "=>", "if", "type", "enum"]));
+    std::sync::LazyLock::new(|| super::syntax::Triggers::new(TRIGGER_TOKENS));
+
+/// The tokens of [`TRIGGERS`], the call's `(` first.
+const TRIGGER_TOKENS: &[&str] = &["(", "`", "{", "=>", "if", "type", "enum"];
 
 /// Whether the inside of a function body may hold something the walk records: one of
 /// [`TRIGGERS`], where a `(` counts only as a call's (after a name that is not an
@@ -446,21 +449,14 @@ static TRIGGERS: std::sync::LazyLock<super::syntax::Triggers> =
 /// parenthesised expression holds nothing the walk reacts to.
 fn body_may_hold(inside: &str) -> bool {
     static OTHERS: std::sync::LazyLock<super::syntax::Triggers> =
-        std::sync::LazyLock::new(|| super::syntax::Triggers::new(&["`", "{", "=>", "if", "type", "enum"]));
+        std::sync::LazyLock::new(|| super::syntax::Triggers::new(&TRIGGER_TOKENS[1..]));
     if OTHERS.any_in(inside) {
         return true;
     }
-    let b = inside.as_bytes();
-    memchr::memchr_iter(b'(', b).any(|i| {
-        let head = inside[..i].trim_end();
-        match head.bytes().next_back() {
-            Some(c) if window::is_ident_byte(c) => {
-                let start = head.bytes().rposition(|c| !window::is_ident_byte(c)).map_or(0, |p| p + 1);
-                !super::elide::SCRIPT_OPERATOR_WORDS.contains(&&head[start..])
-            }
-            Some(b')' | b']' | b'>' | b'.' | b'!') => true,
-            _ => false,
-        }
+    memchr::memchr_iter(b'(', inside.as_bytes()).any(|i| match window::word_before(&inside[..i]) {
+        (word, Some(c)) if window::is_ident_byte(c) => !super::elide::SCRIPT_OPERATOR_WORDS.contains(&word),
+        (_, Some(b')' | b']' | b'>' | b'.' | b'!')) => true,
+        _ => false,
     })
 }
 
