@@ -169,10 +169,13 @@ pub(crate) trait Grammar: Sync {
     }
 }
 
-fn parser(lang: &tree_sitter::Language, path: &str) -> Result<Parser, DetectError> {
-    let mut parser = Parser::new();
-    parser.set_language(lang).map_err(|e| DetectError(format!("{path}: cannot load the grammar: {e}")))?;
-    Ok(parser)
+/// `f` with this thread's parser for `lang` ([`syntax::with_parser`]).
+fn parsing<R>(
+    lang: &tree_sitter::Language,
+    path: &str,
+    f: impl FnOnce(&mut Parser) -> Result<R, DetectError>,
+) -> Result<R, DetectError> {
+    syntax::with_parser(lang, f).unwrap_or_else(|| Err(DetectError(format!("{path}: cannot load the grammar"))))
 }
 
 /// One version parsed from scratch and refused if it has errors.
@@ -182,8 +185,7 @@ pub(in crate::widen) fn tree_of<G: Grammar>(
     src: &str,
     side: &'static str,
 ) -> Result<Tree, DetectError> {
-    let lang = g.grammar(path);
-    g.refuse(parser(&lang, path)?.parse(src, None), path, side)
+    parsing(&g.grammar(path), path, |parser| g.refuse(parser.parse(src, None), path, side))
 }
 
 /// Both versions' inventories for a [`Grammar`] detector; see the module comment.
@@ -234,12 +236,12 @@ pub(in crate::widen) fn incremental<G: Grammar>(
     before: &str,
     after: &str,
 ) -> Result<(G::Inventory, G::Inventory), DetectError> {
-    let lang = g.grammar(path);
-    let mut parser = parser(&lang, path)?;
-    let old = g.refuse(parser.parse(before, None), path, "old")?;
-    let (new, unchanged) = syntax::reparse_tracking(&mut parser, &old, before, after).unzip();
-    let new = g.refuse(new, path, "new")?;
-    let unchanged = unchanged.expect("a new tree comes with what it left unchanged");
+    let (old, new, unchanged) = parsing(&g.grammar(path), path, |parser| {
+        let old = g.refuse(parser.parse(before, None), path, "old")?;
+        let (new, unchanged) = syntax::reparse_tracking(parser, &old, before, after).unzip();
+        let new = g.refuse(new, path, "new")?;
+        Ok((old, new, unchanged.expect("a new tree comes with what it left unchanged")))
+    })?;
     Ok(g.build_pair(&old, before, &new, after, &unchanged))
 }
 

@@ -307,23 +307,26 @@ impl Elided {
         self.inside.iter().chain(&self.comments).map(|r| r.len()).sum()
     }
 
-    /// The included ranges of a parse that leaves the insides and comments out.
+    /// The whole text of `len` bytes without the insides and comments left out.
     pub(in crate::widen) fn kept(&self, len: usize) -> Vec<Range<usize>> {
-        let mut out = Vec::with_capacity(self.inside.len() + self.comments.len() + 1);
-        let mut at = 0;
-        let (mut bodies, mut comments) = (self.inside.iter().peekable(), self.comments.iter().peekable());
-        loop {
-            let next = match (bodies.peek(), comments.peek()) {
-                (Some(b), Some(c)) if c.start < b.start => comments.next(),
-                (Some(_), _) => bodies.next(),
-                (None, Some(_)) => comments.next(),
-                (None, None) => break,
-            };
-            let Some(r) = next else { break };
-            out.push(at..r.start);
-            at = r.end;
+        self.kept_within(std::slice::from_ref(&(0..len)))
+    }
+
+    /// `ranges` (sorted, disjoint, each holding what it leaves out whole) without the
+    /// insides and comments left out: the included ranges of the parse.
+    pub(in crate::widen) fn kept_within(&self, ranges: &[Range<usize>]) -> Vec<Range<usize>> {
+        let mut holes: Vec<&Range<usize>> = self.inside.iter().chain(&self.comments).collect();
+        holes.sort_by_key(|h| h.start);
+        let mut holes = holes.into_iter().peekable();
+        let mut out = Vec::new();
+        for r in ranges {
+            let mut at = r.start;
+            while let Some(h) = holes.next_if(|h| h.start < r.end) {
+                out.push(at..h.start);
+                at = h.end;
+            }
+            out.push(at..r.end);
         }
-        out.push(at..len);
         out.retain(|r| !r.is_empty());
         out
     }
@@ -452,27 +455,6 @@ pub(in crate::widen) fn within(e: &Elision, src: &str, ranges: &[Range<usize>]) 
         out.inside.extend(inside.iter().map(shift));
     }
     Some(out)
-}
-
-impl Elided {
-    /// `ranges` (sorted, disjoint, each holding what it leaves out whole) without the
-    /// insides and comments left out: the included ranges of the parse.
-    pub(in crate::widen) fn kept_within(&self, ranges: &[Range<usize>]) -> Vec<Range<usize>> {
-        let mut holes: Vec<&Range<usize>> = self.inside.iter().chain(&self.comments).collect();
-        holes.sort_by_key(|h| h.start);
-        let mut holes = holes.into_iter().peekable();
-        let mut out = Vec::new();
-        for r in ranges {
-            let mut at = r.start;
-            while let Some(h) = holes.next_if(|h| h.start < r.end) {
-                out.push(at..h.start);
-                at = h.end;
-            }
-            out.push(at..r.end);
-        }
-        out.retain(|r| !r.is_empty());
-        out
-    }
 }
 
 #[cfg(test)]
