@@ -43,6 +43,7 @@ pub(crate) struct ScanOptions {
 }
 
 /// A finished scan.
+#[derive(Default)]
 pub struct Outcome {
     pub findings: Vec<Finding>,
     pub notes: Vec<Note>,

@@ -16,7 +16,7 @@ use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
 use crate::input::escape_for_message as esc;
 use crate::memory::listing::Query;
-use crate::scan::{MemoryOutcome, Outcome, ScanOptions, record_repeats, report_notes, scan_diff};
+use crate::scan::{Outcome, ScanOptions, record_repeats, report_notes, scan_diff};
 use crate::widen::catalogue;
 use crate::widen::engine::Finding;
 
@@ -50,13 +50,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let diff = args.range.diff_with(&repo, crate::git::Detail::Files)?;
     if !config.scan.enabled {
         ctx.warn("the widening scan is off (scan.enabled = false / PREMERGE_WIDENING_SCAN=0): nothing scanned");
-        let out = Outcome {
-            findings: Vec::new(),
-            notes: Vec::new(),
-            memory: MemoryOutcome::default(),
-            cache_write: Default::default(),
-        };
-        return print(ctx, &args, &diff, &out);
+        return print(ctx, &args, &diff, &Outcome::default());
     }
     let opts = ScanOptions { issue: args.issue, memory: !args.no_memory, backend: true };
     let out = scan_diff(&repo, &config, &diff, opts)?;
@@ -116,9 +110,9 @@ fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]
 /// How many findings are rendered at once, on the scan's threads.
 const FINDINGS_PER_BATCH: usize = 4096;
 
-/// The findings, comma-separated, each as [`canonical::to_compact`] gives it: rendered
-/// `batch` at a time in parallel (a large change has tens of thousands), written in
-/// order.
+/// The findings, comma-separated, each as [`canonical::to_compact`] gives it (a
+/// [`Finding`]'s fields are in byte order): rendered `batch` at a time in parallel (a
+/// large change has tens of thousands), written in order.
 ///
 /// [`canonical::to_compact`]: crate::canonical::to_compact
 fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Result<()> {
@@ -130,7 +124,7 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Resu
                 let mut out = Vec::with_capacity(part.len() * 256);
                 for f in part {
                     out.push(b',');
-                    serde_json::to_writer(&mut out, &Sorted::of(f))?;
+                    serde_json::to_writer(&mut out, f)?;
                 }
                 Ok(out)
             })
@@ -142,39 +136,6 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Resu
         }
     }
     Ok(())
-}
-
-/// A finding with its fields in byte order of their names: serialized straight, it is
-/// the canonical form, with no JSON tree built on the way (checked against
-/// `canonical::to_compact` in the tests, so a field added to [`Finding`] and not here
-/// fails them).
-#[derive(serde::Serialize)]
-struct Sorted<'a> {
-    after: &'a str,
-    before: &'a str,
-    file: &'a str,
-    language: crate::widen::Language,
-    line: u32,
-    message: &'a str,
-    rule: &'a str,
-    severity: crate::widen::Severity,
-    symbol: &'a str,
-}
-
-impl<'a> Sorted<'a> {
-    fn of(f: &'a Finding) -> Sorted<'a> {
-        Sorted {
-            after: &f.after,
-            before: &f.before,
-            file: &f.file,
-            language: f.language,
-            line: f.line,
-            message: &f.message,
-            rule: &f.rule,
-            severity: f.severity,
-            symbol: &f.symbol,
-        }
-    }
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
