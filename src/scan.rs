@@ -15,9 +15,9 @@ use crate::git::Repo;
 use crate::input::InputError;
 use crate::memory;
 use crate::store::memory_db as db;
-use crate::store::scan_cache;
+use crate::store::{inventories::Inventories, scan_cache};
 use crate::widen::Language;
-use crate::widen::engine::{self, FileInput, Finding, Note, NoteKind, Policy};
+use crate::widen::engine::{self, Caches, FileInput, Finding, Ids, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 
 /// What writing guard memories did.
@@ -52,17 +52,21 @@ pub struct Outcome {
     pub cache_write: CacheWrite,
 }
 
-/// The scan cache written on its own thread (its fsync and the encoding of a large
-/// change's findings take as long as printing them), joined when this is dropped, so
-/// that the process never exits in the middle of the write. A thread that cannot be
-/// started means the cache is not written: it is a helper, never needed.
+/// The scan cache and the inventory store written on their own thread (the fsync and
+/// the encoding of a large change's findings take as long as printing them), joined
+/// when this is dropped, so that the process never exits in the middle of the write. A
+/// thread that cannot be started means the caches are not written: they are helpers,
+/// never needed.
 #[derive(Debug, Default)]
 pub struct CacheWrite(Option<std::thread::JoinHandle<()>>);
 
 impl CacheWrite {
-    fn start(cache: scan_cache::ScanCache) -> CacheWrite {
+    fn start(cache: scan_cache::ScanCache, inventories: Option<Inventories>) -> CacheWrite {
         let spawned = std::thread::Builder::new().name("scan-cache".into()).spawn(move || {
             let _ = cache.save();
+            if let Some(inventories) = inventories {
+                let _ = inventories.save();
+            }
         });
         CacheWrite(spawned.ok())
     }
@@ -87,13 +91,14 @@ pub fn policy(config: &Config) -> Result<Policy> {
 
 /// Read both versions of every changed file the scan can look at. Files of no
 /// supported language, submodules and symlinks are not read at all.
-/// Also returns each file's scan-cache key: the path and both blob ids (`None` when a
-/// version comes from the working tree, which has no id).
+/// Also returns how the caches know each file: the scan cache's key (the path and both
+/// blob ids) and each version's blob id (`None` when a version comes from the working
+/// tree, which has no id).
 /// A working-tree file that is not a regular file (a FIFO, a device) or is over
 /// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
 /// on the opened file before a byte is read, so it never hangs or blocks a hook).
 #[allow(clippy::type_complexity)]
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Option<String>>, Vec<Note>)> {
+fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Ids>, Vec<Note>)> {
     /// Where one version of a file comes from.
     enum Source<'d> {
         Absent,
@@ -158,11 +163,16 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, 
     let mut keys = Vec::with_capacity(wanted.len());
     let mut notes = Vec::new();
     for (path, before, after) in wanted {
-        let key = match (&before, &after) {
+        let oid = |s: &Source| match s {
+            Source::Blob(i) => Some(oids[*i].to_string()),
+            _ => None,
+        };
+        let pair = match (&before, &after) {
             (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
             (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
             _ => None,
         };
+        let key = Ids { pair, old: oid(&before), new: oid(&after) };
         let skip = |reason| Note { file: path.to_string(), kind: NoteKind::Skipped, reason };
         let before = match read(path, "old", before)? {
             Ok(b) => b,
@@ -193,10 +203,16 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
     let parse = policy.parse();
     let mut cache_write = CacheWrite::default();
-    let mut report = match scan_cache::ScanCache::open(&repo.state_dir().path, parse.window, parse.skip_tests) {
+    let state = &repo.state_dir().path;
+    let mut report = match scan_cache::ScanCache::open(state, parse.window, parse.skip_tests) {
         Some(cache) => {
-            let report = engine::scan_cached(&files, &keys, &policy, &history, &cache);
-            cache_write = CacheWrite::start(cache);
+            let inventories = Inventories::open(state);
+            let caches = Caches {
+                findings: &cache,
+                inventories: inventories.as_ref().map(|i| i as &dyn engine::InventoryCache),
+            };
+            let report = engine::scan_cached(&files, &keys, &policy, &history, caches);
+            cache_write = CacheWrite::start(cache, inventories);
             report
         }
         None => engine::scan_with_history(&files, &policy, &history),

@@ -10,6 +10,7 @@ pub(crate) mod contain;
 pub(crate) mod fence_plan;
 pub(crate) mod fix_loop;
 pub(crate) mod gate_db;
+pub(crate) mod inventories;
 pub mod memory_db;
 pub mod proposals;
 pub mod run_dir;

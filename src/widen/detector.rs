@@ -17,6 +17,8 @@
 use tree_sitter::{Parser, Tree};
 
 use super::elide;
+use super::engine::InventoryCache;
+use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, python, rust, schema, sql, ts};
@@ -40,6 +42,19 @@ impl From<bool> for Parse {
     }
 }
 
+/// Where the versions of a pair can be found in the inventory store
+/// ([`crate::store::inventories`]): the store, and each version's blob id (`None` for a
+/// version with no id, read from the working tree).
+#[derive(Clone, Copy)]
+pub(crate) struct Known<'a> {
+    pub store: &'a dyn InventoryCache,
+    pub old: Option<&'a str>,
+    pub new: Option<&'a str>,
+}
+
+/// An inventory's encoding for the store, run when the store writes it.
+pub(crate) type Encode = Box<dyn FnOnce() -> Option<Vec<u8>> + Send>;
+
 /// One language's detector.
 pub(crate) trait Detector: Sync {
     /// What one version of a file constrains, by symbol.
@@ -58,16 +73,26 @@ pub(crate) trait Detector: Sync {
     /// One version read whole; `side` is `"old"` or `"new"`, for the error message.
     fn parse(&self, path: &str, src: &str, side: &'static str) -> Result<Self::Inventory, DetectError>;
 
-    /// Both versions' inventories. By default each is read whole; `parse` says whether
-    /// the detector may read only what the change touches ([`Grammar`] detectors do).
+    /// Both versions' inventories, and whether the new one is a whole version's (one
+    /// the store may keep). By default each is read whole and nothing is kept; `parse`
+    /// says whether the detector may read only what the change touches, and `known`
+    /// where a version read before may be found ([`Grammar`] detectors use both).
     fn pair(
         &self,
         path: &str,
         before: &str,
         after: &str,
         _parse: Parse,
-    ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
-        Ok((self.parse(path, before, "old")?, self.parse(path, after, "new")?))
+        _known: Option<Known>,
+    ) -> Result<(Self::Inventory, Self::Inventory, bool), DetectError> {
+        Ok((self.parse(path, before, "old")?, self.parse(path, after, "new")?, false))
+    }
+
+    /// How to encode a version's inventory for the store, deferred (the store encodes
+    /// on its writer thread, after the scan); `None` for a detector whose inventories
+    /// are not stored.
+    fn keep(&self, _inventory: Self::Inventory) -> Option<Encode> {
+        None
     }
 
     /// A version of `src` the parser can read where it cannot read `src` itself (syntax
@@ -86,7 +111,8 @@ pub(crate) trait Detector: Sync {
 /// A detector built on a tree-sitter grammar: it builds an inventory from a tree, and
 /// [`tree_pair`] does the parsing.
 pub(crate) trait Grammar: Sync {
-    type Inventory: Send;
+    /// Stored by blob id ([`stored`]) when built from a whole version.
+    type Inventory: Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
 
     /// The rules this detector can report.
     fn rules(&self) -> &'static [RuleDef];
@@ -195,26 +221,75 @@ pub(in crate::widen) fn tree_pair<G: Grammar>(
     before: &str,
     after: &str,
     parse: Parse,
-) -> Result<(G::Inventory, G::Inventory), DetectError> {
+    known: Option<Known>,
+) -> Result<(G::Inventory, G::Inventory, bool), DetectError> {
     if parse.window
         && !before.is_empty()
         && let Some(lexer) = g.window(path)
-        && let Some(pair) = windowed(g, lexer, path, before, after)
+        && let Some((old, new)) = windowed(g, lexer, path, before, after)
+    {
+        return Ok((old, new, false));
+    }
+    // The inventory store ([`stored`]), never with the reference parse
+    // (`PREMERGE_SCAN_WINDOW=0`): the old version's inventory is taken from it when a
+    // scan before stored it. The answer says whether the new version was read whole,
+    // for the caller to store it (a new version is the next change's old one; the
+    // window's and the shared bodies' partial inventories are not stored).
+    let known = known.filter(|_| parse.window && !before.is_empty());
+    let mut stored_old: Option<G::Inventory> =
+        known.and_then(|k| stored::decode(&k.store.get(&stored::kind(path), k.old?)?));
+    let e = g.elide(path).filter(|_| parse.window && !before.is_empty());
+    if let Some(old) = stored_old.take() {
+        // The old version read before: the new one alone, unless leaving out the
+        // bodies both versions share keeps less of the two than the new one's whole
+        // inventory needs.
+        let alone = e.as_ref().and_then(|e| elide::whole(e, after));
+        let kept_alone = after.len() - alone.as_ref().map_or(0, elide::Elided::bytes);
+        let kept_shared = (e.as_ref())
+            .and_then(|e| elide::find(e, before, after, Some(&Default::default()), parse.skip_tests))
+            .map_or(usize::MAX, |(o, n)| before.len() + after.len() - o.bytes() - n.bytes());
+        if kept_alone <= kept_shared {
+            let new = version(g, path, after, "new", alone)?;
+            return Ok((old, new, true));
+        }
+        stored_old = Some(old);
+    }
+    if let Some(e) = &e
+        && let Some(pair) = elided(g, e, path, before, after, parse.skip_tests)
     {
         return Ok(pair);
     }
-    if parse.window
-        && !before.is_empty()
-        && let Some(e) = g.elide(path)
-        && let Some(pair) = elided(g, &e, path, before, after, parse.skip_tests)
-    {
-        return Ok(pair);
+    if let Some(old) = stored_old {
+        let new = tree_of(g, path, after, "new").map(|tree| g.build(&tree, after))?;
+        return Ok((old, new, true));
     }
-    if syntax::rewritten(before, after) {
+    let (old, new) = if syntax::rewritten(before, after) {
         side_by_side(g, path, before, after)
     } else {
         incremental(g, path, before, after)
+    }?;
+    Ok((old, new, known.is_some()))
+}
+
+/// One version's whole inventory, as the store keeps it: parsed with its trigger-free
+/// bodies and comments left out (`alone`, [`elide::whole`]) where
+/// the tree shows them to be bodies (the walk skips such a body, so its inventory is
+/// the whole version's: `an_inventory_is_the_same_without_its_trigger_free_bodies`
+/// checks it on every fixture), else parsed whole.
+fn version<G: Grammar>(
+    g: &G,
+    path: &str,
+    src: &str,
+    side: &'static str,
+    alone: Option<elide::Elided>,
+) -> Result<G::Inventory, DetectError> {
+    if let Some(left) = alone.filter(|l| !(l.inside.is_empty() && l.comments.is_empty()))
+        && let Some(tree) = window::parse_ranges(&g.grammar(path), src, &left.kept(src.len()))
+        && blocks_are_bodies(g, &tree, &left)
+    {
+        return Ok(g.build(&tree, src));
     }
+    tree_of(g, path, src, side).map(|tree| g.build(&tree, src))
 }
 
 /// Both inventories, each version parsed and walked whole on its own thread: for a
@@ -283,7 +358,9 @@ pub(in crate::widen) fn windowed<G: Grammar>(
 /// versions share left out too; a shared body or test module the detector says could
 /// matter ([`Grammar::shared_conflicts`]) is then parsed after all, in one more try; last,
 /// the trigger-free bodies (and test modules) alone. `None` (parse whole) when little
-/// would be left out or a version does not parse so.
+/// would be left out or a version does not parse so. With the inventories, whether
+/// the new one is a whole version's (it left out no shared body and no test module: a
+/// version that leaves out only trigger-free bodies is whole, see `version`).
 pub(in crate::widen) fn elided<G: Grammar>(
     g: &G,
     e: &elide::Elision,
@@ -291,7 +368,7 @@ pub(in crate::widen) fn elided<G: Grammar>(
     before: &str,
     after: &str,
     skip_tests: bool,
-) -> Option<(G::Inventory, G::Inventory)> {
+) -> Option<(G::Inventory, G::Inventory, bool)> {
     let lang = g.grammar(path);
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
         let tree = window::parse_ranges(&lang, src, &elided.kept(src.len()))?;
@@ -312,7 +389,7 @@ pub(in crate::widen) fn elided<G: Grammar>(
         let left_out: Vec<&str> = (o.shared.iter().map(|r| &before[r.clone()])).chain(tests).collect();
         let matter = g.shared_conflicts(&old, &new, skip_tests, &left_out);
         if matter.is_empty() {
-            return Some((old, new));
+            return Some((old, new, n.shared.is_empty() && n.tests.is_empty()));
         }
         refused.extend(matter);
     }
@@ -385,8 +462,13 @@ impl<G: Grammar> Detector for G {
         before: &str,
         after: &str,
         parse: Parse,
-    ) -> Result<(Self::Inventory, Self::Inventory), DetectError> {
-        tree_pair(self, path, before, after, parse)
+        known: Option<Known>,
+    ) -> Result<(Self::Inventory, Self::Inventory, bool), DetectError> {
+        tree_pair(self, path, before, after, parse, known)
+    }
+
+    fn keep(&self, inventory: Self::Inventory) -> Option<Encode> {
+        Some(Box::new(move || stored::encode(&inventory)))
     }
 
     fn repair(&self, src: &str) -> Option<String> {
@@ -463,6 +545,7 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
 
 /// The findings of one file in `lang`, sorted and deduplicated; a parse failure, or a
 /// panic inside the detector, is the file's error.
+#[cfg(test)]
 pub(crate) fn run(
     lang: Language,
     path: &str,
@@ -470,14 +553,26 @@ pub(crate) fn run(
     after: &str,
     parse: impl Into<Parse>,
 ) -> Result<Vec<RawFinding>, DetectError> {
-    let parse = parse.into();
+    run_known(lang, path, before, after, parse.into(), None)
+}
+
+/// [`run`], with the versions' inventories taken from and kept in the inventory store
+/// where `known` names them.
+pub(crate) fn run_known(
+    lang: Language,
+    path: &str,
+    before: &str,
+    after: &str,
+    parse: Parse,
+    known: Option<Known>,
+) -> Result<Vec<RawFinding>, DetectError> {
     caught(lang, path, || match lang {
-        Language::Rust => run_with(&rust::RustDetector, path, before, after, parse),
-        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, parse),
-        Language::Python => run_with(&python::PythonDetector, path, before, after, parse),
-        Language::Go => run_with(&go::GoDetector, path, before, after, parse),
-        Language::Sql => run_with(&SQL, path, before, after, parse),
-        Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse),
+        Language::Rust => run_with(&rust::RustDetector, path, before, after, parse, known),
+        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, parse, known),
+        Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
+        Language::Go => run_with(&go::GoDetector, path, before, after, parse, known),
+        Language::Sql => run_with(&SQL, path, before, after, parse, None),
+        Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse, None),
     })
 }
 
@@ -506,7 +601,7 @@ pub(crate) fn run_sql_after(
     earlier: &[&str],
 ) -> Result<Vec<RawFinding>, DetectError> {
     let d = WholeText { rules: sql::RULES, detect: |p: &str, b: &str, a: &str| sql::detect_after(p, b, a, earlier) };
-    caught(Language::Sql, path, || run_with(&d, path, before, after, Parse::from(false)))
+    caught(Language::Sql, path, || run_with(&d, path, before, after, Parse::from(false), None))
 }
 
 fn run_with<D: Detector>(
@@ -515,8 +610,9 @@ fn run_with<D: Detector>(
     before: &str,
     after: &str,
     parse: Parse,
+    known: Option<Known>,
 ) -> Result<Vec<RawFinding>, DetectError> {
-    let (old, new) = match d.pair(path, before, after, parse) {
+    let (old, new, whole) = match d.pair(path, before, after, parse, known) {
         Ok(pair) => pair,
         Err(e) => {
             // Syntax the grammar does not know yet: read the repaired texts, or report
@@ -526,10 +622,20 @@ fn run_with<D: Detector>(
                 return Err(e);
             }
             let (b, a) = (b.as_deref().unwrap_or(before), a.as_deref().unwrap_or(after));
-            d.pair(path, b, a, parse).map_err(|_| e)?
+            // A repaired text is not the blob the store would name: not stored.
+            let (old, new, _) = d.pair(path, b, a, parse, None).map_err(|_| e)?;
+            (old, new, false)
         }
     };
-    Ok(syntax::finish(d.compare(path, &old, &new)?))
+    let found = syntax::finish(d.compare(path, &old, &new)?);
+    if whole
+        && let Some(k) = known
+        && let Some(oid) = k.new
+        && let Some(encode) = d.keep(new)
+    {
+        k.store.put(&stored::kind(path), oid, path, encode);
+    }
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -555,5 +661,165 @@ mod tests {
         assert!(err.0.starts_with("src/a.rs: the rust detector failed on this file: "), "{err}");
         assert!(err.0.contains("char boundary"), "{err}");
         assert_eq!(caught(Language::Go, "a.go", || Ok(Vec::new())), Ok(Vec::new()));
+    }
+
+    /// Every fixture text of `g`'s language, read as the store keeps a version
+    /// ([`version`]) and read whole: the same inventory, byte for byte once encoded; and
+    /// the encoding reads back to the same inventory. Returns how many texts had
+    /// trigger-free bodies left out.
+    fn stored_as_whole<G: Grammar>(g: &G, prefix: &str, exts: &[&str]) -> usize {
+        let mut left_out = 0;
+        let mut texts = 0;
+        for (ext, before, after) in crate::widen::testing::pairs(prefix, exts) {
+            let path = format!("src/fixture.{ext}");
+            for text in [before, after].iter().filter(|t| !t.is_empty()) {
+                let Ok(tree) = tree_of(g, &path, text, "new") else { continue };
+                let whole = stored::encode(&g.build(&tree, text)).expect("an inventory encodes");
+                let alone = g.elide(&path).and_then(|e| elide::whole(&e, text));
+                left_out += usize::from(alone.as_ref().is_some_and(|a| !a.inside.is_empty()));
+                let kept = stored::encode(&version(g, &path, text, "new", alone).unwrap()).unwrap();
+                assert_eq!(kept, whole, "{path}: the stored inventory differs from the whole one:\n{text}");
+                let back: G::Inventory = stored::decode(&whole).expect("an encoded inventory decodes");
+                assert_eq!(stored::encode(&back).unwrap(), whole, "{path}: a round trip changed the inventory");
+                texts += 1;
+            }
+        }
+        assert!(texts > 20, "{prefix}: fixture texts read: {texts}");
+        left_out
+    }
+
+    /// The premise of the inventory store: a version's inventory is the same whether
+    /// its trigger-free bodies were parsed or not, and survives being stored.
+    #[test]
+    fn an_inventory_is_the_same_without_its_trigger_free_bodies() {
+        let rust = stored_as_whole(&rust::RustDetector, "rust-", &["rs"]);
+        let ts = stored_as_whole(&ts::ScriptDetector, "ts-", &["ts", "tsx", "js", "mjs", "cjs", "jsx", "mts", "cts"]);
+        assert!(rust > 10 && ts > 3, "texts with bodies left out: rust {rust}, ts {ts}");
+        stored_as_whole(&python::PythonDetector, "py-", &["py", "pyi"]);
+        stored_as_whole(&go::GoDetector, "go-", &["go"]);
+    }
+
+    /// An inventory store in memory, counting what it was asked.
+    #[derive(Default)]
+    struct Mem {
+        rows: std::sync::Mutex<std::collections::BTreeMap<(String, String), Vec<u8>>>,
+        gets: std::sync::atomic::AtomicUsize,
+        hits: std::sync::atomic::AtomicUsize,
+    }
+
+    impl InventoryCache for Mem {
+        fn get(&self, kind: &str, oid: &str) -> Option<Vec<u8>> {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.gets.fetch_add(1, Relaxed);
+            let found = self.rows.lock().unwrap().get(&(kind.to_string(), oid.to_string())).cloned();
+            self.hits.fetch_add(usize::from(found.is_some()), Relaxed);
+            found
+        }
+        fn put(&self, kind: &str, oid: &str, _path: &str, encode: Encode) {
+            if let Some(body) = encode() {
+                self.rows.lock().unwrap().insert((kind.to_string(), oid.to_string()), body);
+            }
+        }
+    }
+
+    /// Three versions of a Rust file whose changes the window cannot take alone (a
+    /// removed check whose text stands outside the change, in `h`), each widening a
+    /// parameter; long enough for bodies to be left out.
+    fn three_versions() -> [String; 3] {
+        let filler: String =
+            (0..40).map(|i| format!("pub fn plain{i}(v: &[u8]) -> usize {{\n    v.len() + {i}\n}}\n\n")).collect();
+        let version = |f: &str, g: &str| {
+            format!("{filler}{f}\n\n{g}\n\npub fn h(n: u8) -> u8 {{\n    assert!(n < 100);\n    n + 2\n}}\n")
+        };
+        [
+            version(
+                "pub fn f(n: u8) -> u8 {\n    assert!(n < 100);\n    n\n}",
+                "pub fn g(n: u8) -> u8 {\n    assert!(n < 100);\n    n + 1\n}",
+            ),
+            version(
+                "pub fn f(n: u16) -> u16 {\n    n\n}",
+                "pub fn g(n: u8) -> u8 {\n    assert!(n < 100);\n    n + 1\n}",
+            ),
+            version("pub fn f(n: u16) -> u16 {\n    n\n}", "pub fn g(n: u32) -> u32 {\n    n + 1\n}"),
+        ]
+    }
+
+    /// A pair whose old version is in the store is compared against the stored
+    /// inventory (the old text is not read for it) and gives the whole files'
+    /// findings; the new version is stored in turn, so the next change finds it.
+    #[test]
+    fn a_stored_old_version_serves_the_next_pair() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let g = rust::RustDetector;
+        let [a, b, c] = three_versions();
+        let path = "src/query.rs";
+        let parse = Parse { window: true, skip_tests: false };
+        let whole = |x: &str, y: &str| run(Language::Rust, path, x, y, false).unwrap();
+        let scan = |x: &str, y: &str, known| run_known(Language::Rust, path, x, y, parse, known).unwrap();
+        let key = |oid: &str| ("rust.rs".to_string(), oid.to_string());
+        for (x, y) in [(&a, &b), (&b, &c)] {
+            let lexer = Grammar::window(&g, path).unwrap();
+            assert!(windowed(&g, lexer, path, x, y).is_none(), "the window must refuse these changes");
+        }
+        // `a` stored as a scan would have stored it.
+        let mem = Mem::default();
+        let alone = elide::whole(&Grammar::elide(&g, path).unwrap(), &a);
+        let a_inv = version(&g, path, &a, "old", alone).unwrap();
+        mem.put("rust.rs", "a", path, Box::new(move || stored::encode(&a_inv)));
+        let known = |old, new| Some(Known { store: &mem, old: Some(old), new: Some(new) });
+
+        let first = scan(&a, &b, known("a", "b"));
+        assert_eq!(mem.hits.load(Relaxed), 1, "the old version was found");
+        assert_eq!(first, whole(&a, &b));
+        assert!(first.iter().any(|f| f.rule == crate::widen::RuleId::RustIntegerWidened), "{first:?}");
+        assert!(mem.rows.lock().unwrap().contains_key(&key("b")), "the new version is stored in turn");
+
+        let second = scan(&b, &c, known("b", "c"));
+        assert_eq!(mem.hits.load(Relaxed), 2);
+        assert_eq!(second, whole(&b, &c));
+        assert!(mem.rows.lock().unwrap().contains_key(&key("c")));
+
+        // The stored inventory is what the comparison used: `a`'s inventory stored
+        // under `b`'s id makes the pair report what `a` to `c` loosens.
+        let a_inv = mem.rows.lock().unwrap()[&key("a")].clone();
+        mem.rows.lock().unwrap().insert(key("b"), a_inv);
+        let poisoned = scan(&b, &c, known("b", "c"));
+        assert_eq!(poisoned, whole(&a, &c));
+        assert_ne!(poisoned, second);
+
+        // A damaged row is a miss: the old text is read again.
+        mem.rows.lock().unwrap().insert(key("b"), b"garbage".to_vec());
+        assert_eq!(scan(&b, &c, known("b", "c")), second);
+
+        // With the window off (the reference parse) the store is neither read nor written.
+        let mem = Mem::default();
+        let off = Parse { window: false, skip_tests: false };
+        let known = Some(Known { store: &mem, old: Some("a"), new: Some("b") });
+        assert_eq!(run_known(Language::Rust, path, &a, &b, off, known).unwrap(), whole(&a, &b));
+        assert_eq!(mem.gets.load(Relaxed), 0);
+        assert!(mem.rows.lock().unwrap().is_empty());
+    }
+
+    /// Damaged or foreign bytes never read as an inventory.
+    #[test]
+    fn a_damaged_stored_inventory_is_a_miss() {
+        let src = "pub struct S { pub a: u8 }\nfn f(x: u8) { assert!(x > 1); }\n";
+        let g = rust::RustDetector;
+        let inv = g.build(&tree_of(&g, "a.rs", src, "new").unwrap(), src);
+        let good = stored::encode(&inv).unwrap();
+        assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(&good).is_some());
+        for i in [0, 3, 8, good.len() / 2, good.len() - 1] {
+            let mut bad = good.clone();
+            bad[i] ^= 0x20;
+            assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(&bad).is_none(), "byte {i} flipped");
+        }
+        for bad in [&good[..good.len() - 1], &good[..4], &[][..]] {
+            assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(bad).is_none());
+        }
+        // Another detector's inventory under the same key kind is refused or, if it
+        // happens to decode, re-encodes differently: never silently the same.
+        let mut extra = good.clone();
+        extra.extend_from_slice(b"x");
+        assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(&extra).is_none());
     }
 }

@@ -303,7 +303,8 @@ pub(crate) struct Elided {
 }
 
 impl Elided {
-    fn bytes(&self) -> usize {
+    /// How many bytes it leaves out.
+    pub(in crate::widen) fn bytes(&self) -> usize {
         self.inside.iter().chain(&self.comments).map(|r| r.len()).sum()
     }
 
@@ -455,6 +456,12 @@ pub(in crate::widen) fn within(e: &Elision, src: &str, ranges: &[Range<usize>]) 
         out.inside.extend(inside.iter().map(shift));
     }
     Some(out)
+}
+
+/// [`within`] the whole text: the trigger-free bodies and the comments of one version,
+/// whatever the other version holds.
+pub(in crate::widen) fn whole(e: &Elision, src: &str) -> Option<Elided> {
+    within(e, src, std::slice::from_ref(&(0..src.len())))
 }
 
 #[cfg(test)]

@@ -167,6 +167,17 @@ pub(crate) trait FindingsCache: Sync {
     fn put(&self, key: &str, findings: &[RawFinding]);
 }
 
+/// Inventories of single versions of files, by the grammar that read them
+/// ([`super::stored::kind`]) and the version's blob id, as bytes the detector encoded.
+/// Like [`FindingsCache`], the engine never opens a file: the command hands it one.
+pub(crate) trait InventoryCache: Sync {
+    /// The inventory stored for this version, if any.
+    fn get(&self, kind: &str, oid: &str) -> Option<Vec<u8>>;
+    /// Offer a version's inventory (the version of `path`), encoded if the store
+    /// keeps it, when it writes it (after the scan).
+    fn put(&self, kind: &str, oid: &str, path: &str, encode: detector::Encode);
+}
+
 /// A cache that remembers nothing.
 struct NoCache;
 
@@ -184,26 +195,40 @@ pub fn scan(inputs: &[FileInput], policy: &Policy) -> Report {
 
 /// [`scan`], judging each changed migration after the earlier ones of its sequence.
 pub fn scan_with_history(inputs: &[FileInput], policy: &Policy, history: &History) -> Report {
-    scan_cached(inputs, &[], policy, history, &NoCache)
+    scan_cached(inputs, &[], policy, history, Caches { findings: &NoCache, inventories: None })
 }
 
-/// [`scan_with_history`] with a cache of the detectors' answers: `keys[i]` is the
-/// cache key of `inputs[i]` (`None`, or a missing entry: not cached, such as a version
-/// read from the working tree). SQL migrations are never cached: their findings depend
-/// on the earlier migrations too. Policies apply after the cache, so changing
-/// `premerge.toml` never needs a fresh scan.
+/// How the caches know one changed file: the scan cache's key of its pair of versions
+/// and each version's blob id (`None`: no id, such as a version read from the working
+/// tree, or no such version).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Ids {
+    pub pair: Option<String>,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+/// The caches a scan may use.
+#[derive(Clone, Copy)]
+pub(crate) struct Caches<'a> {
+    pub findings: &'a dyn FindingsCache,
+    pub inventories: Option<&'a dyn InventoryCache>,
+}
+
+/// [`scan_with_history`] with caches: `ids[i]` names `inputs[i]` to them (a missing
+/// entry: nothing cached). The findings cache answers for a pair of versions scanned
+/// before; the inventory store for a single version read before. SQL migrations are
+/// never cached: their findings depend on the earlier migrations too. Policies apply
+/// after the caches, so changing `premerge.toml` never needs a fresh scan.
 pub(crate) fn scan_cached(
     inputs: &[FileInput],
-    keys: &[Option<String>],
+    ids: &[Ids],
     policy: &Policy,
     history: &History,
-    cache: &dyn FindingsCache,
+    caches: Caches,
 ) -> Report {
-    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> = inputs
-        .par_iter()
-        .enumerate()
-        .map(|(i, f)| scan_one(f, policy, history, keys.get(i).and_then(Option::as_deref).map(|k| (k, cache))))
-        .collect();
+    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
+        inputs.par_iter().enumerate().map(|(i, f)| scan_one(f, policy, history, ids.get(i), caches)).collect();
     let mut r = Report::default();
     // One allocation: a large change has tens of thousands of findings.
     r.findings.reserve_exact(parts.iter().map(|p| p.0.len()).sum());
@@ -316,7 +341,8 @@ fn scan_one(
     input: &FileInput,
     policy: &Policy,
     history: &History,
-    cached: Option<(&str, &dyn FindingsCache)>,
+    ids: Option<&Ids>,
+    caches: Caches,
 ) -> (Vec<Finding>, Option<Note>, bool) {
     let path = input.path.as_str();
     let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
@@ -358,19 +384,23 @@ fn scan_one(
         // No old constraint to loosen: nothing to parse.
         return (Vec::new(), None, false);
     }
-    let raw = match (lang, cached) {
+    let known = ids.and_then(|ids| {
+        Some(detector::Known { store: caches.inventories?, old: ids.old.as_deref(), new: ids.new.as_deref() })
+    });
+    let detect = || detector::run_known(lang, path, before, after, policy.parse(), known);
+    let raw = match (lang, ids.and_then(|i| i.pair.as_deref())) {
         (Language::Sql, _) => detector::run_sql_after(path, before, after, &history.earlier(path)),
-        (_, Some((key, cache))) => match cache.get(key) {
+        (_, Some(key)) => match caches.findings.get(key) {
             Some(found) => Ok(found),
             None => {
-                let found = detector::run(lang, path, before, after, policy.parse());
+                let found = detect();
                 if let Ok(found) = &found {
-                    cache.put(key, found);
+                    caches.findings.put(key, found);
                 }
                 found
             }
         },
-        (_, None) => detector::run(lang, path, before, after, policy.parse()),
+        (_, None) => detect(),
     };
     let raw = match raw {
         Ok(r) => r,

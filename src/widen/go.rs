@@ -234,7 +234,7 @@ fn differing_part<'t>(b: &'t str, a: &'t str) -> (&'t str, &'t str) {
     (&b_rest[..b_rest.len() - end], &a_rest[..a_rest.len() - end])
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct SlotInfo {
     /// The type, formatting-blind.
     ty: String,
@@ -242,7 +242,7 @@ struct SlotInfo {
     field: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,

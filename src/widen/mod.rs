@@ -24,6 +24,7 @@ pub mod schema;
 pub mod sql;
 mod sql_model;
 mod sql_types;
+mod stored;
 pub mod syntax;
 #[cfg(test)]
 mod testing;

@@ -258,14 +258,14 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
 }
 
 /// An annotation, read as a type expression.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct PyType {
     key: String,
     final_: bool,
     members: Vec<PyMember>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct PyMember {
     /// Formatting-blind text.
     key: String,
@@ -273,9 +273,11 @@ struct PyMember {
     plain: String,
     none: bool,
     /// For `Literal[...]`, the plain types of its values.
-    literal: Option<BTreeSet<&'static str>>,
+    #[serde(deserialize_with = "super::stored::opt_word_set")]
+    literal: Option<BTreeSet<super::stored::Word>>,
     /// For a constrained type, the plain type it narrows.
-    constrained: Option<&'static str>,
+    #[serde(deserialize_with = "super::stored::opt_word")]
+    constrained: Option<super::stored::Word>,
 }
 
 /// Splits `s` at top-level occurrences of `sep` (outside brackets and quotes).
@@ -453,7 +455,7 @@ fn literal_kind(v: &str) -> Option<&'static str> {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct SlotInfo {
     ty: Option<PyType>,
     default_none: bool,
@@ -463,12 +465,13 @@ struct SlotInfo {
     frozen: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
     /// Enum classes declared in the file, with the plain types their values may have.
-    enums: BTreeMap<String, BTreeSet<&'static str>>,
+    #[serde(deserialize_with = "super::stored::word_sets")]
+    enums: BTreeMap<String, BTreeSet<super::stored::Word>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]

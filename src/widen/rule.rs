@@ -7,7 +7,7 @@
 //! its `RuleDef` beside the code that emits it, and its fixtures under
 //! `fixtures/<rule-id>/`.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::RuleDef;
 
@@ -155,6 +155,14 @@ impl PartialOrd for RuleId {
 impl Serialize for RuleId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// Read back by its id (a stored inventory); an id of no rule is an error.
+impl<'de> Deserialize<'de> for RuleId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RuleId, D::Error> {
+        let id = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        RuleId::parse(&id).ok_or_else(|| serde::de::Error::custom(format!("unknown rule id `{id}`")))
     }
 }
 

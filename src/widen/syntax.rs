@@ -604,7 +604,7 @@ pub(in crate::widen) fn strip_parens(mut node: Node) -> Node {
 
 /// A typed declaration slot (a field, a parameter, a return type, a type alias): one
 /// constraint whose old and new versions are compared when the same `key` exists in both.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(in crate::widen) struct Slot<T> {
     /// Identity within one version: owner symbol plus member (`Query.limit`, `f(x)`).
     pub key: String,
@@ -649,7 +649,7 @@ pub(in crate::widen) fn slot_finding<T>(rule: RuleId, before: &Slot<T>, after: &
 
 /// A runtime check inside a function body (a guard that throws/raises/returns an error,
 /// an assertion, a panic).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(in crate::widen) struct Check {
     pub rule: RuleId,
     /// The owning function's symbol.
@@ -752,7 +752,7 @@ fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
 }
 
 /// The checks of one version of a file, by owning function.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(in crate::widen) struct Body {
     pub checks: Vec<Check>,
     /// Every function-like owner of checks, with its line.

@@ -940,3 +940,77 @@ fn the_scan_cache_serves_identical_findings_and_ignores_damage() {
     whole.env.push(("PREMERGE_SCAN_WINDOW".into(), "0".into()));
     assert_eq!(whole.premerge(&args).expect_code(0).stdout, cold);
 }
+
+/// The inventory store (`<state>/scan-inventories.sqlite`): a scan stores the
+/// inventories of the new versions it read whole (every changed Go file: Go has no
+/// change window) whose path an earlier scan saw change too, the next scan of a later
+/// range finds its old versions there, and its output is the uncached scan's byte for
+/// byte. A store that is not a database is
+/// replaced, a symlink in its place is never followed, and `PREMERGE_SCAN_CACHE=0`
+/// leaves it alone.
+#[test]
+fn the_inventory_store_carries_a_version_to_the_next_scan() {
+    let r = TestRepo::new();
+    let version = |ty: &str, guard: &str| {
+        format!(
+            "package limits\n\nfunc Clamp(n {ty}) {ty} {{\n{guard}\treturn n\n}}\n\nfunc Keep(n int8) int8 {{\n\tif n < 0 {{\n\t\tpanic(\"negative\")\n\t}}\n\treturn n\n}}\n"
+        )
+    };
+    let guard = "\tif n > 100 {\n\t\tpanic(\"too large\")\n\t}\n";
+    r.write("limits/limits.go", version("uint8", guard));
+    r.commit_all("zero");
+    r.write("limits/limits.go", version("int8", guard));
+    r.commit_all("one");
+    r.write("limits/limits.go", version("int16", guard));
+    r.commit_all("two");
+    r.write("limits/limits.go", version("int32", ""));
+    r.commit_all("three");
+    let store = state_dir(&r).join("scan-inventories.sqlite");
+    let blob = |rev: &str| r.git(&["rev-parse", &format!("{rev}:limits/limits.go")]).trim().to_string();
+    let stored = || -> BTreeSet<String> {
+        let conn = rusqlite::Connection::open(&store).unwrap();
+        let mut q = conn.prepare("SELECT oid FROM inventories").unwrap();
+        q.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let scan = |env: &[(&str, &str)], base: &str, head: &str| {
+        let mut at = r.at(&r.root);
+        at.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        at.premerge(&["scan", "--no-memory", "--format", "json", "--base", base, "--head", head])
+            .expect_code(0)
+            .stdout
+            .clone()
+    };
+    let off = [("PREMERGE_SCAN_CACHE", "0")];
+    let reference = [scan(&off, "HEAD~3", "HEAD~2"), scan(&off, "HEAD~2", "HEAD~1"), scan(&off, "HEAD~1", "HEAD")];
+    assert!(!store.exists(), "switched off, the store is not made");
+    assert!(reference[2].contains("go-panic-removed") && reference[2].contains("go-int-widened"), "{}", reference[2]);
+
+    // The path's first change: remembered, no version stored.
+    assert_eq!(scan(&[], "HEAD~3", "HEAD~2"), reference[0]);
+    assert_eq!(stored(), BTreeSet::new());
+    // Its second: the new version is stored (the old one is no later change's old one).
+    assert_eq!(scan(&[], "HEAD~2", "HEAD~1"), reference[1]);
+    assert_eq!(stored(), BTreeSet::from([blob("HEAD~1")]));
+    // The next range: its old version is the one stored.
+    assert_eq!(scan(&[], "HEAD~1", "HEAD"), reference[2]);
+    assert_eq!(stored(), BTreeSet::from([blob("HEAD~1"), blob("HEAD")]));
+
+    // Not a database: replaced, the scan unchanged. (The scan cache, which answers a
+    // range scanned before without asking the store, is removed first.)
+    let findings_cache = state_dir(&r).join("scan-cache");
+    fs::write(&store, b"\x00\x01 not a database at all, but long enough to be read as one").unwrap();
+    fs::remove_file(&findings_cache).unwrap();
+    assert_eq!(scan(&[], "HEAD~1", "HEAD"), reference[2]);
+    assert_eq!(stored(), BTreeSet::new(), "a new store, which has seen the path once");
+
+    // A symlink in its place: not followed (its target is not touched), the scan unchanged.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("victim");
+    fs::write(&target, b"keep me").unwrap();
+    fs::remove_file(&store).unwrap();
+    std::os::unix::fs::symlink(&target, &store).unwrap();
+    fs::remove_file(&findings_cache).unwrap();
+    assert_eq!(scan(&[], "HEAD~1", "HEAD"), reference[2]);
+    assert_eq!(fs::read(&target).unwrap(), b"keep me");
+    assert!(fs::symlink_metadata(&store).unwrap().file_type().is_symlink());
+}

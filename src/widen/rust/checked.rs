@@ -35,7 +35,7 @@ pub(crate) const RULE: RuleDef = RuleDef {
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// One function's checked arithmetic.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Arith {
     /// Checked calls in source order: (operation without `checked_`, receiver and
     /// arguments squashed, text as written on one line).

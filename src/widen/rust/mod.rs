@@ -332,7 +332,7 @@ fn snippet(s: &str) -> String {
 }
 
 /// A typed position: a field, parameter, return type, constant or alias.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Slot {
     /// What the `before`/`after` text shows in front of the type (`limit: `, `-> `).
     label: String,
@@ -349,7 +349,7 @@ impl Slot {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Guard {
     rule: RuleId,
     /// The condition, squashed: its identity across formatting and messages.
@@ -357,13 +357,13 @@ struct Guard {
     text: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Owner {
     line: u32,
     in_test: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Inventory {
     /// (symbol, slot key) -> slot.
     slots: BTreeMap<(String, String), Slot>,

@@ -6,7 +6,7 @@ use tree_sitter::Node;
 use super::super::syntax::{compact, field, kind_of, text};
 
 /// A type, reduced to what direction checks need.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum Ty {
     /// A path type with generic arguments (`u8`, `Option<T>`, `serde_json::Value`).
     Named {

@@ -344,7 +344,7 @@ fn strip_readonly(t: &str) -> Option<Vec<String>> {
     None
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct TsType {
     /// The whole type, formatting-blind.
     key: String,
@@ -368,7 +368,7 @@ impl TsType {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Member {
     /// Formatting-blind text.
     key: String,
@@ -376,13 +376,14 @@ struct Member {
     text: String,
     nullish: bool,
     /// For a literal type, the primitive it belongs to (`string`, `number`, `boolean`).
-    literal: Option<&'static str>,
+    #[serde(deserialize_with = "super::stored::opt_word")]
+    literal: Option<super::stored::Word>,
     /// For a generic or array type, the container (`Promise`, `[]`) and its arguments, so
     /// that `Promise<User>` to `Promise<User | undefined>` is seen.
     args: Option<(String, Vec<TsType>)>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct SlotInfo {
     ty: Option<TsType>,
     optional: bool,
@@ -471,13 +472,14 @@ fn may_hold_anything(body: Node, src: &str) -> bool {
     TRIGGERS.any_in(inside)
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Inventory {
     slots: Vec<Slot<SlotInfo>>,
     body: Body,
     enums: BTreeSet<String>,
     /// Type aliases that are unions of literals, with the primitives they draw from.
-    literal_aliases: BTreeMap<String, BTreeSet<&'static str>>,
+    #[serde(deserialize_with = "super::stored::word_sets")]
+    literal_aliases: BTreeMap<String, BTreeSet<super::stored::Word>>,
 }
 
 struct Walker<'s> {

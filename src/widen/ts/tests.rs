@@ -202,7 +202,7 @@ fn elided_bodies_give_the_findings_of_whole_files() {
     let (taken, found) = pairs
         .par_iter()
         .map(|(name, before, after)| {
-            let Some((old, new)) = elided(&ScriptDetector, &e, path, before, after, false) else { return (0, 0) };
+            let Some((old, new, _)) = elided(&ScriptDetector, &e, path, before, after, false) else { return (0, 0) };
             let got = Ok(crate::widen::syntax::finish(ScriptDetector.compare(&old, &new)));
             let whole = detect_with(path, before, after, false);
             assert_same(&format!("{name}, whole files against elided bodies"), &whole, &got, false);
