@@ -6,6 +6,11 @@
 # way only: a file whose untouched part tree-sitter cannot parse is "not scanned" as a
 # whole, and scanned through its window.
 #
+# A third mode, "stored", scans with the caches on and the clone's premerge state kept
+# from one commit to the next, oldest first: each commit's old versions are then often
+# the versions the scan before it stored in the inventory store, and its findings must
+# still be the whole files' (the same one difference allowed).
+#
 #   scripts/check-window.sh REPO_GIT_DIR [N]
 #
 # Prints how many commits were compared, which differed in findings (none may), which
@@ -24,34 +29,43 @@ import json, os, subprocess, sys, time
 binary, n = sys.argv[1], int(sys.argv[2])
 commits = subprocess.run(["git", "rev-list", "--first-parent", "--no-merges", f"--max-count={n}", "HEAD"],
                          capture_output=True, text=True, check=True).stdout.split()
-spent = {"window": 0.0, "whole": 0.0}
+commits.reverse()
+spent = {"window": 0.0, "whole": 0.0, "stored": 0.0}
 compared, differed, rescued = 0, [], []
 for c in commits:
     if subprocess.run(["git", "rev-parse", "-q", "--verify", f"{c}~1"], capture_output=True).returncode:
         continue
     out = {}
-    for mode, value in (("window", "1"), ("whole", "0")):
-        env = dict(os.environ, PREMERGE_SCAN_WINDOW=value, PREMERGE_SCAN_CACHE="0")
+    for mode, value, cache in (("window", "1", "0"), ("whole", "0", "0"), ("stored", "1", "1")):
+        env = dict(os.environ, PREMERGE_SCAN_WINDOW=value, PREMERGE_SCAN_CACHE=cache)
         start = time.perf_counter()
         r = subprocess.run([binary, "scan", "--no-memory", "--format", "json", "--base", f"{c}~1", "--head", c],
                            capture_output=True, env=env)
         spent[mode] += time.perf_counter() - start
         out[mode] = (r.returncode, r.stdout)
     compared += 1
-    (wcode, wout), (fcode, fout) = out["window"], out["whole"]
-    if not (wout and fout):  # an error (exit 2): both modes must fail alike
-        if out["window"] != out["whole"]:
-            differed.append(c)
-        continue
-    w, f = json.loads(wout), json.loads(fout)
-    extra = [n for n in w["notes"] if n not in f["notes"]]
-    dropped = [n for n in f["notes"] if n not in w["notes"]]
-    if wcode != fcode or w["findings"] != f["findings"] or extra or any(n["kind"] != "parse-failed" for n in dropped):
-        differed.append(c)
-    elif dropped:
-        rescued.append(c)
+    fcode, fout = out["whole"]
+    for mode in ("window", "stored"):
+        wcode, wout = out[mode]
+        if not (wout and fout):  # an error (exit 2): both modes must fail alike
+            if out[mode] != out["whole"]:
+                differed.append(f"{c}({mode})")
+            continue
+        w, f = json.loads(wout), json.loads(fout)
+        extra = [n for n in w["notes"] if n not in f["notes"]]
+        dropped = [n for n in f["notes"] if n not in w["notes"]]
+        if wcode != fcode or w["findings"] != f["findings"] or extra or any(n["kind"] != "parse-failed" for n in dropped):
+            differed.append(f"{c}({mode})")
+        elif dropped and mode == "window":
+            rescued.append(c)
+store = os.path.join(".git", "premerge", "scan-inventories.sqlite")
+rows = 0
+if os.path.exists(store):
+    import sqlite3
+    rows = sqlite3.connect(store).execute("SELECT COUNT(*) FROM inventories").fetchone()[0]
 print(f"compared {compared} commits; findings or notes differed: {len(differed)} {' '.join(differed)}")
 print(f"files scanned through the window that whole-file parsing refused: {len(rescued)} commits {' '.join(rescued)}")
-print(f"time: window {spent['window']:.2f} s, whole files {spent['whole']:.2f} s")
+print(f"inventories in the store at the end of the stored mode: {rows}")
+print(f"time: window {spent['window']:.2f} s, whole files {spent['whole']:.2f} s, stored {spent['stored']:.2f} s")
 sys.exit(1 if differed else 0)
 PY
