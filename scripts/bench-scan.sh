@@ -93,7 +93,8 @@ echo "findings: $(cd "$WORK/syn" && "${SCAN[@]}" --base HEAD~1 | python3 -c 'imp
 
 for spec in "$@"; do
   repo=${spec%:*} base=${spec##*:}
-  name=$(basename "$(dirname "$repo")")
+  name=$(basename "$repo")
+  [ "$name" = repo ] && name=$(basename "$(dirname "$repo")")
   echo "== real history: $name ($base..HEAD) =="
   git clone -q "$repo" "$WORK/$name"
   (cd "$WORK/$name" && echo "changed files: $(git diff --name-only "$base" HEAD | wc -l)")
