@@ -127,12 +127,18 @@ impl Inventories {
         if pending.paths.is_empty() && pending.hits.is_empty() {
             return Ok(false);
         }
-        match self.conn() {
-            Some(conn) => self.write(&mut conn.lock().unwrap_or_else(|e| e.into_inner()), pending)?,
+        let written = match self.conn() {
+            Some(conn) => self.write(&mut conn.lock().unwrap_or_else(|e| e.into_inner()), pending),
             None if pending.paths.is_empty() => return Ok(false),
             // No file yet: made now, for what this scan offers.
-            None => self.write(&mut connect(&self.path, &self.ruleset)?, pending)?,
+            None => self.write(&mut connect(&self.path, &self.ruleset)?, pending),
+        };
+        if written.as_ref().is_err_and(broken) {
+            // Damaged past what opening it showed (a power cut with `synchronous =
+            // OFF`): the next scan starts a new store rather than failing on this one.
+            let _ = std::fs::remove_file(&self.path);
         }
+        written?;
         Ok(true)
     }
 
@@ -235,6 +241,12 @@ impl InventoryCache for Inventories {
     }
 }
 
+/// Whether SQLite found the file damaged, or not a database at all.
+fn broken(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(e, _)
+        if matches!(e.code, rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt))
+}
+
 /// The store's connection, its tables made and emptied when another build wrote them.
 /// A path that is a symlink or not a regular file is refused (the store is premerge's
 /// own file); a file SQLite cannot read is replaced.
@@ -262,9 +274,7 @@ fn connect(path: &Path, ruleset: &str) -> anyhow::Result<Connection> {
         Ok(conn)
     };
     match open() {
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if matches!(e.code, rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) =>
-        {
+        Err(e) if broken(&e) => {
             // Not a database SQLite can use: start over. (A store another process
             // holds is busy, not broken, and is left alone.)
             std::fs::remove_file(path)?;
@@ -333,6 +343,38 @@ mod tests {
         let present: Vec<&str> =
             ["a", "b", "c", "d", "huge", "unencodable"].into_iter().filter(|o| s.get("rust.rs", o).is_some()).collect();
         assert_eq!(present, ["a", "c", "d"]);
+    }
+
+    /// A store damaged inside (its first page intact, so the file still opens as a
+    /// database) is started again, never left failing every later scan.
+    #[test]
+    fn a_store_damaged_inside_is_started_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let offer = |s: &Inventories| {
+            for i in 0..60 {
+                s.put("rust.rs", &format!("{i:040}"), &format!("src/f{i}.rs"), bytes(&[7; 3000]));
+            }
+            s.save()
+        };
+        offer(&store(dir.path(), "b", 100)).unwrap();
+        offer(&store(dir.path(), "b", 100)).unwrap();
+        assert_eq!(store(dir.path(), "b", 100).rows(), 60);
+        let path = dir.path().join(STORE_FILE);
+        // Everything but the schema and the `build` table (the first pages, which the
+        // open reads): the damage shows only when the rows are read or written.
+        let mut image = std::fs::read(&path).unwrap();
+        image[6 * 4096..].fill(0x5a);
+        std::fs::write(&path, &image).unwrap();
+
+        let s = store(dir.path(), "b", 100);
+        assert_eq!(s.get("rust.rs", &format!("{:040}", 0)), None, "a damaged store is a miss");
+        let _ = offer(&s);
+        // Whatever this scan managed, the store after it is a sound one.
+        let s = store(dir.path(), "b", 100);
+        let _ = offer(&s);
+        let conn = Connection::open(&path).unwrap();
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(ok, "ok");
     }
 
     #[test]
