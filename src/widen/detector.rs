@@ -236,32 +236,28 @@ pub(in crate::widen) fn tree_pair<G: Grammar>(
     // for the caller to store it (a new version is the next change's old one; the
     // window's and the shared bodies' partial inventories are not stored).
     let known = known.filter(|_| parse.window && !before.is_empty());
-    let mut stored_old: Option<G::Inventory> =
+    let stored_old: Option<G::Inventory> =
         known.and_then(|k| stored::decode(&k.store.get(&stored::kind(path), k.old?)?));
     let e = g.elide(path).filter(|_| parse.window && !before.is_empty());
-    if let Some(old) = stored_old.take() {
+    if let Some(old) = stored_old {
         // The old version read before: the new one alone, unless leaving out the
         // bodies both versions share keeps less of the two than the new one's whole
-        // inventory needs.
+        // inventory needs (that elision's first try is then not made again).
         let alone = e.as_ref().and_then(|e| elide::whole(e, after));
         let kept_alone = after.len() - alone.as_ref().map_or(0, elide::Elided::bytes);
-        let kept_shared = (e.as_ref())
-            .and_then(|e| elide::find(e, before, after, Some(&Default::default()), parse.skip_tests))
-            .map_or(usize::MAX, |(o, n)| before.len() + after.len() - o.bytes() - n.bytes());
-        if kept_alone <= kept_shared {
-            let new = version(g, path, after, "new", alone)?;
-            return Ok((old, new, true));
+        if let Some(e) = &e
+            && let Some(first) = elide::find(e, before, after, Some(&Default::default()), parse.skip_tests)
+            && before.len() + after.len() - first.0.bytes() - first.1.bytes() < kept_alone
+            && let Some(pair) = elided_from(g, e, path, before, after, parse.skip_tests, Some(first))
+        {
+            return Ok(pair);
         }
-        stored_old = Some(old);
+        return Ok((old, version(g, path, after, "new", alone)?, true));
     }
     if let Some(e) = &e
         && let Some(pair) = elided(g, e, path, before, after, parse.skip_tests)
     {
         return Ok(pair);
-    }
-    if let Some(old) = stored_old {
-        let new = tree_of(g, path, after, "new").map(|tree| g.build(&tree, after))?;
-        return Ok((old, new, true));
     }
     let (old, new) = if syntax::rewritten(before, after) {
         side_by_side(g, path, before, after)
@@ -283,13 +279,28 @@ fn version<G: Grammar>(
     side: &'static str,
     alone: Option<elide::Elided>,
 ) -> Result<G::Inventory, DetectError> {
-    if let Some(left) = alone.filter(|l| !(l.inside.is_empty() && l.comments.is_empty()))
-        && let Some(tree) = window::parse_ranges(&g.grammar(path), src, &left.kept(src.len()))
-        && blocks_are_bodies(g, &tree, &left)
-    {
-        return Ok(g.build(&tree, src));
+    let whole = 0..src.len();
+    match alone.and_then(|left| leaving_out(g, &g.grammar(path), src, std::slice::from_ref(&whole), &left)) {
+        Some(tree) => Ok(g.build(&tree, src)),
+        None => tree_of(g, path, src, side).map(|tree| g.build(&tree, src)),
     }
-    tree_of(g, path, src, side).map(|tree| g.build(&tree, src))
+}
+
+/// `ranges` of `src` parsed with what `left` leaves out of them (bodies, test modules,
+/// comments); `None` when it leaves nothing out, the parse fails, or the tree does not
+/// show the texts left out to be bodies ([`blocks_are_bodies`]).
+fn leaving_out<G: Grammar>(
+    g: &G,
+    lang: &tree_sitter::Language,
+    src: &str,
+    ranges: &[std::ops::Range<usize>],
+    left: &elide::Elided,
+) -> Option<Tree> {
+    if left.inside.is_empty() && left.comments.is_empty() {
+        return None;
+    }
+    let tree = window::parse_ranges(lang, src, &left.kept_within(ranges))?;
+    blocks_are_bodies(g, &tree, left).then_some(tree)
 }
 
 /// Both inventories, each version parsed and walked whole on its own thread: for a
@@ -334,14 +345,9 @@ pub(in crate::widen) fn windowed<G: Grammar>(
     // The window's declarations, without their trigger-free bodies and comments
     // where the detector has a body lexer (and the tree shows them to be bodies).
     let parse = |src: &str, ranges: &[std::ops::Range<usize>]| -> Option<Tree> {
-        let leave_out = g.elide(path).and_then(|e| elide::within(&e, src, ranges));
-        if let Some(left) = leave_out.filter(|l| !(l.inside.is_empty() && l.comments.is_empty()))
-            && let Some(tree) = window::parse_ranges(&lang, src, &left.kept_within(ranges))
-            && blocks_are_bodies(g, &tree, &left)
-        {
-            return Some(tree);
-        }
-        window::parse_ranges(&lang, src, ranges)
+        (g.elide(path).and_then(|e| elide::within(&e, src, ranges)))
+            .and_then(|left| leaving_out(g, &lang, src, ranges, &left))
+            .or_else(|| window::parse_ranges(&lang, src, ranges))
     };
     let old = g.build(&parse(before, &w.old)?, before);
     // What the old version's window alone already meets outside refuses the window
@@ -369,10 +375,23 @@ pub(in crate::widen) fn elided<G: Grammar>(
     after: &str,
     skip_tests: bool,
 ) -> Option<(G::Inventory, G::Inventory, bool)> {
+    elided_from(g, e, path, before, after, skip_tests, None)
+}
+
+/// [`elided`], with the first try's bodies (shared ones included) already found.
+fn elided_from<G: Grammar>(
+    g: &G,
+    e: &elide::Elision,
+    path: &str,
+    before: &str,
+    after: &str,
+    skip_tests: bool,
+    mut first: Option<(elide::Elided, elide::Elided)>,
+) -> Option<(G::Inventory, G::Inventory, bool)> {
     let lang = g.grammar(path);
     let build = |src: &str, elided: &elide::Elided| -> Option<G::Inventory> {
-        let tree = window::parse_ranges(&lang, src, &elided.kept(src.len()))?;
-        blocks_are_bodies(g, &tree, elided).then(|| g.build(&tree, src))
+        let tree = leaving_out(g, &lang, src, std::slice::from_ref(&(0..src.len())), elided)?;
+        Some(g.build(&tree, src))
     };
     let mut refused = std::collections::BTreeSet::new();
     for attempt in 0..3 {
@@ -382,7 +401,11 @@ pub(in crate::widen) fn elided<G: Grammar>(
             1 => continue,
             _ => None,
         };
-        let Some((o, n)) = elide::find(e, before, after, share, skip_tests) else { continue };
+        let found = match first.take() {
+            Some(found) => Some(found),
+            None => elide::find(e, before, after, share, skip_tests),
+        };
+        let Some((o, n)) = found else { continue };
         let (old, new) = rayon::join(|| build(before, &o), || build(after, &n));
         let (old, new) = (old?, new?);
         let tests = (o.tests.iter().map(|r| &before[r.clone()])).chain(n.tests.iter().map(|r| &after[r.clone()]));

@@ -309,7 +309,8 @@ impl Elided {
     }
 
     /// The whole text of `len` bytes without the insides and comments left out.
-    pub(in crate::widen) fn kept(&self, len: usize) -> Vec<Range<usize>> {
+    #[cfg(test)]
+    fn kept(&self, len: usize) -> Vec<Range<usize>> {
         self.kept_within(std::slice::from_ref(&(0..len)))
     }
 
