@@ -839,10 +839,14 @@ mod tests {
         for bad in [&good[..good.len() - 1], &good[..4], &[][..]] {
             assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(bad).is_none());
         }
-        // Another detector's inventory under the same key kind is refused or, if it
-        // happens to decode, re-encodes differently: never silently the same.
+        // Bytes after a whole inventory, or another detector's inventory (sound bytes,
+        // checksum and all, of another shape).
         let mut extra = good.clone();
         extra.extend_from_slice(b"x");
         assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(&extra).is_none());
+        let ts_src = "export interface User { id?: string; kind: 'a' | 'b' }\nexport function f(x: number) { if (x < 0) { throw new Error('x'); } }\n";
+        let t = ts::ScriptDetector;
+        let foreign = stored::encode(&t.build(&tree_of(&t, "a.ts", ts_src, "new").unwrap(), ts_src)).unwrap();
+        assert!(stored::decode::<<rust::RustDetector as Grammar>::Inventory>(&foreign).is_none());
     }
 }
