@@ -248,14 +248,14 @@ pub(in crate::widen) fn tree_pair<G: Grammar>(
         if let Some(e) = &e
             && let Some(first) = elide::find(e, before, after, Some(&Default::default()), parse.skip_tests)
             && before.len() + after.len() - first.0.bytes() - first.1.bytes() < kept_alone
-            && let Some(pair) = elided_from(g, e, path, before, after, parse.skip_tests, Some(first))
+            && let Some(pair) = elided(g, e, path, before, after, parse.skip_tests, Some(first))
         {
             return Ok(pair);
         }
         return Ok((old, version(g, path, after, "new", alone)?, true));
     }
     if let Some(e) = &e
-        && let Some(pair) = elided(g, e, path, before, after, parse.skip_tests)
+        && let Some(pair) = elided(g, e, path, before, after, parse.skip_tests, None)
     {
         return Ok(pair);
     }
@@ -366,20 +366,9 @@ pub(in crate::widen) fn windowed<G: Grammar>(
 /// the trigger-free bodies (and test modules) alone. `None` (parse whole) when little
 /// would be left out or a version does not parse so. With the inventories, whether
 /// the new one is a whole version's (it left out no shared body and no test module: a
-/// version that leaves out only trigger-free bodies is whole, see `version`).
+/// version that leaves out only trigger-free bodies is whole, see `version`). `first`:
+/// the first try's bodies (shared ones included), when the caller already found them.
 pub(in crate::widen) fn elided<G: Grammar>(
-    g: &G,
-    e: &elide::Elision,
-    path: &str,
-    before: &str,
-    after: &str,
-    skip_tests: bool,
-) -> Option<(G::Inventory, G::Inventory, bool)> {
-    elided_from(g, e, path, before, after, skip_tests, None)
-}
-
-/// [`elided`], with the first try's bodies (shared ones included) already found.
-fn elided_from<G: Grammar>(
     g: &G,
     e: &elide::Elision,
     path: &str,

@@ -246,7 +246,9 @@ fn elided_bodies_give_the_findings_of_whole_files() {
             let whole = detect_with(before, after, false);
             let mut counts = (0, 0, 0, 0);
             for skip_tests in [false, true] {
-                let Some((old, new, _)) = elided(&RustDetector, &e, PATH, before, after, skip_tests) else { continue };
+                let Some((old, new, _)) = elided(&RustDetector, &e, PATH, before, after, skip_tests, None) else {
+                    continue;
+                };
                 let got = Ok(crate::widen::syntax::finish(RustDetector.compare(&old, &new)));
                 let what = format!("{name}, whole files against elided bodies (test modules left out: {skip_tests})");
                 if skip_tests {

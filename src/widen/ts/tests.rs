@@ -202,7 +202,9 @@ fn elided_bodies_give_the_findings_of_whole_files() {
     let (taken, found) = pairs
         .par_iter()
         .map(|(name, before, after)| {
-            let Some((old, new, _)) = elided(&ScriptDetector, &e, path, before, after, false) else { return (0, 0) };
+            let Some((old, new, _)) = elided(&ScriptDetector, &e, path, before, after, false, None) else {
+                return (0, 0);
+            };
             let got = Ok(crate::widen::syntax::finish(ScriptDetector.compare(&old, &new)));
             let whole = detect_with(path, before, after, false);
             assert_same(&format!("{name}, whole files against elided bodies"), &whole, &got, false);
@@ -215,7 +217,7 @@ fn elided_bodies_give_the_findings_of_whole_files() {
     // and the file is parsed whole.
     let fooled = format!("{helpers}foo(x)\n{{ bar }}\n");
     assert!(script_bodies_of(&fooled).contains(&"{ bar }"), "the lexer is fooled");
-    assert!(elided(&ScriptDetector, &e, path, &fooled, &fooled.replace("* 1", "* 2"), false).is_none());
+    assert!(elided(&ScriptDetector, &e, path, &fooled, &fooled.replace("* 1", "* 2"), false, None).is_none());
 }
 
 fn script_bodies_of(src: &str) -> Vec<&str> {
