@@ -131,16 +131,29 @@ fn shown(path: &Path) -> String {
 /// one line and shows what is there.
 pub fn escape_for_message(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    push_escaped(&mut out, s);
+    out
+}
+
+/// [`escape_for_message`] appended to `out`. Printable ASCII, which is nearly all of
+/// what a repository holds, is copied in one piece.
+pub(crate) fn push_escaped(out: &mut String, s: &str) {
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || is_bidi_control(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() || is_bidi_control(c) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
             c => out.push(c),
         }
     }
-    out
 }
 
 /// The Unicode bidirectional formatting characters, which can reorder what a terminal shows.
@@ -340,6 +353,9 @@ mod tests {
     #[test]
     fn messages_stay_on_one_line() {
         assert_eq!(escape_for_message("a\nb\u{202e}c\u{1b}[31m"), "a\\nb\\u{202e}c\\u{1b}[31m");
+        // Printable text, ASCII or not, as it is; DEL and C1 controls escaped.
+        assert_eq!(escape_for_message("limit: u8 ~!"), "limit: u8 ~!");
+        assert_eq!(escape_for_message("caf\u{e9}\u{7f}\u{85}"), "caf\u{e9}\\u{7f}\\u{85}");
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad\nname");
         let e = read(&p, Kind::Evidence).unwrap_err().to_string();

@@ -14,7 +14,7 @@ use super::Ctx;
 use crate::cli::{Format, RangeArgs};
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
-use crate::input::escape_for_message as esc;
+use crate::input::push_escaped;
 use crate::memory::listing::Query;
 use crate::scan::{Outcome, ScanOptions, record_repeats, report_notes, scan_diff};
 use crate::widen::catalogue;
@@ -160,26 +160,7 @@ pub(crate) fn inline_diff(before: &str, after: &str) -> String {
 }
 
 fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
-    let mut files = 0;
-    let mut last: Option<&str> = None;
-    for f in &out.findings {
-        if last != Some(f.file.as_str()) {
-            if last.is_some() {
-                writeln!(w)?;
-            }
-            writeln!(w, "{}", crate::diff::quote_path(&f.file))?;
-            last = Some(&f.file);
-            files += 1;
-        }
-        // Text from the repository is shown with its control and bidi characters escaped.
-        writeln!(w, "  line {}: {} [{}] {}", f.line, f.rule, f.severity.as_str(), esc(&f.symbol))?;
-        writeln!(w, "    - {}", if f.before.is_empty() { "(nothing)".into() } else { esc(&f.before) })?;
-        writeln!(w, "    + {}", if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) })?;
-        if !f.before.is_empty() && !f.after.is_empty() {
-            writeln!(w, "    ~ {}", esc(&inline_diff(&f.before, &f.after)))?;
-        }
-        writeln!(w, "    {}", esc(&f.message))?;
-    }
+    let files = write_text_findings(w, &out.findings, FINDINGS_PER_BATCH)?;
     if !out.findings.is_empty() {
         writeln!(w)?;
     }
@@ -192,6 +173,62 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
         out.memory.duplicates
     )?;
     Ok(())
+}
+
+/// The findings as text, each file named before its first (a file's findings are
+/// consecutive); returns how many files were named. Rendered `batch` at a time on the
+/// scan's threads and written a part at a time: a large change has tens of thousands
+/// of findings, five lines each, and a write per line was most of the time the scan
+/// spent printing.
+fn write_text_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Result<usize> {
+    use rayon::prelude::*;
+    let previous = |i: usize| i.checked_sub(1).map(|p| findings[p].file.as_str());
+    let files = (0..findings.len()).filter(|&i| previous(i) != Some(findings[i].file.as_str())).count();
+    let per = batch.div_ceil(rayon::current_num_threads()).max(1);
+    for (c, chunk) in findings.chunks(batch).enumerate() {
+        let rendered: Vec<String> = chunk
+            .par_chunks(per)
+            .enumerate()
+            .map(|(j, part)| {
+                let mut s = String::with_capacity(part.len() * 256);
+                for (k, f) in part.iter().enumerate() {
+                    text_finding(&mut s, f, previous(c * batch + j * per + k));
+                }
+                s
+            })
+            .collect();
+        for part in &rendered {
+            w.write_all(part.as_bytes())?;
+        }
+    }
+    Ok(files)
+}
+
+/// One finding as text, after its file's name when `previous` (the finding before it)
+/// is in another file.
+fn text_finding(s: &mut String, f: &Finding, previous: Option<&str>) {
+    use std::fmt::Write as _;
+    if previous != Some(f.file.as_str()) {
+        if previous.is_some() {
+            s.push('\n');
+        }
+        s.push_str(&crate::diff::quote_path(&f.file));
+        s.push('\n');
+    }
+    // Text from the repository is shown with its control and bidi characters escaped.
+    let _ = write!(s, "  line {}: {} [{}] ", f.line, f.rule, f.severity.as_str());
+    push_escaped(s, &f.symbol);
+    s.push_str("\n    - ");
+    push_escaped(s, if f.before.is_empty() { "(nothing)" } else { &f.before });
+    s.push_str("\n    + ");
+    push_escaped(s, if f.after.is_empty() { "(removed)" } else { &f.after });
+    if !f.before.is_empty() && !f.after.is_empty() {
+        s.push_str("\n    ~ ");
+        push_escaped(s, &inline_diff(&f.before, &f.after));
+    }
+    s.push_str("\n    ");
+    push_escaped(s, &f.message);
+    s.push('\n');
 }
 
 /// The demo: scan the change under review, then read the memories back.
@@ -255,6 +292,46 @@ mod tests {
             super::write_findings(&mut out, &many, batch).unwrap();
             out.push(b']');
             assert_eq!(String::from_utf8(out).unwrap(), expected, "batch {batch}");
+        }
+    }
+
+    /// Text is one finding after another whatever the batches: each file named once,
+    /// a blank line between files, repository text escaped.
+    #[test]
+    fn text_findings_are_the_same_in_any_batches() {
+        use crate::widen::{Language, Severity};
+        let finding = |file: &str, symbol: &str, before: &str| super::Finding {
+            rule: "rust-integer-widened".into(),
+            language: Language::Rust,
+            file: file.into(),
+            symbol: symbol.into(),
+            line: 3,
+            before: before.into(),
+            after: "limit: u64".into(),
+            message: "m\u{202e}".into(),
+            severity: Severity::Medium,
+        };
+        let three = [finding("a.rs", "A\u{1b}b", "limit: u8"), finding("a.rs", "B", ""), finding("b c.rs", "C", "x")];
+        let mut out = Vec::new();
+        assert_eq!(super::write_text_findings(&mut out, &three, 4096).unwrap(), 2);
+        let expected = "a.rs\n\
+            \x20 line 3: rust-integer-widened [medium] A\\u{1b}b\n    - limit: u8\n    + limit: u64\n\
+            \x20   ~ limit: [-u8-]{+u64+}\n    m\\u{202e}\n\
+            \x20 line 3: rust-integer-widened [medium] B\n    - (nothing)\n    + limit: u64\n    m\\u{202e}\n\
+            \nb c.rs\n\
+            \x20 line 3: rust-integer-widened [medium] C\n    - x\n    + limit: u64\n    ~ [-x-]{+limit: u64+}\n    m\\u{202e}\n";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        // Files changing inside parts, at their edges and at a batch's edge.
+        let many: Vec<super::Finding> =
+            (0..41).map(|i| finding(&format!("f{}.rs", i * i / 50), &format!("s{i}"), "limit: u8")).collect();
+        let mut whole = Vec::new();
+        let files = super::write_text_findings(&mut whole, &many, 1000).unwrap();
+        assert_eq!(files, 28);
+        assert_eq!(String::from_utf8_lossy(&whole).lines().filter(|l| l.ends_with(".rs")).count(), files);
+        for batch in [1, 2, 3, 7, 40, 41] {
+            let mut out = Vec::new();
+            assert_eq!(super::write_text_findings(&mut out, &many, batch).unwrap(), files);
+            assert_eq!(out, whole, "batch {batch}");
         }
     }
 
