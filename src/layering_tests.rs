@@ -164,3 +164,19 @@ fn only_the_snapshot_module_reads_the_environment() {
     assert!(!reads_env("let cwd = std::env::current_dir()?; let exe = std::env::current_exe()?;"));
     assert!(!reads_env("cmd.env(\"GIT_DIR\", dir); cmd.env_remove(\"GIT_INDEX_FILE\");"));
 }
+
+/// The widening scan's files stay small enough to read: none over 1,000 lines (a
+/// detector's rules, walk and tests go in files of their own).
+#[test]
+fn no_widening_scan_file_is_over_a_thousand_lines() {
+    let mut files = Vec::new();
+    rust_files(&src().join("widen"), &mut files);
+    assert!(files.len() > 20, "the scan's files were not found: {files:?}");
+    let long: Vec<(String, usize)> = files
+        .iter()
+        .map(|p| (p.strip_prefix(src()).unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(p).unwrap()))
+        .map(|(rel, text)| (rel, text.lines().count()))
+        .filter(|(_, lines)| *lines > 1000)
+        .collect();
+    assert!(long.is_empty(), "files in src/widen/ over 1,000 lines: {long:?}");
+}
