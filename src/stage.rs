@@ -19,6 +19,7 @@ static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 /// Debug builds only: the stage named by this variable panics on entry, so the
 /// integration tests can prove a panic anywhere becomes one warning line.
+#[cfg(debug_assertions)]
 pub(crate) const TEST_PANIC_ENV: &str = "PREMERGE_TEST_PANIC";
 
 /// Replace Rust's default panic report (several lines on stderr) with a record the

@@ -145,18 +145,32 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Resu
 }
 
 /// The changed tokens of `before` -> `after`, git word-diff style: `u[-8-]{+64+}`.
+/// Runs of deleted or inserted tokens are marked once.
 pub(crate) fn inline_diff(before: &str, after: &str) -> String {
     use similar::{ChangeTag, TextDiff};
     let d = TextDiff::configure().algorithm(similar::Algorithm::Myers).diff_words(before, after);
-    let mut s = String::new();
+    let mut s = String::with_capacity(before.len() + after.len() + 8);
+    let mut open: Option<ChangeTag> = None;
+    let close = |s: &mut String, tag: Option<ChangeTag>| match tag {
+        Some(ChangeTag::Delete) => s.push_str("-]"),
+        Some(ChangeTag::Insert) => s.push_str("+}"),
+        _ => {}
+    };
     for c in d.iter_all_changes() {
-        match c.tag() {
-            ChangeTag::Equal => s.push_str(c.value()),
-            ChangeTag::Delete => s.push_str(&format!("[-{}-]", c.value())),
-            ChangeTag::Insert => s.push_str(&format!("{{+{}+}}", c.value())),
+        let tag = c.tag();
+        if open != Some(tag) {
+            close(&mut s, open);
+            match tag {
+                ChangeTag::Delete => s.push_str("[-"),
+                ChangeTag::Insert => s.push_str("{+"),
+                ChangeTag::Equal => {}
+            }
+            open = Some(tag);
         }
+        s.push_str(c.value());
     }
-    s.replace("-][-", "").replace("+}{+", "")
+    close(&mut s, open);
+    s
 }
 
 fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
@@ -340,5 +354,10 @@ mod tests {
         assert_eq!(inline_diff("limit: u8", "limit: u64"), "limit: [-u8-]{+u64+}");
         assert_eq!(inline_diff("a: String", "a: Option<String>"), "a: [-String-]{+Option<String>+}");
         assert_eq!(inline_diff("x", "x"), "x");
+        assert_eq!(inline_diff("a b c", "a"), "a[- b c-]");
+        assert_eq!(inline_diff("", "u64"), "{+u64+}");
+        assert_eq!(inline_diff("f(a, b)", "f(b)"), "[-f(a, b)-]{+f(b)+}");
+        // Text that looks like a mark is the text's own.
+        assert_eq!(inline_diff("x -][- y", "x -][- z"), "x -][- [-y-]{+z+}");
     }
 }

@@ -238,7 +238,11 @@ pub(crate) fn scan_cached(
         r.files_scanned += usize::from(scanned);
     }
     drop_checks_moved_to_other_files(&mut r.findings, inputs);
-    sort_findings(&mut r.findings);
+    // Each file's findings come sorted from its thread and the files in path order
+    // (git's), so the whole is nearly always in order already: checked, not sorted.
+    if !r.findings.is_sorted_by(|a, b| finding_order(a, b).is_le()) {
+        sort_findings(&mut r.findings);
+    }
     r.notes.sort_by(|a, b| {
         a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
     });
@@ -254,7 +258,12 @@ const MIN_MOVED_CHECK_CHARS: usize = 8;
 /// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
 /// the size of the change, however many checks were removed.
 fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
-    let is_check = |f: &Finding| RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved);
+    // The ids of the check rules, compared as text: a large change has tens of
+    // thousands of findings, few of them removed checks.
+    static CHECK_RULES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        RuleId::ALL.iter().filter(|r| r.family() == Family::CheckRemoved).map(|r| r.as_str()).collect()
+    });
+    let is_check = |f: &Finding| CHECK_RULES.contains(&f.rule.as_str());
     let needle_of = |f: &Finding| {
         Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
     };
@@ -293,7 +302,7 @@ fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileI
         }
     }
     findings.retain(|f| {
-        let Some(needle) = needle_of(f).filter(|_| is_check(f)) else { return true };
+        let Some(needle) = Some(f).filter(|f| is_check(f)).and_then(needle_of) else { return true };
         let id = needles.binary_search(&needle).expect("every needle was collected above");
         !added.get(&id).is_some_and(|files| files.iter().any(|p| *p != f.file))
     });
@@ -306,14 +315,15 @@ pub fn scan_file(input: &FileInput, policy: &Policy) -> Report {
 
 /// The one order findings are reported in.
 pub(crate) fn sort_findings(v: &mut [Finding]) {
-    v.par_sort_by(|a, b| {
-        a.file
-            .as_bytes()
-            .cmp(b.file.as_bytes())
-            .then(a.line.cmp(&b.line))
-            .then(a.rule.as_bytes().cmp(b.rule.as_bytes()))
-            .then(a.symbol.as_bytes().cmp(b.symbol.as_bytes()))
-    });
+    v.par_sort_by(finding_order);
+}
+
+/// Path, line, rule and symbol, each in byte order.
+fn finding_order(a: &Finding, b: &Finding) -> std::cmp::Ordering {
+    (a.file.as_bytes().cmp(b.file.as_bytes()))
+        .then(a.line.cmp(&b.line))
+        .then(a.rule.as_bytes().cmp(b.rule.as_bytes()))
+        .then(a.symbol.as_bytes().cmp(b.symbol.as_bytes()))
 }
 
 fn is_binary(bytes: &[u8]) -> bool {
@@ -407,7 +417,9 @@ fn scan_one(
         Err(e) => return note(NoteKind::ParseFailed, e.0),
     };
     let lines: Vec<&str> = after.lines().collect();
-    let findings = raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
+    let mut findings: Vec<Finding> =
+        raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
+    findings.sort_by(finding_order);
     (findings, None, true)
 }
 
