@@ -229,6 +229,13 @@ pub(crate) fn scan_cached(
 ) -> Report {
     let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
         inputs.par_iter().enumerate().map(|(i, f)| scan_one(f, policy, history, ids.get(i), caches)).collect();
+    // Each file's findings come sorted from its thread, and the files are nearly
+    // always in path order (git's): then the whole is in order already, which the
+    // first and last finding of each file show.
+    let mut edges = parts.iter().filter_map(|p| Some((p.0.first()?, p.0.last()?)));
+    let in_order = edges.next().is_none_or(|first| {
+        edges.try_fold(first.1, |last, (f, l)| finding_order(last, f).is_le().then_some(l)).is_some()
+    });
     let mut r = Report::default();
     // One allocation: a large change has tens of thousands of findings.
     r.findings.reserve_exact(parts.iter().map(|p| p.0.len()).sum());
@@ -238,9 +245,7 @@ pub(crate) fn scan_cached(
         r.files_scanned += usize::from(scanned);
     }
     drop_checks_moved_to_other_files(&mut r.findings, inputs);
-    // Each file's findings come sorted from its thread and the files in path order
-    // (git's), so the whole is nearly always in order already: checked, not sorted.
-    if !r.findings.is_sorted_by(|a, b| finding_order(a, b).is_le()) {
+    if !in_order {
         sort_findings(&mut r.findings);
     }
     r.notes.sort_by(|a, b| {
@@ -419,6 +424,8 @@ fn scan_one(
     let lines: Vec<&str> = after.lines().collect();
     let mut findings: Vec<Finding> =
         raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
+    // In order already (`syntax::finish` sorts by line, rule id and symbol), which
+    // this checks in one pass: the merge below relies on it.
     findings.sort_by(finding_order);
     (findings, None, true)
 }
@@ -515,6 +522,30 @@ mod tests {
         let unrelated = f("src/b.rs", "", "pub fn check(x: u8) {}\n");
         assert!(scan(&[a.clone(), moved], &Policy::default()).findings.is_empty());
         assert_eq!(scan(&[a, unrelated], &Policy::default()).findings.len(), 1);
+    }
+
+    /// Findings are in path, line, rule and symbol order whatever order the files
+    /// came in (git gives them in path order; a caller may not).
+    #[test]
+    fn findings_are_in_one_order_whatever_the_input_order() {
+        let f = |path: &str| FileInput {
+            path: path.into(),
+            before: Some(b"pub struct S {\n    pub b: u8,\n    pub a: u8,\n}\npub fn f(x: u8) {}\n".to_vec()),
+            after: Some(b"pub struct S {\n    pub b: u64,\n    pub a: u64,\n}\npub fn f(x: u64) {}\n".to_vec()),
+        };
+        let key = |f: &Finding| (f.file.clone(), f.line, f.rule.clone(), f.symbol.clone());
+        let paths = ["b/x.rs", "a.rs", "b.rs", "a/z.rs", "a-b.rs"];
+        let mut expected: Vec<_> = paths.iter().flat_map(|p| scan_file(&f(p), &Policy::default()).findings).collect();
+        expected.sort_by(finding_order);
+        assert_eq!(expected.len(), 15, "three findings a file");
+        for order in [[0, 1, 2, 3, 4], [1, 3, 4, 2, 0], [4, 3, 2, 1, 0]] {
+            let inputs: Vec<FileInput> = order.iter().map(|&i| f(paths[i])).collect();
+            let got = scan(&inputs, &Policy::default()).findings;
+            assert_eq!(got.iter().map(key).collect::<Vec<_>>(), expected.iter().map(key).collect::<Vec<_>>());
+        }
+        // Within a file: line order.
+        let lines: Vec<u32> = scan_file(&f("a.rs"), &Policy::default()).findings.iter().map(|f| f.line).collect();
+        assert_eq!(lines, [2, 3, 5]);
     }
 
     #[test]

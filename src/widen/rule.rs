@@ -117,7 +117,7 @@ impl RuleId {
     pub fn parse(id: &str) -> Option<RuleId> {
         // Looked up once per finding read back (the scan cache, the moved-check pass): a
         // table, not a walk over every rule.
-        static BY_ID: std::sync::LazyLock<std::collections::HashMap<&'static str, RuleId>> =
+        static BY_ID: std::sync::LazyLock<foldhash::HashMap<&'static str, RuleId>> =
             std::sync::LazyLock::new(|| RuleId::ALL.iter().map(|r| (r.as_str(), *r)).collect());
         BY_ID.get(id).copied()
     }
