@@ -400,9 +400,7 @@ fn ts_type(node: Node, src: &str) -> TsType {
 fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
     match kind_of(node) {
         "union_type" | "parenthesized_type" | "type_annotation" => {
-            for child in named_children(node) {
-                collect_members(child, src, out);
-            }
+            super::syntax::for_each_named(node, |child| collect_members(child, src, out));
         }
         _ => {
             let t = text(node, src);
@@ -572,9 +570,13 @@ impl super::syntax::Part for Inventory {
 
 impl Walker<'_> {
     fn symbol(&self, name: &str) -> String {
-        let mut parts = self.scope.clone();
-        parts.push(name.to_string());
-        parts.join(".")
+        let mut s = String::with_capacity(self.scope.iter().map(|p| p.len() + 1).sum::<usize>() + name.len());
+        for part in &self.scope {
+            s.push_str(part);
+            s.push('.');
+        }
+        s.push_str(name);
+        s
     }
 
     fn field_text(&self, node: Node, name: &'static str) -> Option<String> {
@@ -726,10 +728,11 @@ impl Walker<'_> {
     fn function(&mut self, name: String, node: Node) {
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
-        if let Some(params) = field(node, "parameters") {
+        let parts = super::syntax::Parts::of(node);
+        if let Some(params) = parts.field("parameters") {
             super::syntax::for_each_named(params, |p| self.parameter(&symbol, p));
         }
-        if let Some(ret) = field(node, "return_type")
+        if let Some(ret) = parts.field("return_type")
             && let Some(ty) = ret.named_child(0)
         {
             self.inv.slots.push(Slot {
@@ -742,7 +745,7 @@ impl Walker<'_> {
             });
         }
         self.scope.push(name);
-        if let Some(body) = field(node, "body") {
+        if let Some(body) = parts.field("body") {
             if self.prune && !may_hold_anything(body, self.src) {
                 self.skipped += 1;
             } else {
@@ -753,19 +756,23 @@ impl Walker<'_> {
     }
 
     fn parameter(&mut self, symbol: &str, p: Node) {
-        if !matches!(kind_of(p), "required_parameter" | "optional_parameter") {
+        let kind = kind_of(p);
+        if !matches!(kind, "required_parameter" | "optional_parameter") {
             return;
         }
-        let Some(pattern) = field(p, "pattern") else {
+        // The parameter's children in one pass: its pattern, type, default, modifiers.
+        let parts = super::syntax::Parts::of(p);
+        let Some(pattern) = parts.field("pattern") else {
             return;
         };
         let name = text(pattern, self.src);
+        let ty = parts.field("type");
         let mut info = SlotInfo {
-            optional: kind_of(p) == "optional_parameter",
-            ty: field(p, "type").map(|t| ts_type(t, self.src)),
+            optional: kind == "optional_parameter",
+            ty: ty.map(|t| ts_type(t, self.src)),
             ..SlotInfo::default()
         };
-        for child in children(p) {
+        for child in parts.all() {
             match kind_of(child) {
                 "readonly" => info.readonly = true,
                 "accessibility_modifier" => info.private |= matches!(text(child, self.src), "private" | "protected"),
@@ -774,7 +781,7 @@ impl Walker<'_> {
         }
         // A default value makes a parameter optional to callers without loosening the
         // value the body sees.
-        let value = field(p, "value");
+        let value = parts.field("value");
         if value.is_some() {
             info.optional = false;
         }
@@ -792,7 +799,7 @@ impl Walker<'_> {
         });
         // An inline object type (`opts: { message?: string | null }`): its properties
         // are slots of the parameter, `f(opts).message`, as an interface's would be.
-        if let Some(object) = field(p, "type").and_then(|t| t.named_child(0)).filter(|t| kind_of(t) == "object_type") {
+        if let Some(object) = ty.and_then(|t| t.named_child(0)).filter(|t| kind_of(t) == "object_type") {
             let scope = std::mem::replace(&mut self.scope, vec![format!("{symbol}({})", compact(name))]);
             self.visit_children(object);
             self.scope = scope;
