@@ -735,8 +735,8 @@ mod tests {
     }
 
     /// Three versions of a Rust file whose changes the window cannot take alone (a
-    /// removed check whose text stands outside the change, in `h`), each widening a
-    /// parameter; long enough for bodies to be left out.
+    /// check reworded to the text of one that stands outside the change, in `h`), each
+    /// widening a parameter; long enough for bodies to be left out.
     fn three_versions() -> [String; 3] {
         let filler: String =
             (0..40).map(|i| format!("pub fn plain{i}(v: &[u8]) -> usize {{\n    v.len() + {i}\n}}\n\n")).collect();
@@ -745,14 +745,17 @@ mod tests {
         };
         [
             version(
-                "pub fn f(n: u8) -> u8 {\n    assert!(n < 100);\n    n\n}",
-                "pub fn g(n: u8) -> u8 {\n    assert!(n < 100);\n    n + 1\n}",
+                "pub fn f(n: u8) -> u8 {\n    assert!(n > 0);\n    n\n}",
+                "pub fn g(n: u8) -> u8 {\n    assert!(n > 0);\n    n + 1\n}",
             ),
             version(
-                "pub fn f(n: u16) -> u16 {\n    n\n}",
-                "pub fn g(n: u8) -> u8 {\n    assert!(n < 100);\n    n + 1\n}",
+                "pub fn f(n: u16) -> u16 {\n    assert!(n < 100);\n    n\n}",
+                "pub fn g(n: u8) -> u8 {\n    assert!(n > 0);\n    n + 1\n}",
             ),
-            version("pub fn f(n: u16) -> u16 {\n    n\n}", "pub fn g(n: u32) -> u32 {\n    n + 1\n}"),
+            version(
+                "pub fn f(n: u16) -> u16 {\n    assert!(n < 100);\n    n\n}",
+                "pub fn g(n: u32) -> u32 {\n    assert!(n < 100);\n    n + 1\n}",
+            ),
         ]
     }
 

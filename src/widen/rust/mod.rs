@@ -239,8 +239,15 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
     if members.iter().any(|(root, last)| outside.may_declare_members(root, last)) {
         return false;
     }
-    // A guard outside with the same condition would count as the check moved there.
-    if old.guard_keys.iter().chain(&new.guard_keys).any(|key| guard_may_be_in(key, outside)) {
+    // Guards outside stand in unchanged functions, each kept as it was: they cancel
+    // out of the count of where a removed guard may have moved. What they change is
+    // whether a guard new to a function that had guards counts as a reworded check
+    // (its key stood somewhere in the old file) or an added one (`compare_guards`):
+    // for such a key that the window's old version lacks, the outside must not hold it.
+    let reworded = (new.guards.iter().filter(|(f, _)| old.guards.contains_key(*f)))
+        .flat_map(|(_, guards)| guards.iter().map(|g| &g.key))
+        .filter(|key| !old.guard_keys.contains(*key));
+    if reworded.into_iter().any(|key| guard_may_be_in(key, outside)) {
         return false;
     }
     // `unsafe` sites are matched file-wide, whatever their owner.

@@ -131,6 +131,46 @@ fn an_impl_beside_its_struct_takes_the_window() {
     assert_eq!(detect_with(&before, &after, true).unwrap(), detect_with(&before, &after, false).unwrap());
 }
 
+/// A guard outside the window matters only where a function's new guard may reword
+/// one it lost (`compare_guards` counts a new key the old file held anywhere as a
+/// reworded check, not an added one): then the window is refused. A function added
+/// beside a guard of the same text outside (a new flag written like the others) and a
+/// check reworded to a key found nowhere take the window, with the whole files'
+/// findings.
+#[test]
+fn a_guard_outside_refuses_the_window_only_for_a_reworded_check() {
+    let filler = (0..8)
+        .map(|i| {
+            format!("fn pad{i}(v: &[u8]) -> usize {{\n    v.iter().map(|b| *b as usize).sum::<usize>() + {i}\n}}\n")
+        })
+        .collect::<String>();
+    let file = |f_check: &str, extra: &str| {
+        format!(
+            "fn g(x: u8, y: Result<(), ()>) {{\n    assert!(x < 10);\n    assert!(y.is_ok());\n}}\n{filler}\
+             pub fn f(x: u8, z: u8) -> u8 {{\n    {f_check}\n    x + z\n}}\n{extra}"
+        )
+    };
+    let added = "pub fn h(x: u8) -> u8 {\n    assert!(x < 10);\n    x\n}\n";
+    let cases = [
+        // Reworded to a check `g` holds: the old file held the key, so the check
+        // counts as removed; the window alone would not know that.
+        ("assert!(x > 0);", "assert!(x < 10);", "", false, 1),
+        // Reworded to a key found nowhere: a reworded check, no finding.
+        ("assert!(x > 0);", "assert!(z != 3);", "", true, 0),
+        // A new function with a guard like `g`'s, and `f` unchanged but for a type.
+        ("assert!(x > 0);", "assert!(x > 0);", added, true, 0),
+        // Removed outright, its key still in `g`: removed.
+        ("assert!(x < 10);", "let _ = x;", "", true, 1),
+    ];
+    for (old_check, new_check, extra, takes, removed) in cases {
+        let (before, after) = (file(old_check, ""), file(new_check, extra));
+        assert_eq!(windowed(&before, &after).is_some(), takes, "{old_check} -> {new_check} {extra}");
+        let found = detect_with(&before, &after, true).unwrap();
+        assert_eq!(found, detect_with(&before, &after, false).unwrap(), "{old_check} -> {new_check}");
+        assert_eq!(found.iter().filter(|f| f.rule == ASSERT_REMOVED).count(), removed, "{old_check} -> {new_check}");
+    }
+}
+
 /// The tokens that make a body worth parsing: the guard macros, not every macro; an
 /// `if` only beside what a guard's block leaves by.
 #[test]
