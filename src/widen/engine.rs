@@ -263,12 +263,7 @@ const MIN_MOVED_CHECK_CHARS: usize = 8;
 /// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
 /// the size of the change, however many checks were removed.
 fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
-    // The ids of the check rules, compared as text: a large change has tens of
-    // thousands of findings, few of them removed checks.
-    static CHECK_RULES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
-        RuleId::ALL.iter().filter(|r| r.family() == Family::CheckRemoved).map(|r| r.as_str()).collect()
-    });
-    let is_check = |f: &Finding| CHECK_RULES.contains(&f.rule.as_str());
+    let is_check = |f: &Finding| RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved);
     let needle_of = |f: &Finding| {
         Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
     };
