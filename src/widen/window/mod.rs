@@ -111,9 +111,30 @@ fn mostly_gone(before: &str, cuts: &[usize], after: &str) -> bool {
     if cuts.len().saturating_mul(after.len()) > MAX_SEARCHED {
         return false;
     }
-    let gone: usize = cuts.windows(2).map(|w| &before[w[0]..w[1]]).filter(|d| !after.contains(d)).map(str::len).sum();
+    let gone = gone_bytes(before, cuts, after);
     let new_part = after.len().saturating_sub(before.len() - gone);
     gone + new_part >= before.len().max(after.len())
+}
+
+/// The bytes of the old version's declarations (between `cuts`) that `after` does
+/// not hold anywhere. A declaration found in `after` has each of its whole lines
+/// (those between two of its newlines) among `after`'s lines, so with many
+/// declarations, a set of those lines made once settles most of them without a
+/// search of `after` each.
+fn gone_bytes(before: &str, cuts: &[usize], after: &str) -> usize {
+    let declarations = cuts.windows(2).map(|w| &before[w[0]..w[1]]);
+    if cuts.len() <= 8 {
+        return declarations.filter(|d| !after.contains(d)).map(str::len).sum();
+    }
+    let lines: foldhash::HashSet<&str> = after.split('\n').collect();
+    let absent = |d: &&str| {
+        let whole_line_missing = match (d.find('\n'), d.rfind('\n')) {
+            (Some(first), Some(last)) if first < last => d[first + 1..last].split('\n').any(|l| !lines.contains(l)),
+            _ => false,
+        };
+        whole_line_missing || !after.contains(d)
+    };
+    declarations.filter(absent).map(str::len).sum()
 }
 
 /// Appends `r` to sorted ranges, joined to the last one where they touch.

@@ -160,7 +160,7 @@ fn an_early_refusal_is_the_diffs_answer() {
     let halved: String = before.lines().take(12).map(|l| format!("{l}\n")).collect();
     assert!(!mostly_gone(&before, &rust_boundaries(&before).unwrap(), &halved), "declarations only deleted");
     let edits: &[(&str, &str)] = &[("u8", "u64"), ("pub ", ""), ("fn ", "fn x_"), (";", ";\n")];
-    let mut early = 0;
+    let (mut early, mut searched_some) = (0, 0);
     for (lexer, exts) in [(Lexer::Rust, &[".rs"][..]), (Lexer::Script, &[".ts", ".js"][..])] {
         for (name, text) in check::corpus(&["src/widen", "fixtures"], exts) {
             for after in check::edits(&text, edits, 3) {
@@ -171,12 +171,20 @@ fn an_early_refusal_is_the_diffs_answer() {
                         Lexer::Rust => rust_boundaries(b),
                         Lexer::Script => script_boundaries(b),
                     };
+                    if let Some(c) = &cuts {
+                        // The lines' shortcut answers what a search of every declaration would.
+                        let searched: usize =
+                            c.windows(2).map(|w| &b[w[0]..w[1]]).filter(|d| !a.contains(d)).map(str::len).sum();
+                        assert_eq!(gone_bytes(b, c, a), searched, "{name}");
+                        searched_some += usize::from(searched > 0);
+                    }
                     early += usize::from(cuts.is_some_and(|c| mostly_gone(b, &c, a)));
                 }
             }
         }
     }
     assert!(early > 20, "pairs refused early: {early}");
+    assert!(searched_some > 100, "pairs with a declaration gone: {searched_some}");
 }
 
 #[test]
