@@ -471,3 +471,28 @@ fn the_refusal_byte_for_byte() {
     assert_eq!(p.stderr.matches("premerge fence: stray: ").count(), 20);
     assert!(p.stderr.contains("... and 5 more stray path(s)"), "{}", p.stderr);
 }
+
+// Probe D2: `extensions.partialClone` (as older git wrote into partial clones) made
+// libgit2 refuse the repository, and the stray went through with a loop open.
+#[test]
+fn a_partial_clone_extension_with_a_loop_open_refuses_the_push_naming_it() {
+    let c = clone_with(&[("a.py", "a\n"), ("c.txt", "hi\n")]);
+    let r = &c.repo;
+    plan(r, 1, &["a.py"], &[]).expect_code(0);
+    let id = status(r)["loop"]["id"].as_str().unwrap().to_string();
+    r.git(&["config", "core.repositoryformatversion", "1"]);
+    r.git(&["config", "extensions.partialClone", "origin"]);
+    // libgit2 may learn to open this; the test is about what happens when it cannot.
+    if r.premerge(&["diff", "HEAD~0..HEAD"]).code == 0 {
+        eprintln!("skipped: this libgit2 opens extensions.partialClone repositories");
+        return;
+    }
+    r.write("s.txt", "s\n");
+    r.commit_all("stray");
+    let p = push(r, &["main"], &[]);
+    assert_eq!(p.code, 1, "{}", p.stderr);
+    assert!(p.stderr.contains(&id) && p.stderr.contains("extensions.partialclone=origin"), "{}", p.stderr);
+    assert!(!p.stderr.contains("not a git repository"), "{}", p.stderr);
+    r.premerge(&["loop", "close"]).expect_code(0);
+    push(r, &["main"], &[]).expect_code(0);
+}
