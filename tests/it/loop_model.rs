@@ -496,3 +496,17 @@ fn a_partial_clone_extension_with_a_loop_open_refuses_the_push_naming_it() {
     r.premerge(&["loop", "close"]).expect_code(0);
     push(r, &["main"], &[]).expect_code(0);
 }
+
+// The stop gate's re-grounding after a compaction names the files the current loop owns:
+// with a fresh run directory per loop it must look in the loop's, not `<state>/run/`.
+#[test]
+fn the_regrounding_after_compaction_reads_the_loops_own_run_directory() {
+    let c = clone_with(&[("a.rs", "a\n"), ("b.rs", "b\n")]);
+    let r = &c.repo;
+    r.git(&["config", "premerge.gate.mode", "enforce"]);
+    plan(r, 1, &["b.rs"], &[]).expect_code(0);
+    let p = json!({"session_id": "s1", "hook_event_name": "SessionStart", "source": "compact"});
+    let run = r.premerge_stdin(&["gate", "session-start"], p.to_string().as_bytes());
+    run.expect_code(0);
+    assert!(run.stdout.contains("b.rs") && run.stdout.contains("Current attempt: 1"), "{}", run.stdout);
+}
