@@ -46,10 +46,17 @@ pub(crate) fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Cmd::Status(a) => {
             let rec = fix_loop::read(&place);
             let no_state = fix_loop::state_path_problem(&state);
+            // Loops of other worktrees never judge this one's pushes; shown so that an
+            // operator sees every pipeline running in the clone.
+            let others = fix_loop::others_open(&place).unwrap_or_else(|e| {
+                ctx.warn(format!("loop: other worktrees' loops not listed: {e:#}"));
+                Vec::new()
+            });
             match a.format {
                 Format::Json => {
                     let mut v = status_json(&rec);
                     v["worktree"] = json!(place.worktree);
+                    v["other_worktrees_open"] = json!(others);
                     if let Some(why) = &no_state {
                         v["why"] = json!(why);
                     }
@@ -66,6 +73,18 @@ pub(crate) fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
                     }
                     LoopRecord::Loop(l) => write_loop(ctx, l)?,
                 },
+            }
+            if a.format == Format::Text {
+                for o in &others {
+                    writeln!(
+                        ctx.stdout,
+                        "open in worktree {}: fix loop {} (run directory {}, attempt {}); it fences that worktree's pushes only",
+                        o.worktree_name(),
+                        o.id,
+                        o.run_dir,
+                        o.attempt
+                    )?;
+                }
             }
             Ok(Exit::Ok)
         }

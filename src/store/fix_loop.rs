@@ -326,6 +326,23 @@ fn all_records(state: &StateDir) -> Result<Vec<(PathBuf, LoopRecord)>> {
     Ok(out)
 }
 
+/// The open loops of the clone's other worktrees (not `place`'s own), for `loop status`.
+/// A record that cannot be read is left out here: its own worktree's fence reports it.
+pub(crate) fn others_open(place: &LoopPlace) -> Result<Vec<FixLoop>> {
+    if state_path_problem(&place.state).is_some() {
+        return Ok(Vec::new());
+    }
+    let me = locate_record(place).0;
+    Ok(all_records(&place.state)?
+        .into_iter()
+        .filter(|(path, _)| *path != me)
+        .filter_map(|(_, rec)| match rec {
+            LoopRecord::Loop(l) if l.is_open() && l.worktree.is_some() => Some(l),
+            _ => None,
+        })
+        .collect())
+}
+
 /// The open loop of another worktree whose run directory is `run_dir`, if any.
 fn other_owner(state: &StateDir, me: &Path, run_dir: &str) -> Result<Option<FixLoop>> {
     for (path, rec) in all_records(state)? {

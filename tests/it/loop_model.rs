@@ -206,7 +206,13 @@ fn each_worktree_is_fenced_by_the_loop_opened_there() {
     let (sa, sb) = (status(&a), status(&b));
     assert_eq!((sa["worktree"].as_str(), sb["worktree"].as_str()), (Some("two-A"), Some("two-B")));
     assert_ne!(sa["loop"]["id"], sb["loop"]["id"]);
-    assert_eq!(status(&c.repo)["state"], "none", "the main worktree has no loop");
+    let main = status(&c.repo);
+    assert_eq!(main["state"], "none", "the main worktree has no loop");
+    let others: Vec<&str> =
+        main["other_worktrees_open"].as_array().unwrap().iter().map(|l| l["worktree"].as_str().unwrap()).collect();
+    assert_eq!(others, ["two-A", "two-B"]);
+    let text = a.premerge(&["loop", "status"]).expect_code(0).stdout.clone();
+    assert!(text.contains("open in worktree two-B: fix loop ") && !text.contains("worktree two-A: fix"), "{text}");
 
     a.write("a.py", "a fixed\n");
     a.commit_all("fix a");
