@@ -429,6 +429,9 @@ pub(crate) struct Opened {
     pub current: FixLoop,
     /// True when this plan opened a new loop (rather than advancing the open one).
     pub new: bool,
+    /// True when this plan opened this worktree's closed loop of the same run
+    /// directory again (same id): a pipeline resumed after a close.
+    pub reopened: bool,
     /// This worktree's open loop that this plan replaced (another run directory, or an
     /// earlier first attempt).
     pub replaced: Option<FixLoop>,
@@ -439,8 +442,9 @@ pub(crate) struct Opened {
 
 /// Record that `plan --attempt N` writes a plan in `run_dir`: attempt 1 opens a new
 /// loop (artefacts an earlier loop left in `run_dir` are moved aside first); a later
-/// attempt advances this worktree's open loop of the same run directory, or opens one
-/// when none is (a pipeline resumed after a close is fenced again). A run directory of
+/// attempt advances this worktree's loop of the same run directory (opening it again
+/// when it was closed: a pipeline resumed after a close is fenced again), or opens a
+/// loop there when this worktree's latest loop is of another run directory. A run directory of
 /// another worktree's open loop is refused: two loops never share one.
 pub(crate) fn record_plan(place: &LoopPlace, run_dir: &Path, attempt: u32, fresh: Option<String>) -> Result<Opened> {
     if let Some(p) = state_path_problem(&place.state) {
@@ -463,21 +467,29 @@ pub(crate) fn record_plan(place: &LoopPlace, run_dir: &Path, attempt: u32, fresh
         ));
     }
     let (src, rec) = locate_record(place);
-    let previous = match rec {
-        LoopRecord::Loop(l) if l.is_open() => Some(l),
-        _ => None,
+    let latest = match rec {
+        LoopRecord::Loop(l) => Some(l),
+        LoopRecord::Absent | LoopRecord::Unreadable(_) => None,
     };
-    if let Some(p) = &previous
+    let previous = latest.clone().filter(FixLoop::is_open);
+    if let Some(p) = &latest
         && attempt > 1
         && p.run_dir == run_dir_s
     {
+        // The same loop goes on: advanced while open, or opened again when this
+        // worktree's loop of this run directory was closed (a pipeline resumed after a
+        // close keeps its id and its artefacts, and is fenced again).
+        let reopened = !p.is_open();
         let mut current = p.clone();
         current.attempt = attempt;
+        current.state = LoopState::Open;
+        current.closed_at = None;
+        current.closed_by = None;
         // Migration: the record is written as this worktree's own, schema 2.
         current.schema_version = LOOP_SCHEMA_VERSION;
         current.worktree = Some(place.worktree.clone());
         write(&me, &current)?;
-        if src != me {
+        if src != me && p.is_open() {
             // A linked worktree took over the clone-wide loop of an older premerge:
             // that record no longer fences the other worktrees.
             let mut old = p.clone();
@@ -486,7 +498,7 @@ pub(crate) fn record_plan(place: &LoopPlace, run_dir: &Path, attempt: u32, fresh
             old.closed_by = Some(format!("moved to worktree {}", place.worktree));
             write(&src, &old)?;
         }
-        return Ok(Opened { current, new: false, replaced: None, set_aside: None });
+        return Ok(Opened { current, new: false, reopened, replaced: None, set_aside: None });
     }
     let id = match fresh {
         Some(id) => id,
@@ -521,7 +533,7 @@ pub(crate) fn record_plan(place: &LoopPlace, run_dir: &Path, attempt: u32, fresh
         old.closed_by = Some(format!("replaced by {} in worktree {}", current.id, place.worktree));
         write(&src, &old)?;
     }
-    Ok(Opened { current, new: true, replaced: previous, set_aside })
+    Ok(Opened { current, new: true, reopened: false, replaced: previous, set_aside })
 }
 
 /// What `premerge loop close` did.
@@ -620,14 +632,18 @@ pub(crate) fn on_plan(
         )?;
     }
     let l = &o.current;
-    let verb = if o.new { "opened" } else { "continues" };
+    let verb = match (o.new, o.reopened) {
+        (true, _) => "opened",
+        (false, true) => "reopened",
+        (false, false) => "continues",
+    };
     writeln!(
         err,
         "premerge: plan: fix loop {} {verb} (run directory {}, attempt {}): the pre-push fence is active until converge says STOP_* or `premerge loop close`",
         l.id, l.run_dir, l.attempt
     )?;
     let (loop_id, run_dir) = (l.id.clone(), l.run_dir.clone());
-    let ev = if o.new {
+    let ev = if o.new || o.reopened {
         crate::events::Event::LoopOpened { loop_id, attempt, run_dir }
     } else {
         crate::events::Event::LoopAdvanced { loop_id, attempt, run_dir }
@@ -703,6 +719,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(close_operator(&s).unwrap(), Closed::Nothing), "closing twice changes nothing");
+        // A later attempt of the same run directory resumes the same loop.
+        let o3 = record_plan(&s, &run, 3, None).unwrap();
+        assert!(o3.reopened && !o3.new && o3.current.is_open());
+        assert_eq!((o3.current.id.as_str(), o3.current.attempt), (o.current.id.as_str(), 3));
+        assert_eq!((o3.current.closed_at.clone(), o3.current.closed_by.clone()), (None, None));
     }
 
     #[test]
