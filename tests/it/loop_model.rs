@@ -300,6 +300,11 @@ fn a_state_path_that_is_not_a_directory_holds_no_loop() {
     let closed = r.premerge(&["loop", "close"]).expect_code(0).stdout.clone();
     assert!(closed.starts_with("no open fix loop: ") && closed.ends_with("; nothing to close\n"), "{closed}");
     assert!(r.state_dir().is_file(), "not premerge's to remove");
+    // The post-merge hook: the same one line.
+    let pm = r.premerge(&["hook", "post-merge", "0"]);
+    pm.expect_code(0);
+    assert_eq!(pm.stderr.lines().count(), 1, "{}", pm.stderr);
+    assert!(pm.stderr.starts_with("premerge: state: "), "{}", pm.stderr);
 }
 
 // Probe D16: `loop close` on an unreadable record printed the reason where the run
