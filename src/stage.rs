@@ -11,7 +11,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use crate::config::{Config, Mode};
-use crate::git::Repo;
+use crate::store::fix_loop::{self, LoopPlace, LoopRecord};
 
 /// The last panic's message and place, recorded by [`install_panic_hook`] so that
 /// the guard that catches the panic can print it on one line.
@@ -109,10 +109,11 @@ pub fn warn(stderr: &mut dyn Write, stage: &str, why: &str) {
 }
 
 /// The open fix loop whose fence would judge a push: the fence is enforcing and the
-/// clone's loop record says a loop is open (or cannot be read, which the fence treats
-/// as an open loop it cannot see). `config` is `None` when the configuration
-/// itself could not be loaded: then only `PREMERGE_FENCE_MODE` is known.
-pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
+/// worktree's loop record says a loop is open (or cannot be read, which the fence treats
+/// as an open loop it cannot see). `config` is `None` when the configuration itself
+/// could not be loaded: then only `PREMERGE_FENCE_MODE` is known. The place comes from
+/// libgit2 or, where libgit2 cannot open the repository, from the `git` executable.
+pub(crate) fn open_loop(place: &LoopPlace, config: Option<&Config>) -> Option<String> {
     let mode = match config {
         Some(c) => c.fence.mode,
         None => crate::env::process()
@@ -124,12 +125,12 @@ pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
         return None;
     }
     // The loop record, not the push's environment, says whether a loop is open.
-    match crate::store::fix_loop::read(&repo.state_dir()) {
-        crate::store::fix_loop::LoopRecord::Loop(l) if l.is_open() => {
+    match fix_loop::read(place) {
+        LoopRecord::Loop(l) if l.is_open() => {
             Some(format!("{}, run directory {}, attempt {}", l.id, l.run_dir, l.attempt))
         }
-        crate::store::fix_loop::LoopRecord::Loop(_) | crate::store::fix_loop::LoopRecord::Absent => None,
-        crate::store::fix_loop::LoopRecord::Unreadable(_) => Some("an unreadable loop record".to_string()),
+        LoopRecord::Loop(_) | LoopRecord::Absent => None,
+        LoopRecord::Unreadable(_) => Some("an unreadable loop record".to_string()),
     }
 }
 
@@ -138,13 +139,13 @@ pub fn open_loop(repo: &Repo, config: Option<&Config>) -> Option<String> {
 /// refuses because it cannot see what it would judge. Returns whether to refuse.
 pub(crate) fn failed_before_fence(
     stderr: &mut dyn Write,
-    repo: Option<&Repo>,
+    place: Option<&LoopPlace>,
     config: Option<&Config>,
     pre_push: bool,
     stage: &str,
     why: &str,
 ) -> bool {
-    let open = if pre_push { repo.and_then(|r| open_loop(r, config)) } else { None };
+    let open = if pre_push { place.and_then(|p| open_loop(p, config)) } else { None };
     match open {
         None => {
             warn(stderr, stage, why);
@@ -154,7 +155,7 @@ pub(crate) fn failed_before_fence(
             let _ = writeln!(
                 stderr,
                 "premerge fence: push refused: the fix loop ({attempt}) is open and the {stage} failed, so the pushed \
-                 files cannot be checked: {why} (PREMERGE=0 skips premerge once; {})",
+                 files cannot be checked: {why} (to end the loop: premerge loop close; PREMERGE=0 skips premerge once; {})",
                 fix_for("fence")
             );
             true

@@ -26,6 +26,7 @@ use crate::hook::background::{self, InHook, Work, Worker};
 use crate::hook::{HookKind, HookRun, master_switch_off, signal};
 use crate::stage;
 use crate::store::background::{Background, Range};
+use crate::store::fix_loop::{self, LoopPlace};
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
@@ -62,12 +63,29 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         return Ok(Exit::Ok);
     }
     let pre_push = matches!(cmd, Cmd::PrePush { .. });
+    // The fix loop is looked up through the `git` executable before libgit2 opens
+    // anything: where libgit2 cannot open a repository git reads (reftable, SHA-256,
+    // extensions.partialClone), an open loop must still refuse the push it cannot see.
+    let located = if pre_push { crate::git::locate::locate(&ctx.cwd) } else { None };
+    let early_place = located.as_ref().map(LoopPlace::of_located);
+    if let Some(why) = early_place.as_ref().and_then(|p| fix_loop::state_path_problem(&p.state)) {
+        // Nothing premerge keeps can be there: one line, and the git command goes on.
+        writeln!(ctx.stderr, "premerge: state: {why} (move it aside to use premerge; PREMERGE=0 skips premerge)")?;
+        return Ok(Exit::Ok);
+    }
     // Every failure of premerge's own below is one warning line and the git command
     // goes on; only an open fix loop's fence refuses (crate::stage).
     let repo = match stage::catch("repository", || ctx.repo()) {
         Ok(r) => r,
-        Err(why) => return Ok(before_fence(ctx, None, None, pre_push, "repository", &why)),
+        // The error names the format git met where git reads what libgit2 cannot
+        // (`GitError::UnsupportedFormat`).
+        Err(why) => return Ok(before_fence(ctx, early_place.as_ref(), None, pre_push, "repository", &why)),
     };
+    let place = LoopPlace::of_repo(&repo);
+    if let Some(why) = fix_loop::state_path_problem(&place.state) {
+        writeln!(ctx.stderr, "premerge: state: {why} (move it aside to use premerge; PREMERGE=0 skips premerge)")?;
+        return Ok(Exit::Ok);
+    }
     // What the hook covers. A push's ranges come first: the settings that judge a push
     // are read as of the base it is compared against, never from the pushed commits or
     // the working tree.
@@ -91,7 +109,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     });
     let covered = match covered {
         Ok(c) => c,
-        Err(why) => return Ok(before_fence(ctx, Some(&repo), None, pre_push, "diff", &why)),
+        Err(why) => return Ok(before_fence(ctx, Some(&place), None, pre_push, "diff", &why)),
     };
     let base = match &covered {
         Covered::Push { ranges, .. } => ranges.iter().find_map(|r| r.base.clone()),
@@ -102,7 +120,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Covered::Merge { .. } => super::load_config(&repo),
     }) {
         Ok(c) => c,
-        Err(why) => return Ok(before_fence(ctx, Some(&repo), None, pre_push, "configuration", &why)),
+        Err(why) => return Ok(before_fence(ctx, Some(&place), None, pre_push, "configuration", &why)),
     };
     if !config.hooks.enabled {
         return Ok(Exit::Ok);
@@ -133,7 +151,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     });
     let (work, paths) = match computed {
         Ok(v) => v,
-        Err(why) => return Ok(before_fence(ctx, Some(&repo), Some(&config), pre_push, "diff", &why)),
+        Err(why) => return Ok(before_fence(ctx, Some(&place), Some(&config), pre_push, "diff", &why)),
     };
     let budget = Duration::from_millis(config.hooks.budget_ms);
 
@@ -171,8 +189,8 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             ctx.stderr.write_all(&out.stderr)?;
             match result {
                 Ok(Ok(exit)) => Ok(exit),
-                Ok(Err(why)) => Ok(before_fence(ctx, Some(&repo), Some(&config), true, "fence", &why)),
-                Err(e) => Ok(before_fence(ctx, Some(&repo), Some(&config), true, "fence", &format!("{e:#}"))),
+                Ok(Err(why)) => Ok(before_fence(ctx, Some(&place), Some(&config), true, "fence", &why)),
+                Err(e) => Ok(before_fence(ctx, Some(&place), Some(&config), true, "fence", &format!("{e:#}"))),
             }
         }
     }
@@ -240,11 +258,11 @@ fn show_background_results(ctx: &mut Ctx, bg: &Background) {
 /// while a fix loop is open, the fence's refusal.
 fn before_fence(
     ctx: &mut Ctx,
-    repo: Option<&Repo>,
+    place: Option<&LoopPlace>,
     config: Option<&Config>,
     pre_push: bool,
     name: &str,
     why: &str,
 ) -> Exit {
-    if stage::failed_before_fence(ctx.stderr, repo, config, pre_push, name, why) { Exit::Policy } else { Exit::Ok }
+    if stage::failed_before_fence(ctx.stderr, place, config, pre_push, name, why) { Exit::Policy } else { Exit::Ok }
 }

@@ -84,10 +84,12 @@ impl Ctx<'_> {
     }
 
     /// The pipeline run directory: `--run-dir` (relative to the command's directory),
-    /// else `PREMERGE_RUN_DIR` (likewise), else `<state>/run/`. A UTF-8 path (premerge
-    /// writes it into events and artefacts): one that is not is an error naming it.
+    /// else `PREMERGE_RUN_DIR` (likewise), else the run directory of this worktree's
+    /// latest fix loop, else `<state>/run/`. A UTF-8 path (premerge writes it into
+    /// events and artefacts): one that is not is an error naming it.
     pub fn run_dir(&self, repo: &Repo, explicit: Option<&Path>) -> Result<camino::Utf8PathBuf> {
-        let dir = repo.state_dir().run_dir(explicit);
+        let place = crate::store::fix_loop::LoopPlace::of_repo(repo);
+        let dir = crate::store::fix_loop::resolve_run_dir(&place, explicit);
         let dir = if dir.is_absolute() { dir } else { self.cwd.join(dir) };
         crate::store::run_dir::utf8_path(dir, "run directory")
     }

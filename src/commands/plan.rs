@@ -31,7 +31,9 @@ pub struct Args {
     /// Largest wave (default: plan.max_per_wave, 8).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub max_per_wave: Option<u64>,
-    /// Pipeline run directory (default: PREMERGE_RUN_DIR, else <git common dir>/premerge/run).
+    /// Pipeline run directory (default: PREMERGE_RUN_DIR, else a fresh
+    /// <git common dir>/premerge/loops/<loop id>/ at attempt 1 and this worktree's
+    /// loop's run directory after it).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
     /// Refuse the whole findings file (exit 2) on its first malformed finding or path
@@ -123,7 +125,16 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let config = super::load_config(&repo)?;
     let root = repo.require_workdir()?;
     let root_canon = fs::canonicalize(&root).with_context(|| format!("{}: cannot resolve", root.display()))?;
-    let run_dir = ctx.run_dir_of(args.run_dir.as_deref())?;
+    // A loop owns its run directory: without one given, attempt 1 opens a loop in a
+    // fresh directory and a later attempt continues in this worktree's loop's.
+    let place = crate::store::fix_loop::LoopPlace::of_repo(&repo);
+    let (run_dir, fresh_id) = match crate::store::fix_loop::given_run_dir(args.run_dir.as_deref()) {
+        Some(_) => (ctx.run_dir(&repo, args.run_dir.as_deref())?, None),
+        None => {
+            let p = crate::store::fix_loop::plan_run_dir(&place, args.attempt)?;
+            (store::run_dir::utf8_path(p.run_dir, "run directory")?, p.fresh_id)
+        }
+    };
     let max_per_wave = args.max_per_wave.unwrap_or(config.plan.max_per_wave) as usize;
     if max_per_wave == 0 {
         bail!("plan.max_per_wave: must be at least 1");
@@ -173,7 +184,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let mut admitted = 0;
     let mut joined = 0;
     let mut dropped = BTreeMap::new();
-    if args.carry_blocked {
+    // Attempt 1 has no predecessor: there is nothing to carry and nothing to say about
+    // it (a pipeline passes --carry-blocked on every attempt).
+    if args.carry_blocked && args.attempt > 1 {
         let prev = args.attempt - 1;
         let path = artefact(&run_dir, "blocked-on", prev);
         carry_info.source = path.file_name().map(str::to_string);
@@ -234,7 +247,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     // The loop opens before the plan is written: a failure between the two leaves an
     // open loop without this plan, which the fence refuses (fail closed), never a plan
     // the fence does not see.
-    crate::store::fix_loop::on_plan(ctx.stderr, &repo, run_dir.as_std_path(), args.attempt)?;
+    crate::store::fix_loop::on_plan(ctx.stderr, &place, run_dir.as_std_path(), args.attempt, fresh_id)?;
     // The plan is written last: a reader that finds fix-waves-NN.json finds the
     // classified-NN.json it was derived from.
     store::atomic_write(

@@ -424,7 +424,8 @@ pub(crate) fn session_start(cwd: &Path, input: &str) -> Option<String> {
         r.uncommitted = ev.uncommitted;
         r.plans = ev.plan_files.into_iter().map(|a| (a.path, a.unchecked_steps.into_iter().next())).collect();
     }
-    let run_dir = repo.state_dir().run_dir(None);
+    // This worktree's fix loop's run directory (each loop has its own), else the default.
+    let run_dir = crate::store::fix_loop::resolve_run_dir(&crate::store::fix_loop::LoopPlace::of_repo(&repo), None);
     if let Some((n, name)) = highest_wave_plan(&run_dir) {
         let plan = crate::input::read_text(&run_dir.join(&name), crate::input::Kind::Artefact)
             .ok()

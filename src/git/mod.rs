@@ -10,6 +10,7 @@ mod diffs;
 pub(crate) use diffs::Detail;
 mod gate;
 mod install;
+pub(crate) mod locate;
 mod push;
 mod quick;
 mod scratch;
@@ -47,6 +48,10 @@ pub enum GitError {
     /// A pre-push input line that is not four fields.
     #[error("pre-push input line {line}: {why}")]
     BadPushLine { line: usize, why: String },
+    /// git reads the repository, libgit2 cannot open it (reftable refs, the SHA-256
+    /// object format, `extensions.partialClone`): the message names the format.
+    #[error("{0}")]
+    UnsupportedFormat(String),
     /// The operation needs a working tree.
     #[error("repository has no working tree (bare)")]
     Bare,
@@ -82,14 +87,20 @@ impl GitError {
 pub type Result<T> = std::result::Result<T, GitError>;
 
 /// Why a repository could not be opened: dubious ownership is said as git says it,
-/// with the way to allow it; anything else is "not a git repository".
+/// with the way to allow it; a format git reads and libgit2 does not is named; anything
+/// else is "not a git repository".
 fn open_error(path: &Path, e: git2::Error) -> GitError {
     if e.code() == git2::ErrorCode::Owner {
         let owned_dir =
             e.message().split('\'').nth(1).map(str::to_string).unwrap_or_else(|| path.display().to_string());
         return GitError::DubiousOwnership { path: owned_dir, why: e.message().to_string() };
     }
-    GitError::NotARepository { path: path.display().to_string() }
+    // A repository git reads but libgit2 cannot open is named by its format, never
+    // called "not a git repository" (one `git` run, on this failure path only).
+    match locate::unopenable_reason(path) {
+        Some(why) => GitError::UnsupportedFormat(why),
+        None => GitError::NotARepository { path: path.display().to_string() },
+    }
 }
 
 /// Process-wide libgit2 settings, applied once before the first repository opens.

@@ -22,6 +22,10 @@ use crate::waves::fence::{display_path_bytes, strays};
 /// Most findings the hooks print; the rest are counted on one line. A hook's output
 /// is read by someone waiting for a push: one screen at most.
 const MAX_HOOK_LINES: usize = 8;
+/// Most stray paths the fence's refusal names; the rest are counted on one line and
+/// every one is in the `fence_pre_push` event. A 5,000-file push once printed 5,005
+/// lines; 20 is what a person reads before acting, and names a whole wave (8) twice.
+const MAX_STRAY_LINES: usize = 20;
 
 /// The hooks' widening scan: one short block of findings, memories written, never blocks.
 pub(crate) fn widening_scan(run: &mut HookRun) -> Result<()> {
@@ -85,17 +89,19 @@ pub(crate) fn note_config_change(ctx: &mut Ctx, diff: &crate::diff::Diff, base: 
     Ok(())
 }
 
-/// Pre-push: while the clone's fix loop is open, fence the pushed files against the
-/// plan of the loop's run directory. The loop record, not the push's environment,
-/// says where that plan is: a `PREMERGE_RUN_DIR` set for the push neither moves nor
-/// disables the fence.
+/// Pre-push: while this worktree's fix loop is open, fence the pushed files against
+/// the plan of the loop's recorded attempt in its run directory. The loop record, not
+/// the push's environment nor the plan files present, says which plan that is: a
+/// `PREMERGE_RUN_DIR` set for the push neither moves nor disables the fence, and a
+/// higher-numbered plan left by another loop is never read.
 pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
     let mode = run.config.fence.mode;
     if mode == Mode::Off {
         return Ok(Exit::Ok);
     }
-    let state = run.repo.state_dir();
-    let l = match fix_loop::read(&state) {
+    let place = fix_loop::LoopPlace::of_repo(run.repo);
+    let state = place.state.clone();
+    let l = match fix_loop::read(&place) {
         LoopRecord::Absent => return Ok(Exit::Ok),
         LoopRecord::Loop(l) if !l.is_open() => return Ok(Exit::Ok),
         LoopRecord::Loop(l) => l,
@@ -119,11 +125,8 @@ pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
             )?;
         }
     }
-    // A newer plan in the loop's run directory than the loop recorded is the current one.
-    let attempt = match fence_plan::current_attempt(&run_dir) {
-        Ok(n) => n.unwrap_or(0).max(l.attempt),
-        Err(e) => return decide(run, mode, Some(&l), &run_dir, l.attempt, Err(e)),
-    };
+    // The record's attempt is the plan: `plan --attempt N` sets it.
+    let attempt = l.attempt;
     let outcome = fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None)
         .map(|set| strays(&run.diff.touched_path_bytes(), &set));
     decide(run, mode, Some(&l), &run_dir, attempt, outcome)
@@ -165,8 +168,16 @@ fn decide(
     if let Err(e) = store::append_event(log_dir, &event) {
         run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }
-    for p in &shown {
+    for p in shown.iter().take(MAX_STRAY_LINES) {
         writeln!(run.ctx.stderr, "premerge fence: stray: {p}")?;
+    }
+    if shown.len() > MAX_STRAY_LINES {
+        writeln!(
+            run.ctx.stderr,
+            "premerge fence: ... and {} more stray path(s) (all of them: the fence_pre_push event in {})",
+            shown.len() - MAX_STRAY_LINES,
+            log_dir.join(store::EVENTS_FILE).display()
+        )?;
     }
     crate::waves::fence::unrepresentable_note(run.ctx.stderr, "premerge fence", &strays)?;
     if mode == Mode::Shadow {

@@ -87,6 +87,73 @@ pub(crate) fn read_blocked_on(path: &Path) -> Result<Option<String>, InputError>
     input::read_text_if_present(path, Kind::BlockedOn)
 }
 
+/// Directory (inside a run directory) where `plan --attempt 1` moves what an earlier
+/// loop left there, one dated subdirectory per loop it supersedes.
+pub(crate) const PREVIOUS_LOOPS_DIR: &str = "previous-loops";
+/// Stems of the artefacts that belong to one loop: its plans, classified findings and
+/// blocked-on rows. Nothing else in a run directory is moved (events, proposals).
+pub(crate) const LOOP_ARTEFACT_STEMS: &[&str] = &["fix-waves", "classified", "blocked-on"];
+/// Most dated subdirectories tried for one set-aside: one a second is the usual rate;
+/// loops opened many times within one second get a numbered suffix, up to this bound.
+const MAX_SET_ASIDE_TRIES: u32 = 1000;
+
+/// Whether `name` is an attempt's artefact of a loop (`<stem>-NN.json`, NN digits).
+fn is_loop_artefact(name: &str) -> bool {
+    LOOP_ARTEFACT_STEMS.iter().any(|stem| {
+        name.strip_prefix(stem)
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| r.strip_suffix(".json"))
+            .is_some_and(|nn| nn.len() >= 2 && nn.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// Move the artefacts an earlier loop left in `run_dir` into
+/// `<run_dir>/previous-loops/<UTC time>[-k]/`, so that a new loop's fence, carry and
+/// converge never read them. Returns that directory and how many moved, `None` when
+/// there was nothing to move. The caller holds the run directory's lock.
+pub(crate) fn set_aside_artefacts(run_dir: &Path) -> Result<Option<(PathBuf, usize)>> {
+    let entries = match std::fs::read_dir(run_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("{}: cannot list: {e}", run_dir.display()),
+    };
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| anyhow!("{}: cannot list: {e}", run_dir.display()))?;
+        let name = e.file_name();
+        if name.to_str().is_some_and(is_loop_artefact) {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    names.sort();
+    let stamp = super::now()
+        .format(time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"))
+        .map_err(|e| anyhow!("cannot format the time: {e}"))?;
+    let parent = run_dir.join(PREVIOUS_LOOPS_DIR);
+    super::ensure_real_dir(&parent)?;
+    let mut dest = None;
+    for k in 1..=MAX_SET_ASIDE_TRIES {
+        let d = if k == 1 { parent.join(&stamp) } else { parent.join(format!("{stamp}-{k}")) };
+        match std::fs::create_dir(&d) {
+            Ok(()) => {
+                dest = Some(d);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("{}: cannot create: {e}", d.display()),
+        }
+    }
+    let Some(dest) = dest else { bail!("{}: no free name after {MAX_SET_ASIDE_TRIES} tries", parent.display()) };
+    for name in &names {
+        let (from, to) = (run_dir.join(name), dest.join(name));
+        std::fs::rename(&from, &to).map_err(|e| anyhow!("{}: cannot move to {}: {e}", from.display(), to.display()))?;
+    }
+    Ok(Some((dest, names.len())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +190,24 @@ mod tests {
         assert!(e.contains("fix-waves-01.json") && e.contains("larger than"), "{e}");
         let e = read_classified(dir, 1).unwrap_err().to_string();
         assert!(e.contains("classified-01.json") && e.contains("no such file"), "{e}");
+    }
+
+    #[test]
+    fn set_aside_moves_only_a_loops_artefacts_into_a_new_dated_directory_each_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        assert_eq!(set_aside_artefacts(d).unwrap(), None);
+        for n in ["fix-waves-01.json", "classified-02.json", "blocked-on-01.json", "events.jsonl", "fix-waves-x.json"] {
+            std::fs::write(d.join(n), n).unwrap();
+        }
+        let (first, moved) = set_aside_artefacts(d).unwrap().unwrap();
+        assert_eq!(moved, 3);
+        assert!(first.join("blocked-on-01.json").is_file() && !d.join("blocked-on-01.json").exists());
+        assert!(d.join("events.jsonl").is_file() && d.join("fix-waves-x.json").is_file());
+        std::fs::write(d.join("fix-waves-01.json"), "again").unwrap();
+        let (second, moved) = set_aside_artefacts(d).unwrap().unwrap();
+        assert_eq!(moved, 1);
+        assert_ne!(first, second, "a second set-aside never mixes with the first");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod gate;
 mod hooks_safety;
 mod hostile_input;
 mod install;
+mod loop_model;
 mod managers;
 mod review;
 mod scan;

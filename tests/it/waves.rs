@@ -805,11 +805,17 @@ fn pre_push_fences_the_pushed_files_by_mode() {
     fx.repo.env.push(("PREMERGE_FENCE_MODE".into(), "off".into()));
     hook(&fx).expect_code(0);
     fx.repo.env.pop();
-    // A higher-numbered plan is the current one; a truncated one refuses (fail closed).
+    // The loop's recorded attempt is the plan: a higher-numbered file no plan of this
+    // loop wrote is never read (issue 26); a truncated plan of that attempt refuses
+    // (fail closed).
     fs::write(fx.run.join("fix-waves-02.json"), "{\"schema_version\":1,").unwrap();
     let r = hook(&fx);
     r.expect_code(1);
-    assert!(r.stderr.contains("fix-waves-02.json"), "{}", r.stderr);
+    assert!(r.stderr.contains("outside fix-waves-01.json") && !r.stderr.contains("fix-waves-02"), "{}", r.stderr);
+    fs::write(fx.run.join("fix-waves-01.json"), "{\"schema_version\":1,").unwrap();
+    let r = hook(&fx);
+    r.expect_code(1);
+    assert!(r.stderr.contains("fix-waves-01.json") && r.stderr.contains("no trustworthy wave plan"), "{}", r.stderr);
     // The loop is open and its plan is gone: refused (fail closed) until it is closed.
     fs::remove_dir_all(&fx.run).unwrap();
     hook(&fx).expect_code(1);
