@@ -35,7 +35,7 @@ fn recorded(dir: &Path, name: &str) -> Option<(Vec<String>, Vec<u8>)> {
 }
 
 /// Every file of a directory with its bytes and mode.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     let mut out = BTreeMap::new();
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -363,30 +363,52 @@ fn chain_manager_hook_and_push(r: &TestRepo, rec: &Path, tool: &str, hook_text: 
 }
 
 #[test]
-fn a_pre_commit_hook_keeps_working_when_chained() {
-    let (r, remote) = repo_with_remote();
-    let rec = rec_dir(&r);
+fn premerge_goes_under_a_pre_commit_hook_as_its_legacy_hook() {
+    // pre-commit and prek run `<hook>.legacy` first and keep it on a plain reinstall;
+    // chaining their hook instead breaks on that reinstall (migration mode, D4 in the
+    // adversarial probe). The real tools run through this layout in managers.rs.
+    let r = TestRepo::new();
     let hooks = r.root.join(".git/hooks");
-    let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "pre-commit", PRE_COMMIT_HOOK);
-    let head = r.git(&["rev-parse", "HEAD"]);
-    let hook_dir = hooks.canonicalize().unwrap();
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    write_exec(&hooks.join("pre-push.legacy"), "#!/bin/sh\necho mine\n");
+    let before = snapshot(&hooks);
+    let run = r.premerge(&["install", "--hooks", "pre-push"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("as pre-commit's legacy hook"), "{}", run.stdout);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK, "pre-commit's file is untouched");
+    assert!(fs::read_to_string(hooks.join("pre-push.legacy")).unwrap().contains("# premerge hook shim: pre-push"));
     assert_eq!(
-        args,
-        vec![
-            "hook-impl",
-            "--config=.pre-commit-config.yaml",
-            "--hook-type=pre-push",
-            "--hook-dir",
-            hook_dir.to_str().unwrap(),
-            "--",
-            "origin",
-            remote.to_str().unwrap(),
-        ]
+        snapshot(&hooks).get("pre-push.premerge-chained"),
+        before.get("pre-push.legacy"),
+        "the user's legacy hook is chained by the shim, bytes and mode"
     );
-    assert_eq!(String::from_utf8(stdin).unwrap(), format!("refs/heads/main {head} refs/heads/main {ZERO}\n"));
-    assert!(recorded(&rec, "premerge").is_some());
+    let installed = snapshot(&hooks);
+    let again = r.premerge(&["install", "--hooks", "pre-push"]);
+    assert!(again.stdout.contains("already installed, unchanged"), "{}", again.stdout);
+    assert_eq!(snapshot(&hooks), installed, "a second install changes no byte");
     let doc = r.premerge(&["doctor"]);
-    assert!(doc.stdout.contains("pre-push: chains a pre-commit hook"), "{}", doc.stdout);
+    doc.expect_code(0);
+    assert!(doc.stdout.contains("a pre-commit hook, which runs premerge's shim as its legacy hook"), "{}", doc.stdout);
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    assert_eq!(snapshot(&hooks), before, "uninstall restores byte for byte");
+}
+
+#[test]
+fn uninstall_after_install_force_gives_the_chained_hook_back_as_the_legacy_hook() {
+    // `pre-commit install -f` deletes the legacy hook (premerge's shim); the hook
+    // premerge chained is the user's, and goes back where pre-commit keeps it.
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    write_exec(&hooks.join("pre-push.legacy"), "#!/bin/sh\necho mine\n");
+    let before = snapshot(&hooks);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    fs::remove_file(hooks.join("pre-push.legacy")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("the hook premerge chained is left at"), "{}", doc.stdout);
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    assert_eq!(snapshot(&hooks), before);
 }
 
 #[test]
