@@ -412,6 +412,51 @@ fn uninstall_after_install_force_gives_the_chained_hook_back_as_the_legacy_hook(
 }
 
 #[test]
+fn a_shim_removed_by_install_force_is_a_problem_while_a_fix_loop_is_open() {
+    // With no trace of premerge left beside pre-commit's hook, doctor cannot tell
+    // `install -f` from a repository premerge was never installed in, except when a
+    // fix loop is open: then its pushes go unfenced, and that is a problem (D13).
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    fs::remove_file(hooks.join("pre-push.legacy")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(0);
+    assert!(doc.stdout.contains("pre-push: a pre-commit hook; premerge's shim is not installed"), "{}", doc.stdout);
+    let findings = r.dir.path().join("f.json");
+    fs::write(&findings, r#"[{"file":"README.md","line":1,"summary":"s","failure_scenario":"f"}]"#).unwrap();
+    r.premerge(&["plan", "--attempt", "1", "--findings", findings.to_str().unwrap()]).expect_code(0);
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("`pre-commit install -f` removes the legacy hook"), "{}", doc.stdout);
+    assert!(doc.stdout.contains("a fix loop is open"), "{}", doc.stdout);
+    assert!(doc.stdout.contains("fix: premerge install (puts the shim back"), "{}", doc.stdout);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    r.premerge(&["doctor"]).expect_code(0);
+}
+
+#[test]
+fn uninstall_in_migration_mode_leaves_pre_commit_working() {
+    // D4's layout: pre-commit's hook, premerge's shim as its legacy hook, and an
+    // older pre-commit hook chained by the shim. Uninstall must not hand that older
+    // hook back to pre-commit as its legacy hook (pre-commit refuses to run it).
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    write_exec(&hooks.join("pre-push.premerge-chained"), PRE_COMMIT_HOOK);
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("every push fails and premerge never runs"), "{}", doc.stdout);
+    let run = r.premerge(&["uninstall", "--hooks", "pre-push"]);
+    run.expect_code(0);
+    assert!(!hooks.join("pre-push.legacy").exists(), "{}", run.stdout);
+    assert!(!hooks.join("pre-push.premerge-chained").exists(), "{}", run.stdout);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK);
+}
+
+#[test]
 fn a_husky_hook_keeps_working_when_chained() {
     // husky (v9) points core.hooksPath at .husky/_, whose hook stubs source a helper
     // `h` beside them; the helper takes the hook's name from `$0` and runs the user's

@@ -499,6 +499,13 @@ fn user_hook(log: &str) -> String {
 }
 
 impl Setup {
+    /// The manager's own hook (`mine`, logging to user.log) ran once per push so far:
+    /// `pushes` pushes got through the manager.
+    #[track_caller]
+    fn assert_own_hook_ran(&self, pushes: usize) {
+        assert_eq!(self.log("user.log").lines().count(), pushes, "the manager's own hook ran once per push");
+    }
+
     fn hooks(&self) -> PathBuf {
         self.r.root.join(".git/hooks")
     }
@@ -573,6 +580,7 @@ fn pre_commit_family_reinstalls(tool: &str) {
     s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("c.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
 
     // `install -f` deletes the legacy hook: doctor names it, install puts it back.
     s.ok(tool, &["install", "-f", "-t", "pre-push"]);
@@ -584,6 +592,7 @@ fn pre_commit_family_reinstalls(tool: &str) {
     let (run, line) = s.commit_and_push("d.txt");
     s.assert_pushed_once(&run, &line);
     assert_eq!(s.log("u.log"), line, "the user's hook survived -f and runs again");
+    s.assert_own_hook_ran(3);
 
     // Uninstall gives the manager back its legacy hook, byte for byte.
     s.premerge(&["uninstall"]).expect_code(0);
@@ -605,8 +614,10 @@ fn pre_commit_family_reinstalls(tool: &str) {
     s.ok(tool, &["install", "-f", "-t", "pre-push"]);
     s.doctor(1, &["premerge's post-merge shim is installed", "fix: premerge install"]);
     s.install(&format!("as {tool}'s legacy hook"));
+    s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("e.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(4);
 
     // An older premerge installed after the manager chained the manager's hook; the
     // manager's next install runs it in migration mode and every push fails (D4).
@@ -624,6 +635,7 @@ fn pre_commit_family_reinstalls(tool: &str) {
     let line = format!("refs/heads/main {} refs/heads/main {}\n", s.r.git(&["rev-parse", "HEAD"]), s.remote_main());
     let run = s.run("git", &["push", "origin", "main"]);
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(6);
 
     // The same, then the `-f` the manager's own error message suggests.
     s.older_install_over("pre-push");
@@ -634,14 +646,17 @@ fn pre_commit_family_reinstalls(tool: &str) {
     s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("g.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(7);
 
     // An older install's layout is moved under the manager by install, once.
     s.older_install_over("pre-push");
     s.install(&format!("{tool}'s hook is back at"));
     s.install("already installed, unchanged");
     s.ok(tool, &["install", "-t", "pre-push"]);
+    s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("h.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(8);
 
     s.premerge(&["uninstall"]).expect_code(0);
     assert!(!hooks.join("pre-push.legacy").exists() && !hooks.join("pre-push.premerge-chained").exists());
@@ -667,6 +682,7 @@ fn husky_installed_after_premerge_is_reported_and_repaired() {
     }
     let s = setup();
     let hooks = s.hooks();
+    s.r.write(".husky/pre-push", format!("echo ran >> {}\n", s.log_path("user.log")));
     let before = crate::install::snapshot(&hooks);
     s.install("pre-push: installed");
     run_husky(&s);
@@ -675,13 +691,16 @@ fn husky_installed_after_premerge_is_reported_and_repaired() {
     s.doctor(0, &["is unused while core.hooksPath"]);
     let (run, line) = s.commit_and_push("b.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(1);
 
     // husky's reinstall (its prepare script) drops the shim again: repaired.
     run_husky(&s);
     s.doctor(1, &["husky rewrote", "fix: premerge install"]);
     s.install("repaired");
+    s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("c.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
 
     // Uninstall removes both shims: .git/hooks is as before premerge.
     s.premerge(&["uninstall"]).expect_code(0);
@@ -700,7 +719,10 @@ fn lefthook_installed_first_keeps_premerge_across_install_and_install_force() {
         return;
     }
     let s = setup();
-    s.r.write("lefthook.yml", "pre-push:\n  commands:\n    mine:\n      run: 'true'\n");
+    s.r.write(
+        "lefthook.yml",
+        format!("pre-push:\n  commands:\n    mine:\n      run: echo ran >> {}\n", s.log_path("user.log")),
+    );
     s.r.commit_all("hooks");
     s.ok("lefthook", &["install"]);
     s.install("added premerge to");
@@ -711,6 +733,7 @@ fn lefthook_installed_first_keeps_premerge_across_install_and_install_force() {
     }
     let (run, line) = s.commit_and_push("b.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(1);
     s.assert_merge_runs_premerge_once("side");
 
     // premerge first, then `lefthook install -f`: the shim moved aside is reported
@@ -725,6 +748,7 @@ fn lefthook_installed_first_keeps_premerge_across_install_and_install_force() {
     s.doctor(0, &[]);
     let (run, line) = s.commit_and_push("c.txt");
     s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
     s.premerge(&["uninstall"]).expect_code(0);
     assert!(!s.r.root.join("lefthook-local.yml").exists());
     for (name, (bytes, _)) in crate::install::snapshot(&s.hooks()) {
