@@ -11,7 +11,9 @@ use super::open_repo;
 use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::install::probe::{git_version, observe, premerge_runner, shim_moved_by_lefthook, shim_runs};
+use crate::install::probe::{
+    git_version, installed_record, installed_record_path, observe, premerge_runner, shim_moved_by_lefthook, shim_runs,
+};
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, UnderManagerState, parse_shim,
     pre_commit_legacy_name, recognise, under_manager_state,
@@ -179,6 +181,7 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                 fix: "replace it with a regular file (or remove it), then premerge install".to_string(),
             }),
         }
+        let problems_before = problems.len();
         let runner = premerge_runner(repo, dir, hook)?;
         let handled = check_under_manager(repo, dir, hook, &at_hook, &at_chained, runner.is_some(), problems, ctx)?;
         check_hooks_path_moved(
@@ -238,6 +241,20 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                     fix: "premerge install (adds premerge to lefthook-local.yml, which `lefthook install` keeps, and removes the stale shim)".to_string(),
                 });
             }
+        }
+        let recorded = installed_record(repo).contains(&hook);
+        if recorded && problems.len() == problems_before && runner.is_none() && shim_runs(repo, dir, hook)?.is_none() {
+            problems.push(Problem {
+                what: format!(
+                    "{name}: premerge install put premerge on this hook (recorded in {}), and premerge no longer runs there: {} replaced or removed its shim",
+                    installed_record_path(repo).display(),
+                    match &at_hook {
+                        Observed::File(b) => recognise(b).map_or("something".to_string(), |m| m.name().to_string()),
+                        _ => "something".to_string(),
+                    }
+                ),
+                fix: format!("premerge install (puts it back), or premerge uninstall --hooks {name} (forgets it)"),
+            });
         }
         if let Some((m, file)) = runner {
             writeln!(ctx.stdout, "{name}: {} runs premerge ({})", m.name(), file.display())?;
@@ -305,6 +322,12 @@ fn check_under_manager(
                 if let Some(shim) = shim_runs(repo, dir, other)? {
                     traces.push(format!("premerge's {other} shim is installed ({})", shim.display()));
                 }
+            }
+            if installed_record(repo).contains(&hook) {
+                traces.push(format!(
+                    "premerge install put premerge on it (recorded in {})",
+                    installed_record_path(repo).display()
+                ));
             }
             let config = super::load_config(repo).ok();
             if let (Hook::PrePush, Some(open)) = (hook, crate::stage::open_loop(repo, config.as_ref())) {

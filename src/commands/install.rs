@@ -21,6 +21,7 @@ use crate::install::agent_docs::{self, Injected};
 use crate::install::managers::{self as mgr, Snippet};
 use crate::install::probe::{
     config_shim_path, git_version, observe, premerge_runner, read_manager_config, shim_moved_by_lefthook, shim_runs,
+    update_installed_record,
 };
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
@@ -196,6 +197,7 @@ pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
     }
     sync_dir(&dir);
     uninstall_unused_default(&repo, &dir, &hooks, ctx)?;
+    update_installed_record(&repo, &hooks, false)?;
     // The block covers every hook premerge added there: it goes when every hook is uninstalled.
     let every_hook = crate::install::HOOKS.iter().all(|h| hooks.iter().any(|x| x.name() == *h));
     if let (true, Some(root)) = (every_hook, repo.workdir()) {
@@ -547,6 +549,10 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
             "{hook}: removed premerge's shim that `lefthook install` had moved to {}, where it never ran",
             old.display()
         ));
+    }
+    if let Err(e) = update_installed_record(repo, hooks, true) {
+        // Only doctor's clue for a shim another tool removes later is lost.
+        ctx.warn(format_args!("the record of installed hooks was not written: {e:#}"));
     }
     let why = match &hooks_dir.hooks_path_config {
         Some(v) => format!("core.hooksPath = {v}"),

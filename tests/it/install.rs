@@ -412,15 +412,20 @@ fn uninstall_after_install_force_gives_the_chained_hook_back_as_the_legacy_hook(
 }
 
 #[test]
-fn a_shim_removed_by_install_force_is_a_problem_while_a_fix_loop_is_open() {
-    // With no trace of premerge left beside pre-commit's hook, doctor cannot tell
-    // `install -f` from a repository premerge was never installed in, except when a
-    // fix loop is open: then its pushes go unfenced, and that is a problem (D13).
+fn a_shim_removed_by_install_force_is_found_by_the_install_record_or_an_open_loop() {
+    // `pre-commit install -f` on every hook leaves nothing of premerge's beside
+    // pre-commit's hooks: install's record says premerge was there (D13). Without the
+    // record (an older install) an open fix loop still makes it a problem, because
+    // its pushes then go unfenced.
     let r = TestRepo::new();
     let hooks = r.root.join(".git/hooks");
     write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
     r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
     fs::remove_file(hooks.join("pre-push.legacy")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("premerge install put premerge on it (recorded in"), "{}", doc.stdout);
+    fs::remove_file(r.root.join(".git/premerge/installed-hooks")).unwrap();
     let doc = r.premerge(&["doctor"]);
     doc.expect_code(0);
     assert!(doc.stdout.contains("pre-push: a pre-commit hook; premerge's shim is not installed"), "{}", doc.stdout);
@@ -454,6 +459,29 @@ fn uninstall_in_migration_mode_leaves_pre_commit_working() {
     assert!(!hooks.join("pre-push.legacy").exists(), "{}", run.stdout);
     assert!(!hooks.join("pre-push.premerge-chained").exists(), "{}", run.stdout);
     assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK);
+}
+
+#[test]
+fn a_shim_replaced_by_anything_is_a_problem_until_uninstall_forgets_it() {
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    r.premerge(&["install"]).expect_code(0);
+    assert_eq!(fs::read_to_string(r.root.join(".git/premerge/installed-hooks")).unwrap(), "pre-push\npost-merge\n");
+    r.premerge(&["doctor"]).expect_code(0);
+    write_exec(&hooks.join("pre-push"), "#!/bin/sh\necho another tool\n");
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("premerge no longer runs there"), "{}", doc.stdout);
+    assert!(
+        doc.stdout.contains("fix: premerge install (puts it back), or premerge uninstall --hooks pre-push"),
+        "{}",
+        doc.stdout
+    );
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    r.premerge(&["doctor"]).expect_code(0);
+    assert_eq!(fs::read_to_string(r.root.join(".git/premerge/installed-hooks")).unwrap(), "post-merge\n");
+    r.premerge(&["uninstall"]).expect_code(0);
+    assert!(!r.root.join(".git/premerge/installed-hooks").exists());
 }
 
 #[test]
