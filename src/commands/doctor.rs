@@ -198,8 +198,9 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
             (Observed::File(h), Observed::File(c)) => recognise(h).filter(|m| recognise(c) == Some(*m)),
             _ => None,
         };
-        if handled {
-        } else if let (false, Some(m)) = (ours, rewritten_by) {
+        // A problem check_under_manager named is not named again as a leftover.
+        let ours = ours || handled;
+        if let (false, Some(m)) = (ours, rewritten_by) {
             let (why, keep) = if m == Manager::Husky {
                 let script =
                     dir.parent().map_or_else(|| format!(".husky/{name}"), |p| p.join(name).display().to_string());
