@@ -11,8 +11,13 @@ use super::open_repo;
 use crate::cli::Format;
 use crate::error::{CmdResult, Exit};
 use crate::git::Repo;
-use crate::install::probe::{git_version, observe, premerge_runner, shim_moved_by_lefthook, shim_runs};
-use crate::install::{CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, parse_shim, recognise};
+use crate::install::probe::{
+    git_version, installed_record, installed_record_path, observe, premerge_runner, shim_moved_by_lefthook, shim_runs,
+};
+use crate::install::{
+    CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, HOOKS, Hook, Manager, Observed, UnderManagerState, parse_shim,
+    pre_commit_legacy_name, recognise, under_manager_state,
+};
 
 /// How long `<shim binary> --version` may take before doctor reports it as hung.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -176,11 +181,25 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                 fix: "replace it with a regular file (or remove it), then premerge install".to_string(),
             }),
         }
+        let problems_before = problems.len();
+        let runner = premerge_runner(repo, dir, hook)?;
+        let handled = check_under_manager(repo, dir, hook, &at_hook, &at_chained, runner.is_some(), problems, ctx)?;
+        check_hooks_path_moved(
+            repo,
+            dir,
+            hooks_dir.hooks_path_config.as_deref(),
+            hook,
+            runner.is_some(),
+            problems,
+            ctx,
+        )?;
         let ours = matches!(&at_hook, Observed::File(b) if parse_shim(b).is_some()) || legacy_shim(dir, hook).is_some();
         let rewritten_by = match (&at_hook, &at_chained) {
             (Observed::File(h), Observed::File(c)) => recognise(h).filter(|m| recognise(c) == Some(*m)),
             _ => None,
         };
+        // A problem check_under_manager named is not named again as a leftover.
+        let ours = ours || handled;
         if let (false, Some(m)) = (ours, rewritten_by) {
             let (why, keep) = if m == Manager::Husky {
                 let script =
@@ -207,7 +226,6 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                 fix: format!("move it back to {} (or delete it), then premerge install", path.display()),
             });
         }
-        let runner = premerge_runner(repo, dir, hook)?;
         if let Some(old) = shim_moved_by_lefthook(dir, hook)? {
             if runner.is_some() {
                 writeln!(
@@ -224,6 +242,20 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
                     fix: "premerge install (adds premerge to lefthook-local.yml, which `lefthook install` keeps, and removes the stale shim)".to_string(),
                 });
             }
+        }
+        let recorded = installed_record(repo).contains(&hook);
+        if recorded && problems.len() == problems_before && runner.is_none() && shim_runs(repo, dir, hook)?.is_none() {
+            problems.push(Problem {
+                what: format!(
+                    "{name}: premerge install put premerge on this hook (recorded in {}), and premerge no longer runs there: {} replaced or removed its shim",
+                    installed_record_path(repo).display(),
+                    match &at_hook {
+                        Observed::File(b) => recognise(b).map_or("something".to_string(), |m| m.name().to_string()),
+                        _ => "something".to_string(),
+                    }
+                ),
+                fix: format!("premerge install (puts it back), or premerge uninstall --hooks {name} (forgets it)"),
+            });
         }
         if let Some((m, file)) = runner {
             writeln!(ctx.stdout, "{name}: {} runs premerge ({})", m.name(), file.display())?;
@@ -244,6 +276,129 @@ fn check_hooks(repo: &Repo, me: Option<&Path>, problems: &mut Vec<Problem>, ctx:
             }
         }
     }
+    Ok(())
+}
+
+/// pre-commit or prek beside premerge at `hook`: migration mode (every push fails) and
+/// a shim their `install -f` removed are problems; the layout an older install left
+/// (the shim chaining their hook) is described. Returns whether a problem was named
+/// (so the generic "left over" checks do not name the same files again).
+#[allow(clippy::too_many_arguments)]
+fn check_under_manager(
+    repo: &Repo,
+    dir: &Path,
+    hook: Hook,
+    at_hook: &Observed,
+    at_chained: &Observed,
+    manager_runs_premerge: bool,
+    problems: &mut Vec<Problem>,
+    ctx: &mut Ctx,
+) -> anyhow::Result<bool> {
+    let name = hook.name();
+    let legacy = dir.join(pre_commit_legacy_name(hook));
+    let chained = dir.join(hook.chained_name());
+    match under_manager_state(at_hook, &observe(&legacy)?, at_chained) {
+        Some(UnderManagerState::MigrationMode(m)) => {
+            let m = m.name();
+            problems.push(Problem {
+                what: format!(
+                    "{name}: every push fails and premerge never runs: {m} runs premerge's shim {} as its legacy hook, and the shim runs an older {m} hook kept as {}, which {m} refuses to run (\"installed in migration mode\")",
+                    legacy.display(),
+                    chained.display()
+                ),
+                fix: format!(
+                    "premerge install (removes the older {m} hook and keeps premerge as {m}'s legacy hook); not `{m} install -f`, which removes premerge"
+                ),
+            });
+            Ok(true)
+        }
+        Some(UnderManagerState::NoShim(m)) if !manager_runs_premerge => {
+            let m = m.name();
+            let mut traces = Vec::new();
+            if !matches!(at_chained, Observed::Absent) {
+                traces.push(format!("the hook premerge chained is left at {}", chained.display()));
+            }
+            for other in HOOKS.iter().filter(|h| **h != name) {
+                let other = Hook::parse(other).expect("HOOKS holds known hooks");
+                if let Some(shim) = shim_runs(repo, dir, other)? {
+                    traces.push(format!("premerge's {other} shim is installed ({})", shim.display()));
+                }
+            }
+            if installed_record(repo).contains(&hook) {
+                traces.push(format!(
+                    "premerge install put premerge on it (recorded in {})",
+                    installed_record_path(repo).display()
+                ));
+            }
+            let config = super::load_config(repo).ok();
+            if let (Hook::PrePush, Some(open)) = (hook, crate::stage::open_loop(repo, config.as_ref())) {
+                traces.push(format!("a fix loop is open ({open}) and no fence judges its pushes"));
+            }
+            if traces.is_empty() {
+                return Ok(false);
+            }
+            problems.push(Problem {
+                what: format!(
+                    "{name}: premerge's shim is gone (`{m} install -f` removes the legacy hook premerge ran as), so premerge does not run on {name}; yet {}",
+                    traces.join(", and ")
+                ),
+                fix: format!(
+                    "premerge install (puts the shim back as {m}'s legacy hook, which a plain `{m} install` keeps; -f removes it again)"
+                ),
+            });
+            Ok(true)
+        }
+        Some(UnderManagerState::ShimChainsManager(m)) => {
+            let m = m.name();
+            writeln!(
+                ctx.stdout,
+                "{name}: note: the next `{m} install` would turn this chain into {m}'s migration mode, where every push fails; premerge install moves the shim to {m}'s legacy hook {}, which `{m} install` keeps",
+                legacy.display()
+            )?;
+            Ok(false)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// A shim in git's default hooks directory that stopped running when
+/// `core.hooksPath` (husky sets it) sent git elsewhere.
+fn check_hooks_path_moved(
+    repo: &Repo,
+    dir: &Path,
+    hooks_path_config: Option<&str>,
+    hook: Hook,
+    runs_elsewhere: bool,
+    problems: &mut Vec<Problem>,
+    ctx: &mut Ctx,
+) -> anyhow::Result<()> {
+    let Some(setting) = hooks_path_config else { return Ok(()) };
+    let default_dir = repo.common_dir().join("hooks");
+    let same = |a: &Path, b: &Path| a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
+    if same(&default_dir, dir) {
+        return Ok(());
+    }
+    let stale = default_dir.join(hook.name());
+    if !matches!(observe(&stale)?, Observed::File(b) if parse_shim(&b).is_some()) {
+        return Ok(());
+    }
+    let name = hook.name();
+    if runs_elsewhere || shim_runs(repo, dir, hook)?.is_some() {
+        writeln!(
+            ctx.stdout,
+            "{name}: premerge's shim in {} is unused while core.hooksPath = {setting}",
+            stale.display()
+        )?;
+        return Ok(());
+    }
+    problems.push(Problem {
+        what: format!(
+            "{name}: core.hooksPath = {setting} (husky sets it) sends git to {}, so premerge's shim {} no longer runs: premerge does not run on {name}",
+            dir.display(),
+            stale.display()
+        ),
+        fix: format!("premerge install (installs the shim in {})", dir.display()),
+    });
     Ok(())
 }
 

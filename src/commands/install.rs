@@ -21,11 +21,12 @@ use crate::install::agent_docs::{self, Injected};
 use crate::install::managers::{self as mgr, Snippet};
 use crate::install::probe::{
     config_shim_path, git_version, observe, premerge_runner, read_manager_config, shim_moved_by_lefthook, shim_runs,
+    update_installed_record,
 };
 use crate::install::{
     CONFIG_HOOK_PREFIX, CONFIG_HOOKS_MIN_GIT, ChainMode, GitVersion, Hook, InstallAction, Manager, Observed,
-    UninstallAction, plan_install, plan_uninstall, plan_via_pre_commit_legacy, pre_commit_legacy_name, recognise,
-    shim_text,
+    UnderManager, UninstallAction, is_pre_commit_family, plan_install, plan_under_manager, plan_uninstall,
+    pre_commit_legacy_name, recognise, shim_text,
 };
 
 /// Mode of the shims: executable by everyone, like the samples git writes.
@@ -131,6 +132,27 @@ pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         let at_hook = observe(&path)?;
         let shim_under_pre_commit = matches!(&at_hook, Observed::File(b) if matches!(recognise(b), Some(Manager::PreCommit | Manager::Prek)))
             && matches!(observe(&legacy)?, Observed::File(b) if crate::install::parse_shim(&b).is_some());
+        let chained_manager_hook =
+            matches!(observe(&chained)?, Observed::File(b) if is_pre_commit_family(&b).is_some());
+        let under_manager = matches!(&at_hook, Observed::File(b) if is_pre_commit_family(b).is_some());
+        if under_manager && chained_manager_hook {
+            // An older hook of pre-commit's or prek's that premerge had chained (the
+            // migration-mode leftover): the manager's current hook does what it did.
+            fs::remove_file(&chained).with_context(|| format!("{}: cannot remove", chained.display()))?;
+            writeln!(ctx.stdout, "{hook}: removed {}, an older pre-commit or prek hook", chained.display())?;
+        }
+        if under_manager && !shim_under_pre_commit && !chained_manager_hook && chained.exists() && !legacy.exists() {
+            // `pre-commit install -f` removed premerge's shim (its legacy hook): the
+            // user's hook premerge had chained becomes the manager's legacy hook, where
+            // the manager would have put it.
+            fs::rename(&chained, &legacy).with_context(|| format!("{}: cannot restore", chained.display()))?;
+            writeln!(
+                ctx.stdout,
+                "{hook}: the legacy hook of pre-commit or prek is again the hook premerge had chained"
+            )?;
+            remove_config_hook_reporting(&repo, *hook, ctx)?;
+            continue;
+        }
         if shim_under_pre_commit {
             // pre-commit runs premerge's shim as its legacy hook: the hook premerge had
             // chained becomes pre-commit's legacy hook, as it would have been.
@@ -174,6 +196,11 @@ pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         remove_config_hook_reporting(&repo, *hook, ctx)?;
     }
     sync_dir(&dir);
+    uninstall_unused_default(&repo, &dir, &hooks, ctx)?;
+    if let Err(e) = update_installed_record(&repo, &hooks, false) {
+        // The hooks are uninstalled; a stale record only makes doctor ask for a repair.
+        ctx.warn(format_args!("the record of installed hooks was not updated: {e:#}"));
+    }
     // The block covers every hook premerge added there: it goes when every hook is uninstalled.
     let every_hook = crate::install::HOOKS.iter().all(|h| hooks.iter().any(|x| x.name() == *h));
     if let (true, Some(root)) = (every_hook, repo.workdir()) {
@@ -191,6 +218,41 @@ pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Shims left in git's default hooks directory after `core.hooksPath` (husky sets it)
+/// sent git elsewhere: unused, but they would run again once the setting goes, so
+/// uninstall removes them too (restoring any hook they chained).
+fn uninstall_unused_default(repo: &Repo, dir: &Path, hooks: &[Hook], ctx: &mut Ctx) -> Result<()> {
+    let default_dir = repo.common_dir().join("hooks");
+    match (default_dir.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) if a != b => {}
+        _ => return Ok(()),
+    }
+    for hook in hooks {
+        let path = default_dir.join(hook.name());
+        let chained = default_dir.join(hook.chained_name());
+        if !matches!(observe(&path)?, Observed::File(b) if crate::install::parse_shim(&b).is_some()) {
+            continue;
+        }
+        match plan_uninstall(&observe(&path)?, &observe(&chained)?) {
+            UninstallAction::Remove => {
+                fs::remove_file(&path).with_context(|| format!("{}: cannot remove", path.display()))?;
+                writeln!(ctx.stdout, "{hook}: removed {} (unused while core.hooksPath is set)", path.display())?;
+            }
+            UninstallAction::Restore => {
+                fs::rename(&chained, &path).with_context(|| format!("{}: cannot restore", chained.display()))?;
+                writeln!(
+                    ctx.stdout,
+                    "{hook}: removed premerge's unused shim from {}, restored the hook that was there before",
+                    default_dir.display()
+                )?;
+            }
+            UninstallAction::NotInstalled | UninstallAction::LeftoverChained => {}
+        }
+    }
+    sync_dir(&default_dir);
+    Ok(())
 }
 
 /// The snippet `--print-config` prints for the repository at `root` (none: outside one).
@@ -335,9 +397,26 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
         let (at_hook, at_chained) = (observe(&path)?, observe(&chained)?);
         let legacy = dir.join(pre_commit_legacy_name(*hook));
         let at_legacy = observe(&legacy)?;
-        if let Some(action) = plan_via_pre_commit_legacy(*hook, &at_hook, &at_legacy, crate::VERSION, bin) {
-            plans.push((*hook, legacy, chained, at_legacy, action));
-            continue;
+        let under = plan_under_manager(
+            *hook,
+            &at_hook,
+            &at_legacy,
+            &at_chained,
+            crate::VERSION,
+            bin,
+            &legacy.display().to_string(),
+            &chained.display().to_string(),
+        );
+        match under {
+            Some(Ok(action)) => {
+                plans.push((*hook, legacy, chained, at_legacy, action));
+                continue;
+            }
+            Some(Err(e)) => {
+                refusals.push(e.to_string());
+                continue;
+            }
+            None => {}
         }
         let plan = plan_install(
             *hook,
@@ -381,8 +460,8 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
     let mut staged = Vec::new();
     for (_, _, _, _, action) in &plans {
         let shim = match action {
-            InstallAction::Unchanged | InstallAction::ViaPreCommitLegacy { shim: None } => None,
-            InstallAction::ViaPreCommitLegacy { shim: Some(shim) }
+            InstallAction::Unchanged | InstallAction::UnderManager(UnderManager { shim: None, .. }) => None,
+            InstallAction::UnderManager(UnderManager { shim: Some(shim), .. })
             | InstallAction::Write { shim }
             | InstallAction::Update { shim, .. }
             | InstallAction::Chain { shim, .. }
@@ -395,16 +474,15 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
 
     // Rename into place; undo on the first failure.
     let mut done = Vec::new();
+    // Files set aside under a temporary name until every step succeeded.
+    let mut leftovers: Vec<PathBuf> = Vec::new();
     let mut report = Vec::new();
     for ((hook, path, chained, at_hook, action), tmp) in plans.into_iter().zip(staged) {
         let step = (|| -> Result<String> {
+            if let InstallAction::UnderManager(steps) = &action {
+                return under_manager(&dir, hook, &path, &chained, steps, tmp, &mut done, &mut leftovers);
+            }
             let Some(tmp) = tmp else {
-                if matches!(action, InstallAction::ViaPreCommitLegacy { .. }) {
-                    return Ok(format!(
-                        "{hook}: already installed, unchanged (pre-commit runs it as {})",
-                        path.display()
-                    ));
-                }
                 return Ok(format!("{hook}: already installed, unchanged ({})", path.display()));
             };
             let line = match &action {
@@ -442,9 +520,6 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
                 InstallAction::Update { from_version, .. } => {
                     format!("{hook}: updated {} (shim of premerge {from_version})", path.display())
                 }
-                InstallAction::ViaPreCommitLegacy { .. } => {
-                    format!("{hook}: updated {}, which pre-commit runs as its legacy hook", path.display())
-                }
                 _ => format!("{hook}: installed {}", path.display()),
             };
             let previous = match at_hook {
@@ -465,6 +540,11 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
             }
         }
     }
+    for file in &leftovers {
+        // Set aside only so that a failed install could put it back; the install
+        // succeeded, so a file that will not go is harmless beside the hooks.
+        let _ = fs::remove_file(file);
+    }
     sync_dir(&dir);
     for (hook, old) in &stale {
         fs::remove_file(old).with_context(|| format!("{}: cannot remove", old.display()))?;
@@ -472,6 +552,10 @@ fn install_files(repo: &Repo, hooks: &[Hook], bin: &str, ctx: &mut Ctx) -> CmdRe
             "{hook}: removed premerge's shim that `lefthook install` had moved to {}, where it never ran",
             old.display()
         ));
+    }
+    if let Err(e) = update_installed_record(repo, hooks, true) {
+        // Only doctor's clue for a shim another tool removes later is lost.
+        ctx.warn(format_args!("the record of installed hooks was not written: {e:#}"));
     }
     let why = match &hooks_dir.hooks_path_config {
         Some(v) => format!("core.hooksPath = {v}"),
@@ -495,6 +579,79 @@ fn husky_advice(dir: &Path, hook: Hook) -> String {
         " (husky rewrites {} whenever its prepare script runs, e.g. on npm install, which drops the shim again: to keep premerge, add `premerge install --print-config husky` to {script} instead)",
         dir.display()
     )
+}
+
+/// A name in the hooks directory to set a file aside under until the install is done.
+fn aside_name(dir: &Path, hook: Hook, what: &str) -> PathBuf {
+    dir.join(format!(".premerge-tmp-{hook}-{what}"))
+}
+
+/// Carry out [`UnderManager`] for `hook`: `legacy` is `<hook>.legacy`. Each step is
+/// recorded in `done` so a later failure rolls it back; files removed for good are
+/// first set aside (in `leftovers`) so that the rollback can bring them back.
+#[allow(clippy::too_many_arguments)]
+fn under_manager(
+    dir: &Path,
+    hook: Hook,
+    legacy: &Path,
+    chained: &Path,
+    steps: &UnderManager,
+    tmp: Option<NamedTempFile>,
+    done: &mut Vec<Done>,
+    leftovers: &mut Vec<PathBuf>,
+) -> Result<String> {
+    let m = steps.manager.name();
+    let path = dir.join(hook.name());
+    let mut said = Vec::new();
+    if steps.hook_from_chained {
+        // An older install chained the manager's hook: it goes back to its own name.
+        let aside = aside_name(dir, hook, "shim");
+        fs::rename(&path, &aside).with_context(|| format!("{}: cannot move aside", path.display()))?;
+        done.push(Done::Renamed(path.clone(), aside.clone()));
+        leftovers.push(aside);
+        fs::rename(chained, &path).with_context(|| format!("{}: cannot move back", chained.display()))?;
+        done.push(Done::Renamed(chained.to_path_buf(), path.clone()));
+        said.push(format!("{m}'s hook is back at {} (its next install keeps premerge there)", path.display()));
+    }
+    if steps.drop_chained {
+        let aside = aside_name(dir, hook, "manager");
+        fs::rename(chained, &aside).with_context(|| format!("{}: cannot remove", chained.display()))?;
+        done.push(Done::Renamed(chained.to_path_buf(), aside.clone()));
+        leftovers.push(aside);
+        said.push(format!(
+            "repaired: removed {}, an older {m} hook that {m} refused to run in migration mode (every push failed)",
+            chained.display()
+        ));
+    }
+    if steps.legacy_to_chained {
+        fs::rename(legacy, chained).with_context(|| format!("{}: cannot move aside", legacy.display()))?;
+        done.push(Done::Renamed(legacy.to_path_buf(), chained.to_path_buf()));
+        said.push(format!("your legacy hook runs first, kept as {}", chained.display()));
+    }
+    if let Some(tmp) = tmp {
+        let previous = match observe(legacy)? {
+            Observed::File(b) => Some(b),
+            _ => None,
+        };
+        let fresh = previous.is_none();
+        tmp.persist(legacy).map_err(|e| anyhow!("{}: rename into place failed: {}", legacy.display(), e.error))?;
+        done.push(Done::Wrote(legacy.to_path_buf(), previous));
+        said.insert(
+            0,
+            if fresh {
+                format!(
+                    "installed {} as {m}'s legacy hook ({m} runs it before its own hooks, and `{m} install` keeps it)",
+                    legacy.display()
+                )
+            } else {
+                format!("updated {}, which {m} runs as its legacy hook", legacy.display())
+            },
+        );
+    }
+    if said.is_empty() {
+        return Ok(format!("{hook}: already installed, unchanged ({m} runs it as {})", legacy.display()));
+    }
+    Ok(format!("{hook}: {}", said.join("; ")))
 }
 
 fn install_config_hooks(repo: &Repo, hooks: &[Hook], bin: &str, git: GitVersion, ctx: &mut Ctx) -> CmdResult {

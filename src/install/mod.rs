@@ -291,16 +291,38 @@ pub(crate) enum InstallAction {
     /// A hook of the user's (or of a manager): move it aside to the chained name, then
     /// write the shim.
     Chain { shim: String, manager: Option<Manager> },
-    /// pre-commit was installed over premerge and runs premerge's shim as its legacy
-    /// hook (`<hook>.legacy`): the shim stays there, written anew when it differs
-    /// (`shim: None` when it is identical). Chaining pre-commit's hook as well would
-    /// run premerge twice.
-    ViaPreCommitLegacy { shim: Option<String> },
     /// The hook is a manager's generated file and the chained file beside it is an
     /// older one of the same manager's: the manager rewrote its hooks (husky on every
     /// `npm install`) and dropped premerge's shim. The current file replaces the
     /// orphaned one as the chained hook and the shim goes back in place.
     Rechain { shim: String, manager: Manager },
+    /// pre-commit or prek runs the hook: premerge's shim becomes (or stays) the
+    /// manager's legacy hook (`<hook>.legacy`), which the manager runs first and which
+    /// a later `pre-commit install` / `prek install` keeps (it only rewrites its own
+    /// file). Chaining the manager's hook instead breaks on its next install: it moves
+    /// the shim to `.legacy` and the shim runs the manager's older hook, which refuses
+    /// to run in "migration mode", so every push fails.
+    UnderManager(UnderManager),
+}
+
+/// The steps that put premerge's shim under pre-commit or prek, in the order they run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnderManager {
+    pub manager: Manager,
+    /// The shim to write at `<hook>.legacy`; `None` when the one there is identical.
+    pub shim: Option<String>,
+    /// The hook file is premerge's shim chaining the manager's hook (premerge was
+    /// installed after the manager by an older premerge): the manager's hook moves
+    /// back from the chained name to the hook's name.
+    pub hook_from_chained: bool,
+    /// The chained file is an older hook of the same manager (left by the sequence
+    /// manager, premerge, manager again, or by `install -f` after it): it is removed.
+    /// Run as premerge's chained hook it is what fails in migration mode; the
+    /// manager's current hook at the hook's name does all it did.
+    pub drop_chained: bool,
+    /// A legacy hook of the user's is there: it moves to the chained name, so the
+    /// shim runs it first, as the manager did.
+    pub legacy_to_chained: bool,
 }
 
 /// File name under which pre-commit keeps the hook it found, and runs it.
@@ -308,22 +330,117 @@ pub(crate) fn pre_commit_legacy_name(hook: Hook) -> String {
     format!("{}.legacy", hook.name())
 }
 
-/// When the hook is pre-commit's and premerge's shim is its legacy hook, what install
-/// does there; `None` otherwise.
-pub(crate) fn plan_via_pre_commit_legacy(
+/// Whether `bytes` is a hook file of pre-commit's or prek's (the two managers that
+/// run a `<hook>.legacy` beside their own hook).
+pub(crate) fn is_pre_commit_family(bytes: &[u8]) -> Option<Manager> {
+    recognise(bytes).filter(|m| matches!(m, Manager::PreCommit | Manager::Prek))
+}
+
+/// What pre-commit or prek does to premerge, read from the three files of one hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnderManagerState {
+    /// premerge's shim is the manager's legacy hook and chains nothing of the manager's.
+    Working(Manager),
+    /// The shim is the legacy hook and chains an older hook of the manager's, which
+    /// refuses to run in migration mode: every push fails, premerge never runs.
+    MigrationMode(Manager),
+    /// The hook is the manager's and no shim is its legacy hook (`install -f` removed
+    /// it, or premerge was never installed).
+    NoShim(Manager),
+    /// The hook is premerge's shim chaining the manager's hook: it works until the
+    /// manager's next install moves the shim to `.legacy` (then [`Self::MigrationMode`]).
+    ShimChainsManager(Manager),
+}
+
+/// Classify one hook's files when pre-commit or prek is involved; `None` otherwise.
+pub(crate) fn under_manager_state(
+    at_hook: &Observed,
+    at_legacy: &Observed,
+    at_chained: &Observed,
+) -> Option<UnderManagerState> {
+    let file = |o: &Observed| match o {
+        Observed::File(b) => Some(b.clone()),
+        _ => None,
+    };
+    let (hook, legacy, chained) = (file(at_hook), file(at_legacy), file(at_chained));
+    let chained_manager = chained.as_deref().and_then(is_pre_commit_family);
+    if let Some(h) = hook.as_deref() {
+        if let Some(m) = is_pre_commit_family(h) {
+            let shim_at_legacy = legacy.as_deref().is_some_and(|l| parse_shim(l).is_some());
+            return Some(match (shim_at_legacy, chained_manager) {
+                (true, Some(_)) => UnderManagerState::MigrationMode(m),
+                (true, None) => UnderManagerState::Working(m),
+                (false, _) => UnderManagerState::NoShim(m),
+            });
+        }
+        if parse_shim(h).is_some()
+            && let Some(m) = chained_manager
+        {
+            return Some(UnderManagerState::ShimChainsManager(m));
+        }
+    }
+    None
+}
+
+/// What install does where pre-commit or prek runs the hook (or where premerge's
+/// shim chains one of their hooks); `None` where neither does, and an error where
+/// two files of the user's would compete for one place.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_under_manager(
     hook: Hook,
     at_hook: &Observed,
     at_legacy: &Observed,
+    at_chained: &Observed,
     version: &str,
     bin: &str,
-) -> Option<InstallAction> {
-    let (Observed::File(h), Observed::File(legacy)) = (at_hook, at_legacy) else { return None };
-    if !matches!(recognise(h), Some(Manager::PreCommit | Manager::Prek)) || parse_shim(legacy).is_none() {
+    legacy_path: &str,
+    chained_path: &str,
+) -> Option<Result<InstallAction, InstallError>> {
+    let state = under_manager_state(at_hook, at_legacy, at_chained)?;
+    let manager = match state {
+        UnderManagerState::Working(m)
+        | UnderManagerState::MigrationMode(m)
+        | UnderManagerState::NoShim(m)
+        | UnderManagerState::ShimChainsManager(m) => m,
+    };
+    let chained = match at_chained {
+        Observed::Absent => None,
+        Observed::File(b) => Some(b.as_slice()),
+        _ => return Some(Err(InstallError::ChainedNotFile(chained_path.to_string()))),
+    };
+    let legacy = match at_legacy {
+        Observed::Absent => None,
+        Observed::File(b) => Some(b.as_slice()),
+        _ => return Some(Err(InstallError::ChainedNotFile(legacy_path.to_string()))),
+    };
+    let chained_is_manager = chained.is_some_and(|c| is_pre_commit_family(c).is_some());
+    let legacy_is_shim = legacy.is_some_and(|l| parse_shim(l).is_some());
+    let hook_from_chained = matches!(state, UnderManagerState::ShimChainsManager(_));
+    if hook_from_chained && legacy_is_shim {
+        // Two shims: not a layout any sequence of installs leaves; decided as before.
         return None;
     }
-    let shim = shim_text(hook, version, bin, ChainMode::Exec);
-    let changed = shim.as_bytes() != legacy.as_slice();
-    Some(InstallAction::ViaPreCommitLegacy { shim: changed.then_some(shim) })
+    // The file that ends up chained: the user's legacy hook when it moves there,
+    // else whatever is chained now unless it is dropped or becomes the hook again.
+    let drop_chained = chained_is_manager && !hook_from_chained;
+    let legacy_to_chained = legacy.is_some() && !legacy_is_shim;
+    let user_chained = chained.filter(|_| !chained_is_manager);
+    if legacy_to_chained && user_chained.is_some() {
+        return Some(Err(InstallError::LeftoverChained {
+            chained: chained_path.to_string(),
+            hook: legacy_path.to_string(),
+        }));
+    }
+    let kept = if legacy_to_chained { legacy } else { user_chained };
+    let shim = shim_text(hook, version, bin, kept.map_or(ChainMode::Exec, chain_mode));
+    let shim = (!(legacy_is_shim && legacy == Some(shim.as_bytes()))).then_some(shim);
+    Some(Ok(InstallAction::UnderManager(UnderManager {
+        manager,
+        shim,
+        hook_from_chained,
+        drop_chained,
+        legacy_to_chained,
+    })))
 }
 
 /// Decide what install does for `hook`, given what is at the hook path and at the
@@ -517,25 +634,62 @@ mod tests {
         assert!(matches!(plan(Observed::Absent, Observed::Directory), Err(InstallError::ChainedNotFile(_))));
     }
 
+    fn under(h: &Observed, l: &Observed, c: &Observed) -> Option<Result<InstallAction, InstallError>> {
+        plan_under_manager(Hook::PrePush, h, l, c, "1.0.0", BIN, "h/pre-push.legacy", "h/pre-push.premerge-chained")
+    }
+
+    fn steps(shim: bool, hook_from_chained: bool, drop_chained: bool, legacy_to_chained: bool) -> UnderManager {
+        UnderManager { manager: Manager::PreCommit, shim: None, hook_from_chained, drop_chained, legacy_to_chained }
+            .with_shim(shim)
+    }
+
+    impl UnderManager {
+        fn with_shim(mut self, shim: bool) -> Self {
+            self.shim = shim.then(|| shim_text(Hook::PrePush, "1.0.0", BIN, ChainMode::Exec));
+            self
+        }
+    }
+
     #[test]
-    fn premerge_under_pre_commit_is_not_chained_again() {
+    fn premerge_goes_under_pre_commit_as_its_legacy_hook() {
         let pc =
             Observed::File(b"#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\n".to_vec());
-        let current = shim_text(Hook::PrePush, "1.0.0", BIN, ChainMode::Exec);
+        let current = Observed::File(shim_text(Hook::PrePush, "1.0.0", BIN, ChainMode::Exec).into_bytes());
         let old = Observed::File(shim_text(Hook::PrePush, "0.9.0", BIN, ChainMode::Exec).into_bytes());
-        let plan = |h: &Observed, l: &Observed| plan_via_pre_commit_legacy(Hook::PrePush, h, l, "1.0.0", BIN);
+        let user = Observed::File(b"#!/bin/sh\necho mine\n".to_vec());
+        let none = Observed::Absent;
+        let ok = |s: UnderManager| Some(Ok(InstallAction::UnderManager(s)));
+        // Working: nothing changes, or the shim is rewritten in place.
+        assert_eq!(under(&pc, &current, &none), ok(steps(false, false, false, false)));
+        assert_eq!(under(&pc, &current, &user), ok(steps(false, false, false, false)));
+        assert_eq!(under(&pc, &old, &none), ok(steps(true, false, false, false)));
+        // The manager first: the shim becomes its legacy hook; a legacy hook of the
+        // user's moves to the chained name, so the shim runs it first.
+        assert_eq!(under(&pc, &none, &none), ok(steps(true, false, false, false)));
+        assert_eq!(under(&pc, &user, &none), ok(steps(true, false, false, true)));
+        // Migration mode (manager, premerge, manager again): the older manager hook goes.
+        assert_eq!(under(&pc, &current, &pc), ok(steps(false, false, true, false)));
+        // `install -f` removed the shim: it comes back; the user's chained hook stays.
+        assert_eq!(under(&pc, &none, &user), ok(steps(true, false, false, false)));
+        assert_eq!(under(&pc, &none, &pc), ok(steps(true, false, true, false)));
+        // An older install's layout (the shim chaining the manager) moves under it.
+        assert_eq!(under(&current, &none, &pc), ok(steps(true, true, false, false)));
+        assert_eq!(under(&current, &user, &pc), ok(steps(true, true, false, true)));
+        // Two hooks of the user's compete for the chained name: refused.
+        assert!(matches!(under(&pc, &user, &user), Some(Err(InstallError::LeftoverChained { .. }))));
+        assert!(matches!(under(&pc, &Observed::Directory, &none), Some(Err(InstallError::ChainedNotFile(_)))));
+        // Neither manager involved.
+        assert_eq!(under(&user, &old, &none), None);
+        assert_eq!(under(&current, &none, &user), None);
+        assert_eq!(under(&none, &none, &none), None);
+        assert_eq!(under_manager_state(&pc, &current, &pc), Some(UnderManagerState::MigrationMode(Manager::PreCommit)));
+        assert_eq!(under_manager_state(&pc, &none, &user), Some(UnderManagerState::NoShim(Manager::PreCommit)));
+        let prek = Observed::File(b"#!/bin/sh\n# File generated by prek: https://github.com/j178/prek\n".to_vec());
+        assert_eq!(under_manager_state(&prek, &current, &none), Some(UnderManagerState::Working(Manager::Prek)));
         assert_eq!(
-            plan(&pc, &Observed::File(current.clone().into_bytes())),
-            Some(InstallAction::ViaPreCommitLegacy { shim: None })
+            under_manager_state(&current, &none, &prek),
+            Some(UnderManagerState::ShimChainsManager(Manager::Prek))
         );
-        assert_eq!(plan(&pc, &old), Some(InstallAction::ViaPreCommitLegacy { shim: Some(current) }));
-        assert_eq!(
-            plan(&pc, &Observed::File(b"#!/bin/sh\n".to_vec())),
-            None,
-            "a user's legacy hook is pre-commit's business"
-        );
-        assert_eq!(plan(&pc, &Observed::Absent), None);
-        assert_eq!(plan(&Observed::File(b"#!/bin/sh\n".to_vec()), &old), None);
     }
 
     #[test]

@@ -144,3 +144,57 @@ pub(crate) fn observe(path: &Path) -> Result<Observed> {
 pub(crate) fn config_shim_path(repo: &Repo, hook: Hook) -> PathBuf {
     repo.state_dir().path.join("hooks").join(hook.name())
 }
+
+/// The file in the state directory naming the hooks `premerge install` put premerge
+/// on, one per line: how doctor tells a shim another tool removed (`pre-commit
+/// install -f` on every hook leaves no other trace) from a hook premerge was never
+/// installed on. `premerge uninstall` takes the hooks out again.
+pub(crate) const INSTALLED_RECORD: &str = "installed-hooks";
+/// How many bytes of [`INSTALLED_RECORD`] are read: it names at most every hook
+/// premerge has (a few dozen bytes); a larger file is not premerge's.
+const INSTALLED_RECORD_MAX_BYTES: u64 = 4096;
+
+pub(crate) fn installed_record_path(repo: &Repo) -> PathBuf {
+    repo.state_dir().path.join(INSTALLED_RECORD)
+}
+
+/// The hooks [`INSTALLED_RECORD`] names; none when it is missing or unreadable (a
+/// record that cannot be read only costs doctor that one clue).
+pub(crate) fn installed_record(repo: &Repo) -> Vec<Hook> {
+    let path = installed_record_path(repo);
+    let Ok(bytes) = crate::input::read_file(&path, crate::input::Kind::Settings, INSTALLED_RECORD_MAX_BYTES) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut hooks: Vec<Hook> = text.lines().filter_map(|l| Hook::parse(l).ok()).collect();
+    hooks.sort();
+    hooks.dedup();
+    hooks
+}
+
+/// Add (`installed`) or take out hooks from [`INSTALLED_RECORD`]; the file is written
+/// only when its content changes and removed when it names nothing.
+pub(crate) fn update_installed_record(repo: &Repo, hooks: &[Hook], installed: bool) -> Result<()> {
+    let before = installed_record(repo);
+    let mut after: Vec<Hook> = before.iter().copied().filter(|h| installed || !hooks.contains(h)).collect();
+    if installed {
+        after.extend_from_slice(hooks);
+    }
+    after.sort();
+    after.dedup();
+    if after == before {
+        return Ok(());
+    }
+    let path = installed_record_path(repo);
+    if after.is_empty() {
+        return match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(anyhow!("{}: cannot remove: {e}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    }
+    repo.state_dir().ensure()?;
+    let text: String = after.iter().map(|h| format!("{h}\n")).collect();
+    crate::store::atomic_write(&path, text.as_bytes())
+}

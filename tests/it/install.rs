@@ -35,7 +35,7 @@ fn recorded(dir: &Path, name: &str) -> Option<(Vec<String>, Vec<u8>)> {
 }
 
 /// Every file of a directory with its bytes and mode.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     let mut out = BTreeMap::new();
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -363,30 +363,125 @@ fn chain_manager_hook_and_push(r: &TestRepo, rec: &Path, tool: &str, hook_text: 
 }
 
 #[test]
-fn a_pre_commit_hook_keeps_working_when_chained() {
-    let (r, remote) = repo_with_remote();
-    let rec = rec_dir(&r);
+fn premerge_goes_under_a_pre_commit_hook_as_its_legacy_hook() {
+    // pre-commit and prek run `<hook>.legacy` first and keep it on a plain reinstall;
+    // chaining their hook instead breaks on that reinstall (migration mode, D4 in the
+    // adversarial probe). The real tools run through this layout in managers.rs.
+    let r = TestRepo::new();
     let hooks = r.root.join(".git/hooks");
-    let (args, stdin) = chain_manager_hook_and_push(&r, &rec, "pre-commit", PRE_COMMIT_HOOK);
-    let head = r.git(&["rev-parse", "HEAD"]);
-    let hook_dir = hooks.canonicalize().unwrap();
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    write_exec(&hooks.join("pre-push.legacy"), "#!/bin/sh\necho mine\n");
+    let before = snapshot(&hooks);
+    let run = r.premerge(&["install", "--hooks", "pre-push"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("as pre-commit's legacy hook"), "{}", run.stdout);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK, "pre-commit's file is untouched");
+    assert!(fs::read_to_string(hooks.join("pre-push.legacy")).unwrap().contains("# premerge hook shim: pre-push"));
     assert_eq!(
-        args,
-        vec![
-            "hook-impl",
-            "--config=.pre-commit-config.yaml",
-            "--hook-type=pre-push",
-            "--hook-dir",
-            hook_dir.to_str().unwrap(),
-            "--",
-            "origin",
-            remote.to_str().unwrap(),
-        ]
+        snapshot(&hooks).get("pre-push.premerge-chained"),
+        before.get("pre-push.legacy"),
+        "the user's legacy hook is chained by the shim, bytes and mode"
     );
-    assert_eq!(String::from_utf8(stdin).unwrap(), format!("refs/heads/main {head} refs/heads/main {ZERO}\n"));
-    assert!(recorded(&rec, "premerge").is_some());
+    let installed = snapshot(&hooks);
+    let again = r.premerge(&["install", "--hooks", "pre-push"]);
+    assert!(again.stdout.contains("already installed, unchanged"), "{}", again.stdout);
+    assert_eq!(snapshot(&hooks), installed, "a second install changes no byte");
     let doc = r.premerge(&["doctor"]);
-    assert!(doc.stdout.contains("pre-push: chains a pre-commit hook"), "{}", doc.stdout);
+    doc.expect_code(0);
+    assert!(doc.stdout.contains("a pre-commit hook, which runs premerge's shim as its legacy hook"), "{}", doc.stdout);
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    assert_eq!(snapshot(&hooks), before, "uninstall restores byte for byte");
+}
+
+#[test]
+fn uninstall_after_install_force_gives_the_chained_hook_back_as_the_legacy_hook() {
+    // `pre-commit install -f` deletes the legacy hook (premerge's shim); the hook
+    // premerge chained is the user's, and goes back where pre-commit keeps it.
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    write_exec(&hooks.join("pre-push.legacy"), "#!/bin/sh\necho mine\n");
+    let before = snapshot(&hooks);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    fs::remove_file(hooks.join("pre-push.legacy")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("the hook premerge chained is left at"), "{}", doc.stdout);
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    assert_eq!(snapshot(&hooks), before);
+}
+
+#[test]
+fn a_shim_removed_by_install_force_is_found_by_the_install_record_or_an_open_loop() {
+    // `pre-commit install -f` on every hook leaves nothing of premerge's beside
+    // pre-commit's hooks: install's record says premerge was there (D13). Without the
+    // record (an older install) an open fix loop still makes it a problem, because
+    // its pushes then go unfenced.
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    fs::remove_file(hooks.join("pre-push.legacy")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("premerge install put premerge on it (recorded in"), "{}", doc.stdout);
+    fs::remove_file(r.root.join(".git/premerge/installed-hooks")).unwrap();
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(0);
+    assert!(doc.stdout.contains("pre-push: a pre-commit hook; premerge's shim is not installed"), "{}", doc.stdout);
+    let findings = r.dir.path().join("f.json");
+    fs::write(&findings, r#"[{"file":"README.md","line":1,"summary":"s","failure_scenario":"f"}]"#).unwrap();
+    r.premerge(&["plan", "--attempt", "1", "--findings", findings.to_str().unwrap()]).expect_code(0);
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("`pre-commit install -f` removes the legacy hook"), "{}", doc.stdout);
+    assert!(doc.stdout.contains("a fix loop is open"), "{}", doc.stdout);
+    assert!(doc.stdout.contains("fix: premerge install (puts the shim back"), "{}", doc.stdout);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    r.premerge(&["doctor"]).expect_code(0);
+}
+
+#[test]
+fn uninstall_in_migration_mode_leaves_pre_commit_working() {
+    // D4's layout: pre-commit's hook, premerge's shim as its legacy hook, and an
+    // older pre-commit hook chained by the shim. Uninstall must not hand that older
+    // hook back to pre-commit as its legacy hook (pre-commit refuses to run it).
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    write_exec(&hooks.join("pre-push"), PRE_COMMIT_HOOK);
+    r.premerge(&["install", "--hooks", "pre-push"]).expect_code(0);
+    write_exec(&hooks.join("pre-push.premerge-chained"), PRE_COMMIT_HOOK);
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("every push fails and premerge never runs"), "{}", doc.stdout);
+    let run = r.premerge(&["uninstall", "--hooks", "pre-push"]);
+    run.expect_code(0);
+    assert!(!hooks.join("pre-push.legacy").exists(), "{}", run.stdout);
+    assert!(!hooks.join("pre-push.premerge-chained").exists(), "{}", run.stdout);
+    assert_eq!(fs::read_to_string(hooks.join("pre-push")).unwrap(), PRE_COMMIT_HOOK);
+}
+
+#[test]
+fn a_shim_replaced_by_anything_is_a_problem_until_uninstall_forgets_it() {
+    let r = TestRepo::new();
+    let hooks = r.root.join(".git/hooks");
+    r.premerge(&["install"]).expect_code(0);
+    assert_eq!(fs::read_to_string(r.root.join(".git/premerge/installed-hooks")).unwrap(), "pre-push\npost-merge\n");
+    r.premerge(&["doctor"]).expect_code(0);
+    write_exec(&hooks.join("pre-push"), "#!/bin/sh\necho another tool\n");
+    let doc = r.premerge(&["doctor"]);
+    doc.expect_code(1);
+    assert!(doc.stdout.contains("premerge no longer runs there"), "{}", doc.stdout);
+    assert!(
+        doc.stdout.contains("fix: premerge install (puts it back), or premerge uninstall --hooks pre-push"),
+        "{}",
+        doc.stdout
+    );
+    r.premerge(&["uninstall", "--hooks", "pre-push"]).expect_code(0);
+    r.premerge(&["doctor"]).expect_code(0);
+    assert_eq!(fs::read_to_string(r.root.join(".git/premerge/installed-hooks")).unwrap(), "post-merge\n");
+    r.premerge(&["uninstall"]).expect_code(0);
+    assert!(!r.root.join(".git/premerge/installed-hooks").exists());
 }
 
 #[test]

@@ -490,3 +490,268 @@ fn husky_running_premerge_beside_premerges_shim_is_caught_running_twice() {
     let (run, line) = s.commit_and_push("d.txt");
     s.assert_pushed_once(&run, &line);
 }
+
+// ---- each manager's reinstall, in both install orders ----
+
+/// A user's own pre-push hook: it appends the ref lines it reads to `log`.
+fn user_hook(log: &str) -> String {
+    format!("#!/bin/sh\ncat >> {log}\n")
+}
+
+impl Setup {
+    /// The manager's own hook (`mine`, logging to user.log) ran once per push so far:
+    /// `pushes` pushes got through the manager.
+    #[track_caller]
+    fn assert_own_hook_ran(&self, pushes: usize) {
+        assert_eq!(self.log("user.log").lines().count(), pushes, "the manager's own hook ran once per push");
+    }
+
+    fn hooks(&self) -> PathBuf {
+        self.r.root.join(".git/hooks")
+    }
+
+    /// `premerge doctor`, asserted to exit `code` and to say each of `says`.
+    #[track_caller]
+    fn doctor(&self, code: i32, says: &[&str]) -> String {
+        let run = self.premerge(&["doctor"]);
+        assert_eq!(run.code, code, "{}", run.stdout);
+        for s in says {
+            assert!(run.stdout.contains(s), "doctor says {s:?}:\n{}", run.stdout);
+        }
+        run.stdout
+    }
+
+    /// `premerge install`, asserted to succeed and to say `says`.
+    #[track_caller]
+    fn install(&self, says: &str) -> String {
+        let run = self.premerge(&["install"]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(says), "install says {says:?}:\n{}", run.stdout);
+        run.stdout
+    }
+
+    /// The layout of an older premerge installed after the manager: premerge's shim
+    /// at the hook, chaining the manager's hook (what D4's second step leaves).
+    fn older_install_over(&self, hook: &str) {
+        let h = self.hooks();
+        let shim = fs::read(h.join(format!("{hook}.legacy"))).unwrap();
+        fs::rename(h.join(hook), h.join(format!("{hook}.premerge-chained"))).unwrap();
+        fs::remove_file(h.join(format!("{hook}.legacy"))).unwrap();
+        write_exec(&h.join(hook), std::str::from_utf8(&shim).unwrap());
+    }
+}
+
+/// pre-commit or prek with premerge, as they really behave: `install` moves a hook
+/// it does not know to `<hook>.legacy` and runs it first ("migration mode"); it
+/// refuses to run when its own older hook is that legacy hook; `install -f` deletes
+/// the legacy hook. Both orders, each reinstall, each repair, pushes through the
+/// real tool.
+fn pre_commit_family_reinstalls(tool: &str) {
+    if !have_tool(tool, &["--version"]) {
+        return;
+    }
+    let s = setup();
+    let hooks = s.hooks();
+    let ulog = s.log_path("u.log");
+    s.r.write(".pre-commit-config.yaml", user_pre_commit_config(&s.log_path("user.log"), 0));
+    s.r.commit_all("hooks");
+
+    // The manager first, over a hook of the user's (which it keeps as its legacy hook).
+    write_exec(&hooks.join("pre-push"), &user_hook(&ulog));
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    let before = crate::install::snapshot(&hooks);
+    s.install(&format!("as {tool}'s legacy hook"));
+    assert!(
+        fs::read_to_string(hooks.join("pre-push.legacy")).unwrap().contains("# premerge hook shim: pre-push"),
+        "the shim is the manager's legacy hook"
+    );
+    assert_eq!(fs::read_to_string(hooks.join("pre-push.premerge-chained")).unwrap(), user_hook(&ulog));
+    let installed = crate::install::snapshot(&hooks);
+    s.install("already installed, unchanged");
+    assert_eq!(crate::install::snapshot(&hooks), installed, "a second install changes no byte");
+    s.doctor(0, &[&format!("a {tool} hook, which runs premerge's shim as its legacy hook")]);
+    let (run, line) = s.commit_and_push("b.txt");
+    s.assert_pushed_once(&run, &line);
+    assert_eq!(s.log("u.log"), line, "the user's hook ran first, with git's ref line");
+    assert_eq!(s.log("user.log"), "ran\n", "the manager's own hooks ran");
+
+    // The manager's plain reinstall rewrites only its own file: premerge stays.
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("c.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
+
+    // `install -f` deletes the legacy hook: doctor names it, install puts it back.
+    s.ok(tool, &["install", "-f", "-t", "pre-push"]);
+    assert!(!hooks.join("pre-push.legacy").exists(), "{tool} -f removed premerge");
+    s.doctor(1, &[&format!("`{tool} install -f` removes the legacy hook"), "fix: premerge install"]);
+    s.install(&format!("as {tool}'s legacy hook"));
+    s.doctor(0, &[]);
+    fs::remove_file(s.r.dir.path().join("u.log")).unwrap();
+    let (run, line) = s.commit_and_push("d.txt");
+    s.assert_pushed_once(&run, &line);
+    assert_eq!(s.log("u.log"), line, "the user's hook survived -f and runs again");
+    s.assert_own_hook_ran(3);
+
+    // Uninstall gives the manager back its legacy hook, byte for byte.
+    s.premerge(&["uninstall"]).expect_code(0);
+    let mut after = crate::install::snapshot(&hooks);
+    after.remove("pre-push"); // the manager rewrote its own file on each reinstall
+    let mut expected = before.clone();
+    expected.remove("pre-push");
+    assert_eq!(after, expected, "uninstall restores the manager's legacy hook byte for byte");
+
+    // premerge first (the report's D13: no hook of the user's; the manager moves
+    // the shim to its legacy hook), then `install -f`.
+    for f in ["pre-push", "pre-push.legacy"] {
+        fs::remove_file(hooks.join(f)).unwrap();
+    }
+    s.install("pre-push: installed");
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    s.doctor(0, &[&format!("a {tool} hook, which runs premerge's shim as its legacy hook")]);
+    s.ok(tool, &["install", "-f", "-t", "pre-push"]);
+    s.doctor(1, &["premerge's post-merge shim is installed", "fix: premerge install"]);
+    s.install(&format!("as {tool}'s legacy hook"));
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("e.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(4);
+
+    // An older premerge installed after the manager chained the manager's hook; the
+    // manager's next install runs it in migration mode and every push fails (D4).
+    s.older_install_over("pre-push");
+    s.doctor(0, &[&format!("the next `{tool} install` would turn this chain into {tool}'s migration mode")]);
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    let (run, _) = s.commit_and_push("f.txt");
+    assert_ne!(run.code, 0, "the manager refuses in migration mode: {}", run.stderr);
+    assert!(run.stderr.contains("migration mode"), "{}", run.stderr);
+    assert!(s.take_calls().is_empty(), "premerge never ran");
+    s.doctor(1, &["every push fails and premerge never runs", "migration mode", "fix: premerge install"]);
+    s.install("repaired: removed");
+    s.doctor(0, &[]);
+    assert!(!hooks.join("pre-push.premerge-chained").exists());
+    let line = format!("refs/heads/main {} refs/heads/main {}\n", s.r.git(&["rev-parse", "HEAD"]), s.remote_main());
+    let run = s.run("git", &["push", "origin", "main"]);
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(6);
+
+    // The same, then the `-f` the manager's own error message suggests.
+    s.older_install_over("pre-push");
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    s.ok(tool, &["install", "-f", "-t", "pre-push"]);
+    s.doctor(1, &["the hook premerge chained is left at", "fix: premerge install"]);
+    s.install("repaired: removed");
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("g.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(7);
+
+    // An older install's layout is moved under the manager by install, once.
+    s.older_install_over("pre-push");
+    s.install(&format!("{tool}'s hook is back at"));
+    s.install("already installed, unchanged");
+    s.ok(tool, &["install", "-t", "pre-push"]);
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("h.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(8);
+
+    s.premerge(&["uninstall"]).expect_code(0);
+    assert!(!hooks.join("pre-push.legacy").exists() && !hooks.join("pre-push.premerge-chained").exists());
+    assert!(String::from_utf8_lossy(&fs::read(hooks.join("pre-push")).unwrap()).contains(tool));
+}
+
+#[test]
+fn pre_commit_reinstalled_in_either_order_or_forced_keeps_or_gets_back_premerge() {
+    pre_commit_family_reinstalls("pre-commit");
+}
+
+#[test]
+fn prek_reinstalled_in_either_order_or_forced_keeps_or_gets_back_premerge() {
+    pre_commit_family_reinstalls("prek");
+}
+
+#[test]
+fn husky_installed_after_premerge_is_reported_and_repaired() {
+    // husky points core.hooksPath at .husky/_, so the shim in .git/hooks stops
+    // running without a trace in the new directory.
+    if !have_husky() {
+        return;
+    }
+    let s = setup();
+    let hooks = s.hooks();
+    s.r.write(".husky/pre-push", format!("echo ran >> {}\n", s.log_path("user.log")));
+    let before = crate::install::snapshot(&hooks);
+    s.install("pre-push: installed");
+    run_husky(&s);
+    s.doctor(1, &["core.hooksPath = .husky/_", "no longer runs", "fix: premerge install"]);
+    s.install("the existing husky hook runs first");
+    s.doctor(0, &["is unused while core.hooksPath"]);
+    let (run, line) = s.commit_and_push("b.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(1);
+
+    // husky's reinstall (its prepare script) drops the shim again: repaired.
+    run_husky(&s);
+    s.doctor(1, &["husky rewrote", "fix: premerge install"]);
+    s.install("repaired");
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("c.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
+
+    // Uninstall removes both shims: .git/hooks is as before premerge.
+    s.premerge(&["uninstall"]).expect_code(0);
+    assert_eq!(crate::install::snapshot(&hooks), before, "the unused shims in .git/hooks go too");
+    assert!(
+        fs::read_dir(s.r.root.join(".husky/_"))
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().contains("premerge"))
+    );
+}
+
+#[test]
+fn lefthook_installed_first_keeps_premerge_across_install_and_install_force() {
+    if !have_tool("lefthook", &["version"]) {
+        return;
+    }
+    let s = setup();
+    s.r.write(
+        "lefthook.yml",
+        format!("pre-push:\n  commands:\n    mine:\n      run: echo ran >> {}\n", s.log_path("user.log")),
+    );
+    s.r.commit_all("hooks");
+    s.ok("lefthook", &["install"]);
+    s.install("added premerge to");
+    s.doctor(0, &[]);
+    for args in [&["install"][..], &["install", "-f"][..]] {
+        s.ok("lefthook", args);
+        s.doctor(0, &["pre-push: lefthook runs premerge"]);
+    }
+    let (run, line) = s.commit_and_push("b.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(1);
+    s.assert_merge_runs_premerge_once("side");
+
+    // premerge first, then `lefthook install -f`: the shim moved aside is reported
+    // and repaired like after a plain install.
+    s.premerge(&["uninstall"]).expect_code(0);
+    assert!(!s.r.root.join("lefthook-local.yml").exists());
+    s.ok("lefthook", &["uninstall"]);
+    s.install("pre-push: installed");
+    s.ok("lefthook", &["install", "-f"]);
+    s.doctor(1, &["which lefthook never runs", "fix: premerge install"]);
+    s.install("added premerge to");
+    s.doctor(0, &[]);
+    let (run, line) = s.commit_and_push("c.txt");
+    s.assert_pushed_once(&run, &line);
+    s.assert_own_hook_ran(2);
+    s.premerge(&["uninstall"]).expect_code(0);
+    assert!(!s.r.root.join("lefthook-local.yml").exists());
+    for (name, (bytes, _)) in crate::install::snapshot(&s.hooks()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("premerge hook shim"), "{name} is premerge's");
+    }
+}
