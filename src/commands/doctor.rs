@@ -331,7 +331,9 @@ fn check_under_manager(
                 ));
             }
             let config = super::load_config(repo).ok();
-            if let (Hook::PrePush, Some(open)) = (hook, crate::stage::open_loop(repo, config.as_ref())) {
+            if let (Hook::PrePush, Some(open)) =
+                (hook, crate::stage::open_loop(&crate::store::fix_loop::LoopPlace::of_repo(repo), config.as_ref()))
+            {
                 traces.push(format!("a fix loop is open ({open}) and no fence judges its pushes"));
             }
             if traces.is_empty() {
