@@ -20,8 +20,15 @@ pub(crate) const MASTER_SWITCH_ENV: &str = "PREMERGE";
 /// Which hook is running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookKind {
-    PrePush { remote: String, url: Option<String> },
-    PostMerge { squash: bool },
+    /// `lines`: git's ref lines, as the hook read them.
+    PrePush {
+        remote: String,
+        url: Option<String>,
+        lines: Vec<crate::git::PushLine>,
+    },
+    PostMerge {
+        squash: bool,
+    },
 }
 
 impl HookKind {
