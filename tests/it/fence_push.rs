@@ -541,3 +541,86 @@ proptest! {
         }
     }
 }
+
+/// Probe D15 with the real manager: pre-commit and prek hand premerge's entry the
+/// first ref only, so the fence says the other refs are not judged; premerge's own
+/// hook chained by the manager (installed first) gets every ref and refuses the stray.
+fn manager_passes_the_first_ref_only(tool: &str) {
+    if !crate::common::have_tool(tool, &["--version"]) {
+        return;
+    }
+    let path =
+        format!("{}:{}", crate::common::bin().parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let with_path = |mut c: Command| {
+        c.env("PATH", &path);
+        c
+    };
+    let run = |p: &Px, program: &str, args: &[&str]| {
+        let c = if program == "git" {
+            p.repo.git_cmd(args)
+        } else {
+            let mut c = Command::new(program);
+            hermetic(&mut c, &p.repo.home);
+            c.current_dir(&p.repo.root).args(args);
+            c
+        };
+        run_with_stdin(&mut with_path(c), b"")
+    };
+    let branches = |p: &Px| {
+        p.repo.git(&["checkout", "-q", "-b", "r1", "main"]);
+        p.edit("a.py", "# fix\n", "fix");
+        p.repo.git(&["checkout", "-q", "-b", "r2", "main"]);
+        p.edit("s.txt", "stray\n", "stray");
+        p.repo.git(&["checkout", "-q", "main"]);
+    };
+
+    // The entry `--print-config` prints, in the manager's configuration.
+    let p = Px::new(false);
+    p.repo.premerge(&["uninstall"]).expect_code(0);
+    let snippet = p.repo.premerge(&["install", "--print-config", tool]);
+    snippet.expect_code(0);
+    // With no configuration yet, the snippet is a whole one (`repos:` included).
+    assert!(snippet.stdout.contains("repos:"), "{}", snippet.stdout);
+    p.repo.write(".pre-commit-config.yaml", &snippet.stdout);
+    p.repo.commit_all("hooks");
+    p.repo.git(&["push", "-q", "--no-verify", "origin", "main"]);
+    let installed = run(&p, tool, &["install", "-t", "pre-push"]);
+    assert_eq!(installed.code, 0, "{}\n{}", installed.stdout, installed.stderr);
+    p.open_loop();
+    branches(&p);
+    let r = run(&p, "git", &["push", "origin", "r1", "r2"]);
+    let shown = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        shown.contains(
+            "premerge fence: under pre-commit or prek only the first ref of a push reaches premerge (refs/heads/r1): any other ref of this push is not judged"
+        ),
+        "{tool}: {shown}"
+    );
+
+    // premerge's own hook first, then the manager's: every ref reaches premerge.
+    let q = Px::new(false);
+    let installed = run(&q, tool, &["install", "-t", "pre-push"]);
+    assert_eq!(installed.code, 0, "{}\n{}", installed.stdout, installed.stderr);
+    q.repo.write(
+        ".pre-commit-config.yaml",
+        "repos:\n- repo: local\n  hooks:\n  - id: noop\n    name: noop\n    language: system\n    entry: 'true'\n    stages: [pre-push]\n    pass_filenames: false\n    always_run: true\n",
+    );
+    q.repo.commit_all("a hook of the manager's own");
+    q.repo.git(&["push", "-q", "--no-verify", "origin", "main"]);
+    q.open_loop();
+    branches(&q);
+    let r = run(&q, "git", &["push", "origin", "r1", "r2"]);
+    assert_ne!(r.code, 0, "{tool}: {}\n{}", r.stdout, r.stderr);
+    assert_eq!(strays(&r), ["s.txt"], "{tool}: {}", r.stderr);
+    assert!(q.remote_oid("refs/heads/r1").is_none() && q.remote_oid("refs/heads/r2").is_none());
+}
+
+#[test]
+fn under_pre_commit_the_fence_says_only_the_first_ref_is_judged() {
+    manager_passes_the_first_ref_only("pre-commit");
+}
+
+#[test]
+fn under_prek_the_fence_says_only_the_first_ref_is_judged() {
+    manager_passes_the_first_ref_only("prek");
+}
