@@ -21,7 +21,7 @@ use super::Ctx;
 use crate::config::Config;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
-use crate::git::{Repo, parse_push_lines};
+use crate::git::{PushLine, Repo, parse_push_lines};
 use crate::hook::background::{self, InHook, Work, Worker};
 use crate::hook::{HookKind, HookRun, master_switch_off, signal};
 use crate::stage;
@@ -72,16 +72,8 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     // are read as of the base it is compared against, never from the pushed commits or
     // the working tree.
     enum Covered {
-        Push {
-            remote: String,
-            url: Option<String>,
-            ranges: Vec<Range>,
-            pushed: usize,
-            lines: Vec<crate::git::PushLine>,
-        },
-        Merge {
-            squash: bool,
-        },
+        Push { remote: String, url: Option<String>, ranges: Vec<Range>, pushed: usize, lines: Vec<PushLine> },
+        Merge { squash: bool },
     }
     let covered = stage::catch("diff", || -> Result<Covered> {
         Ok(match cmd {
@@ -129,10 +121,8 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             Covered::Push { remote, url, ranges, pushed, lines } => {
                 let paths = background::paths_of(&repo, &ranges)?;
                 crate::hook::stages::note_config_change(ctx, &paths, base.as_deref())?;
-                (
-                    Work { kind: HookKind::PrePush { remote, url, lines }, scope: format!("{pushed} ref(s)"), ranges },
-                    paths,
-                )
+                let kind = HookKind::PrePush { remote, url, lines };
+                (Work { kind, scope: format!("{pushed} ref(s)"), ranges }, paths)
             }
             Covered::Merge { squash } => {
                 let ranges: Vec<Range> =

@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::commands::Ctx;
 use crate::config::Config;
 use crate::diff::Diff;
-use crate::git::Repo;
+use crate::git::{PushLine, Repo};
 use crate::stage;
 
 /// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
@@ -24,7 +24,7 @@ pub enum HookKind {
     PrePush {
         remote: String,
         url: Option<String>,
-        lines: Vec<crate::git::PushLine>,
+        lines: Vec<PushLine>,
     },
     PostMerge {
         squash: bool,
