@@ -17,18 +17,11 @@ use crate::stage;
 /// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
 pub(crate) const MASTER_SWITCH_ENV: &str = "PREMERGE";
 
-/// Which hook is running.
+/// Which hook is running (for pre-push, with git's ref lines as the hook read them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookKind {
-    /// `lines`: git's ref lines, as the hook read them.
-    PrePush {
-        remote: String,
-        url: Option<String>,
-        lines: Vec<PushLine>,
-    },
-    PostMerge {
-        squash: bool,
-    },
+    PrePush { remote: String, url: Option<String>, lines: Vec<PushLine> },
+    PostMerge { squash: bool },
 }
 
 impl HookKind {
