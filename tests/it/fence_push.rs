@@ -226,6 +226,33 @@ fn every_ref_of_a_multi_ref_push_is_judged() {
     }
 }
 
+// A merge commit is judged against its first parent: merging the remote's main into
+// the pushed branch brings main's changes into the branch's update (decided in
+// docs/guide.md), though every commit of main is already on the remote.
+#[test]
+fn merging_main_into_a_pushed_branch_brings_mains_paths_into_its_update() {
+    for cli in BACKENDS {
+        let p = Px::new(cli);
+        p.repo.git(&["checkout", "-q", "-b", "fix"]);
+        p.edit("a.py", "# first fix\n", "first fix");
+        p.repo.git(&["push", "-q", "origin", "fix"]);
+        p.repo.git(&["checkout", "-q", "main"]);
+        p.edit("c.txt", "main moved on\n", "main moves");
+        p.repo.git(&["push", "-q", "origin", "main"]);
+        p.open_loop();
+        p.repo.git(&["checkout", "-q", "fix"]);
+        p.repo.git(&["merge", "-q", "--no-edit", "main"]);
+        refused(&p.push(&["origin", "fix"]), &["c.txt"], cli);
+        // Rebuilt on main instead, the branch's update is a force push whose old tip
+        // lacked main's change: refused too, for the same path.
+        p.repo.git(&["reset", "-q", "--hard", "main"]);
+        p.edit("a.py", "# first fix\n", "first fix again");
+        refused(&p.push(&["-f", "origin", "fix"]), &["c.txt"], cli);
+        // A new branch from main with the fix is judged on the fix alone.
+        allowed(&p.push(&["origin", "fix:refs/heads/fix-on-main"]), cli);
+    }
+}
+
 // A ref deletion while a loop is open lands no path: allowed (decided in docs/guide.md).
 #[test]
 fn deleting_a_remote_ref_while_a_loop_is_open_is_allowed() {
@@ -375,6 +402,36 @@ fn the_git_fallback_computes_the_fence_paths_of_a_sha256_repository() {
     fallback_cases(&["--object-format=sha256"]);
 }
 
+// Probe D2: a partial clone (`--filter=blob:none`, with `extensions.partialClone`) lacks
+// blobs; the fence's paths come from trees alone, so git computes them without
+// fetching anything.
+#[test]
+fn the_git_fallback_computes_the_fence_paths_of_a_partial_clone() {
+    let p = Px::new(false);
+    p.edit("big.txt", "only on the remote\n", "big");
+    p.repo.git(&["push", "-q", "origin", "main"]);
+    p.repo.git_in(&p.remote, &["config", "uploadpack.allowFilter", "true"]);
+    let root = p.repo.dir.path().join("partial");
+    let url = format!("file://{}", p.url());
+    p.repo.git_in(
+        p.repo.dir.path(),
+        &["clone", "-q", "--filter=blob:none", "--no-checkout", &url, root.to_str().unwrap()],
+    );
+    let c = p.repo.at(&root);
+    // As older git wrote it (git 2.47 honours it; libgit2 1.9 refuses to open it).
+    c.git(&["config", "core.repositoryformatversion", "1"]);
+    c.git(&["config", "extensions.partialClone", "origin"]);
+    let old = c.git(&["rev-parse", "origin/main"]);
+    // A commit made from trees alone (no checkout, no blob read): it deletes big.txt.
+    let tree = c.git(&["rev-parse", "origin/main~1^{tree}"]);
+    let new = c.git(&["commit-tree", &tree, "-p", &old, "-m", "drop big.txt"]);
+    let lines = parse_push_lines(&format!("refs/heads/main {new} refs/heads/main {old}\n")).unwrap();
+    let got = fence_paths_in(&root, "origin", &lines).unwrap();
+    assert_eq!(paths_text(&got.total()), ["big.txt"]);
+    let missing = c.git(&["rev-list", "--objects", "--all", "--missing=print"]);
+    assert!(missing.lines().any(|l| l.starts_with('?')), "blobs are still missing: nothing was fetched");
+}
+
 #[test]
 fn libgit2_and_git_agree_on_one_repository() {
     fallback_cases(&[]);
@@ -480,8 +537,8 @@ proptest! {
     // Issue 26: any sequence of pushes with a loop open never lands a path outside the
     // plan on the remote, in any ref's tree or in any commit the remote gains.
     #[test]
-    fn no_sequence_of_pushes_lands_a_stray_on_the_remote(steps in prop::collection::vec(step(), 1..10)) {
-        let p = Px::new(false);
+    fn no_sequence_of_pushes_lands_a_stray_on_the_remote(steps in prop::collection::vec(step(), 1..10), cli in any::<bool>()) {
+        let p = Px::new(cli);
         let start = p.repo.git(&["rev-parse", "HEAD"]);
         for b in 0..3 {
             p.repo.git(&["branch", &format!("b{b}"), "main"]);
@@ -537,7 +594,7 @@ proptest! {
             }
             let landed = landed_paths(&p.remote, &start, &p.repo.home);
             let outside: Vec<&String> = landed.iter().filter(|l| l.as_str() != "a.py").collect();
-            prop_assert!(outside.is_empty(), "after {:?}: the remote holds {:?}", &steps[..n], outside);
+            prop_assert!(outside.is_empty(), "cli={}: after {:?}: the remote holds {:?}", cli, &steps[..n], outside);
         }
     }
 }
