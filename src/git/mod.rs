@@ -3,7 +3,8 @@
 //! rest of premerge never depends on git2 lifetimes.
 //!
 //! Submodules of this module group `impl Repo` blocks by concern: `diffs` (trees,
-//! index, working tree), `push` (pre-push and post-merge ranges).
+//! index, working tree), `push` (pre-push and post-merge ranges), `fence_paths` (what a
+//! push lands on the remote, as the fence judges it, through libgit2 or git).
 
 mod cli;
 mod diffs;
