@@ -21,7 +21,7 @@ use super::Ctx;
 use crate::config::Config;
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
-use crate::git::{Repo, parse_push_lines};
+use crate::git::{PushLine, Repo, parse_push_lines};
 use crate::hook::background::{self, InHook, Work, Worker};
 use crate::hook::{HookKind, HookRun, master_switch_off, signal};
 use crate::stage;
@@ -90,7 +90,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     // are read as of the base it is compared against, never from the pushed commits or
     // the working tree.
     enum Covered {
-        Push { remote: String, url: Option<String>, ranges: Vec<Range>, pushed: usize },
+        Push { remote: String, url: Option<String>, ranges: Vec<Range>, pushed: usize, lines: Vec<PushLine> },
         Merge { squash: bool },
     }
     let covered = stage::catch("diff", || -> Result<Covered> {
@@ -101,7 +101,7 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
                 let pushed = lines.iter().filter(|l| !l.is_deletion()).count();
                 let ranges =
                     repo.push_ranges(&remote, &lines)?.into_iter().map(|(base, head)| Range { base, head }).collect();
-                Covered::Push { remote, url, ranges, pushed }
+                Covered::Push { remote, url, ranges, pushed, lines }
             }
             Cmd::PostMerge { squash } => Covered::Merge { squash: squash.as_deref() == Some("1") },
             Cmd::Background { .. } => unreachable!("handled above"),
@@ -136,10 +136,11 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     // Paths only: all the fence reads, and the input of the budget's estimate.
     let computed = stage::catch("diff", || -> Result<(Work, Diff)> {
         Ok(match covered {
-            Covered::Push { remote, url, ranges, pushed } => {
+            Covered::Push { remote, url, ranges, pushed, lines } => {
                 let paths = background::paths_of(&repo, &ranges)?;
                 crate::hook::stages::note_config_change(ctx, &paths, base.as_deref())?;
-                (Work { kind: HookKind::PrePush { remote, url }, scope: format!("{pushed} ref(s)"), ranges }, paths)
+                let kind = HookKind::PrePush { remote, url, lines };
+                (Work { kind, scope: format!("{pushed} ref(s)"), ranges }, paths)
             }
             Covered::Merge { squash } => {
                 let ranges: Vec<Range> =

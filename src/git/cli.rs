@@ -31,30 +31,48 @@ fn failed(what: &str, stderr: &[u8]) -> GitError {
     GitError::Cli(format!("`git {what}`: {last}"))
 }
 
-impl Repo {
-    /// A `git` command for this repository: the git directory and working tree named
-    /// explicitly (a hook's `GIT_DIR` may be relative to another directory), fixed
-    /// output independent of the user's diff settings.
-    fn git_command(&self) -> Command {
+/// The `git` executable run for one repository, without libgit2: either the way a
+/// [`Repo`] names it (git directory and working tree explicit, git's own variables
+/// cleared), or the way a hook's git left things (the current directory and the
+/// environment git gave the hook), for a repository libgit2 cannot open.
+pub(crate) struct GitExe {
+    /// `--git-dir` and `--work-tree`, when named explicitly.
+    dirs: Option<(std::path::PathBuf, Option<std::path::PathBuf>)>,
+    cwd: std::path::PathBuf,
+}
+
+impl GitExe {
+    /// git as it runs for `repo`.
+    pub(crate) fn for_repo(repo: &Repo) -> GitExe {
+        let cwd = repo.workdir().unwrap_or_else(|| repo.git_dir());
+        GitExe { dirs: Some((repo.git_dir(), repo.workdir())), cwd }
+    }
+
+    /// git run in `cwd` with the process's environment (`GIT_DIR` and the like as the
+    /// hook got them).
+    pub(crate) fn in_dir(cwd: &std::path::Path) -> GitExe {
+        GitExe { dirs: None, cwd: cwd.to_path_buf() }
+    }
+
+    /// A `git` command with fixed output, independent of the user's diff settings.
+    pub(crate) fn command(&self) -> Command {
         let mut c = Command::new("git");
-        c.arg("--git-dir").arg(self.git_dir());
-        match self.workdir() {
-            Some(w) => {
-                c.arg("--work-tree").arg(&w).current_dir(w);
+        if let Some((git_dir, work_tree)) = &self.dirs {
+            c.arg("--git-dir").arg(git_dir);
+            if let Some(w) = work_tree {
+                c.arg("--work-tree").arg(w);
             }
-            None => {
-                c.current_dir(self.git_dir());
-            }
+            c.env_remove("GIT_DIR").env_remove("GIT_WORK_TREE");
         }
-        c.env_remove("GIT_DIR").env_remove("GIT_WORK_TREE").env("LC_ALL", "C");
+        c.current_dir(&self.cwd).env("LC_ALL", "C");
         c.args(["-c", "core.quotePath=false", "-c", "color.ui=never"]);
         c
     }
 
     /// Run git with `args`, returning stdout; an error names the command.
-    fn git_output(&self, args: &[&str]) -> Result<Vec<u8>> {
+    pub(crate) fn output(&self, args: &[&str]) -> Result<Vec<u8>> {
         let out = self
-            .git_command()
+            .command()
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -63,6 +81,59 @@ impl Repo {
             return Err(failed(args.first().copied().unwrap_or("git"), &out.stderr));
         }
         Ok(out.stdout)
+    }
+
+    /// Run git with `args` and `input` on its stdin, returning stdout. `offline`: no
+    /// lazy fetch of a partial clone's missing objects (whether the clone has an
+    /// object is a question for the clone, not for its promisor remote).
+    pub(crate) fn output_with_input(&self, args: &[&str], input: &[u8], offline: bool) -> Result<Vec<u8>> {
+        let what = args.first().copied().unwrap_or("git");
+        let mut cmd = self.command();
+        if offline {
+            cmd.env("GIT_NO_LAZY_FETCH", "1");
+        }
+        let mut child = cmd
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| GitError::Cli(format!("cannot run `git`: {e}")))?;
+        let stdin = child.stdin.take();
+        let input = input.to_vec();
+        // Written from another thread: git answers while it reads, and a pipe holds
+        // only so much of its answer.
+        let writer = std::thread::spawn(move || {
+            if let Some(mut stdin) = stdin {
+                let _ = stdin.write_all(&input);
+            }
+        });
+        let out = child.wait_with_output().map_err(|e| GitError::Cli(format!("`git {what}`: {e}")))?;
+        let _ = writer.join();
+        if !out.status.success() {
+            return Err(failed(what, &out.stderr));
+        }
+        Ok(out.stdout)
+    }
+
+    /// The id of the empty tree in this repository's hash (SHA-1 or SHA-256).
+    pub(crate) fn empty_tree(&self) -> Result<String> {
+        let out = self.output(&["hash-object", "-t", "tree", "/dev/null"])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+}
+
+impl Repo {
+    /// A `git` command for this repository: the git directory and working tree named
+    /// explicitly (a hook's `GIT_DIR` may be relative to another directory), fixed
+    /// output independent of the user's diff settings.
+    fn git_command(&self) -> Command {
+        GitExe::for_repo(self).command()
+    }
+
+    /// Run git with `args`, returning stdout; an error names the command.
+    fn git_output(&self, args: &[&str]) -> Result<Vec<u8>> {
+        GitExe::for_repo(self).output(args)
     }
 
     /// The id of the empty tree in this repository's hash (SHA-1 or SHA-256).

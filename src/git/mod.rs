@@ -3,11 +3,14 @@
 //! rest of premerge never depends on git2 lifetimes.
 //!
 //! Submodules of this module group `impl Repo` blocks by concern: `diffs` (trees,
-//! index, working tree), `push` (pre-push and post-merge ranges).
+//! index, working tree), `push` (pre-push and post-merge ranges), `fence_paths` (what a
+//! push lands on the remote, as the fence judges it, through libgit2 or git).
 
 mod cli;
 mod diffs;
 pub(crate) use diffs::Detail;
+mod fence_paths;
+pub use fence_paths::{FencePaths, RefPaths, fence_paths_in};
 mod gate;
 mod install;
 pub(crate) mod locate;
@@ -25,7 +28,8 @@ pub use push::{PushLine, Range, parse_push_lines};
 
 use crate::store::StateDir;
 
-/// The all-zeros object id git uses for "no object" in hook input.
+/// The all-zeros object id git uses for "no object" in a SHA-1 repository's hook input.
+#[cfg(test)]
 pub(crate) const ZERO_OID: &str = "0000000000000000000000000000000000000000";
 
 /// Errors of repository access.
@@ -59,6 +63,15 @@ pub enum GitError {
     /// error chain would print it twice.
     #[error("git: {}", .0.message())]
     Git(git2::Error),
+    /// A push updates a remote ref whose current tip the clone does not have (someone
+    /// else pushed since the last fetch): what the update discards cannot be judged.
+    #[error(
+        "the remote's {remote_ref} is at {oid}, which this clone does not have: fetch it so the fence can judge what the push replaces"
+    )]
+    RemoteTipUnknown { remote_ref: String, oid: String },
+    /// A push sends more commits than the fence judges one by one.
+    #[error("the push of {remote_ref} sends more than {max} commits the remote does not have: too many to judge")]
+    TooManyCommits { remote_ref: String, max: usize },
     /// The `git` executable (the fallback) failed or answered unexpectedly.
     #[error("{0}")]
     Cli(String),

@@ -3,7 +3,7 @@
 
 use git2::{Oid, Sort};
 
-use super::{GitError, Repo, Result, ZERO_OID};
+use super::{GitError, Repo, Result};
 use crate::diff::Diff;
 
 /// One line of git's pre-push input.
@@ -18,12 +18,18 @@ pub struct PushLine {
 impl PushLine {
     /// A deletion pushes no commits (`git push origin :branch`).
     pub(crate) fn is_deletion(&self) -> bool {
-        self.local_oid == ZERO_OID
+        is_null_oid(&self.local_oid)
     }
     /// The remote does not have the ref yet.
     pub(crate) fn is_new_ref(&self) -> bool {
-        self.remote_oid == ZERO_OID
+        is_null_oid(&self.remote_oid)
     }
+}
+
+/// git's "no object": all zeros, 40 of them in a SHA-1 repository and 64 in a
+/// SHA-256 one.
+fn is_null_oid(s: &str) -> bool {
+    s.bytes().all(|b| b == b'0')
 }
 
 fn is_oid(s: &str) -> bool {
@@ -76,7 +82,9 @@ impl Repo {
     /// - force push (remote oid not an ancestor) and the remote commit is known
     ///   locally: merge base..local;
     /// - new ref, or a remote commit we do not have: the commits reachable from
-    ///   `local` and from no ref of that remote; the base is the first parent of the
+    ///   `local` and from no commit the remote is known to have (its remote-tracking
+    ///   refs; for a URL or a remote never fetched, every remote-tracking ref of the
+    ///   clone, see [`Repo::known_remote_tips_of`]); the base is the first parent of the
     ///   oldest such commit (the empty tree when it is a root), as pre-commit does.
     pub(crate) fn push_range(&self, remote: &str, line: &PushLine) -> Result<Option<Range>> {
         if line.is_deletion() {
@@ -114,14 +122,10 @@ impl Repo {
         let mut walk = self.inner.revwalk()?;
         walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
         walk.push(Oid::from_str(local)?)?;
-        let prefix = format!("refs/remotes/{remote}/");
-        for r in self.inner.references()? {
-            let r = r?;
-            if r.name().is_some_and(|n| n.starts_with(&prefix))
-                && let Ok(target) = r.peel_to_commit()
-            {
-                walk.hide(target.id())?;
-            }
+        // What the remote already has: its remote-tracking refs, or for a URL or a
+        // remote never fetched, every remote-tracking ref (never the whole history).
+        for tip in self.known_remote_tips_of(remote)? {
+            walk.hide(Oid::from_str(&tip)?)?;
         }
         let Some(first) = walk.next() else {
             return Ok(None);
@@ -195,6 +199,7 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::ZERO_OID;
 
     #[test]
     fn empty_input_is_no_lines() {
@@ -216,5 +221,15 @@ mod tests {
         assert!(l[0].is_deletion());
         let l = parse_push_lines(&format!("refs/heads/x {} refs/heads/x {ZERO_OID}\n", "a".repeat(40))).unwrap();
         assert!(l[0].is_new_ref());
+        // A SHA-256 repository's null id is 64 zeros.
+        let z64 = "0".repeat(64);
+        let l = parse_push_lines(&format!(
+            "(delete) {z64} refs/heads/x {}\nrefs/heads/y {} refs/heads/y {z64}\n",
+            "b".repeat(64),
+            "c".repeat(64)
+        ))
+        .unwrap();
+        assert!(l[0].is_deletion() && !l[0].is_new_ref());
+        assert!(l[1].is_new_ref() && !l[1].is_deletion());
     }
 }

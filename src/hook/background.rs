@@ -364,7 +364,9 @@ pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
 
 fn run_entry(cwd: &Path, entry: &Pending) -> JobResult {
     let kind = match entry.hook.as_str() {
-        "pre-push" => HookKind::PrePush { remote: entry.remote.clone().unwrap_or_default(), url: None },
+        "pre-push" => {
+            HookKind::PrePush { remote: entry.remote.clone().unwrap_or_default(), url: None, lines: Vec::new() }
+        }
         _ => HookKind::PostMerge { squash: false },
     };
     let work = Work { kind, scope: entry.scope.clone(), ranges: entry.ranges.clone() };

@@ -11,16 +11,16 @@ use anyhow::Result;
 use crate::commands::Ctx;
 use crate::config::Config;
 use crate::diff::Diff;
-use crate::git::Repo;
+use crate::git::{PushLine, Repo};
 use crate::stage;
 
 /// Environment variable that turns every hook into a no-op (`PREMERGE=0`).
 pub(crate) const MASTER_SWITCH_ENV: &str = "PREMERGE";
 
-/// Which hook is running.
+/// Which hook is running (for pre-push, with git's ref lines as the hook read them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookKind {
-    PrePush { remote: String, url: Option<String> },
+    PrePush { remote: String, url: Option<String>, lines: Vec<PushLine> },
     PostMerge { squash: bool },
 }
 

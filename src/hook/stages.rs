@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow};
 
-use super::HookRun;
+use super::{HookKind, HookRun};
 use crate::commands::Ctx;
 use crate::config::Mode;
 use crate::diff::json_path;
@@ -127,9 +127,41 @@ pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
     }
     // The record's attempt is the plan: `plan --attempt N` sets it.
     let attempt = l.attempt;
-    let outcome = fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None)
-        .map(|set| strays(&run.diff.touched_path_bytes(), &set));
+    let pushed = match fenced_paths(run) {
+        Ok(p) => p,
+        Err(e) => return decide(run, mode, Some(&l), &run_dir, attempt, Err(e)),
+    };
+    let outcome =
+        fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None).map(|set| strays(&pushed, &set));
     decide(run, mode, Some(&l), &run_dir, attempt, outcome)
+}
+
+/// The fence cannot tell what a push lands on the remote (git could not read
+/// something): it refuses while a loop is open, saying what git could not read.
+#[derive(Debug, thiserror::Error)]
+#[error("the fence cannot see what the push lands on the remote: {0}")]
+struct PushUnseen(String);
+
+/// Environment variable pre-commit and prek set for their pre-push hooks: the one
+/// ref they pass on (they read git's ref lines themselves and hand over the first).
+const MANAGER_REMOTE_BRANCH_ENV: &str = "PRE_COMMIT_REMOTE_BRANCH";
+
+/// The paths the fence judges: what each ref update does to the remote
+/// ([`crate::git::FencePaths`]), computed here only, while a loop is open, so that a
+/// push with no loop never pays for it.
+fn fenced_paths(run: &mut HookRun) -> Result<Vec<Vec<u8>>> {
+    let HookKind::PrePush { remote, lines, .. } = &run.kind else { return Ok(run.diff.touched_path_bytes()) };
+    if let Some(first) = run.ctx.env.non_empty(MANAGER_REMOTE_BRANCH_ENV) {
+        // pre-commit and prek read git's ref lines and pass on the first ref only;
+        // premerge cannot see the others (docs/guide.md, "What the fence judges on a push").
+        writeln!(
+            run.ctx.stderr,
+            "premerge fence: under pre-commit or prek only the first ref of a push reaches premerge ({}): any other ref of this push is not judged; push one ref at a time, or let git run premerge's own pre-push hook (`premerge install`), which pre-commit and prek then chain with every ref",
+            esc(first)
+        )?;
+    }
+    let paths = run.repo.fence_paths(remote, lines).map_err(|e| PushUnseen(e.to_string()))?;
+    Ok(paths.total())
 }
 
 fn decide(
@@ -153,6 +185,7 @@ fn decide(
             let why = format!("{} pushed path(s) outside fix-waves-{}.json", s.len(), store::nn(attempt));
             (s, why)
         }
+        Err(e) if e.is::<PushUnseen>() => (Vec::new(), format!("{e:#}")),
         Err(e) => (Vec::new(), format!("no trustworthy wave plan: {e:#}")),
     };
     let shown: Vec<String> = strays.iter().map(|p| display_path_bytes(p)).collect();

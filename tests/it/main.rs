@@ -11,6 +11,7 @@ mod cli_snapshots;
 mod crash;
 mod decisions;
 mod fence_loop;
+mod fence_push;
 mod fixtures;
 mod foundation;
 mod fuzz;
