@@ -79,7 +79,20 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         Ok(r) => r,
         // The error names the format git met where git reads what libgit2 cannot
         // (`GitError::UnsupportedFormat`).
-        Err(why) => return Ok(before_fence(ctx, early_place.as_ref(), None, pre_push, "repository", &why)),
+        Err(why) => {
+            // Where git reads what libgit2 cannot, an open loop's fence still judges the
+            // push, through git alone.
+            if let (Some(place), Cmd::PrePush { remote, .. }) = (early_place.as_ref(), &cmd) {
+                match stage::catch("fence", || {
+                    crate::hook::stages::pre_push_fence_through_git(ctx, place, remote, &why)
+                }) {
+                    Ok(Some(exit)) => return Ok(exit),
+                    Ok(None) => {}
+                    Err(fence_why) => return Ok(before_fence(ctx, Some(place), None, true, "fence", &fence_why)),
+                }
+            }
+            return Ok(before_fence(ctx, early_place.as_ref(), None, pre_push, "repository", &why));
+        }
     };
     let place = LoopPlace::of_repo(&repo);
     if let Some(why) = fix_loop::state_path_problem(&place.state) {

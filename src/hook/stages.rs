@@ -108,7 +108,7 @@ pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
         LoopRecord::Unreadable(why) => {
             // Fail closed: a record that exists may be an open loop.
             let log = state.path.clone();
-            return decide(run, mode, None, &log, 0, Err(anyhow!("fix loop record unreadable: {why}")));
+            return decide(run.ctx, mode, None, &log, 0, Err(anyhow!("fix loop record unreadable: {why}")));
         }
     };
     let run_dir = l.run_dir_path();
@@ -129,11 +129,46 @@ pub(crate) fn pre_push_fence(run: &mut HookRun) -> CmdResult {
     let attempt = l.attempt;
     let pushed = match fenced_paths(run) {
         Ok(p) => p,
-        Err(e) => return decide(run, mode, Some(&l), &run_dir, attempt, Err(e)),
+        Err(e) => return decide(run.ctx, mode, Some(&l), &run_dir, attempt, Err(e)),
     };
     let outcome =
         fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), attempt, None).map(|set| strays(&pushed, &set));
-    decide(run, mode, Some(&l), &run_dir, attempt, outcome)
+    decide(run.ctx, mode, Some(&l), &run_dir, attempt, outcome)
+}
+
+/// The pre-push fence where libgit2 cannot open the repository git reads (reftable,
+/// SHA-256, `extensions.partialClone`): while this worktree's loop is open, the paths
+/// the push lands come from the `git` executable alone ([`crate::git::fence_paths_in`])
+/// and are judged against the loop's plan; the fence mode comes from the environment
+/// or, without it, the strictest (`premerge.toml` as of the base cannot be read without
+/// libgit2). `None` when no loop is open here, or the fence is not enforcing: the hook
+/// then warns and the push goes on. An error of git's refuses (fail closed).
+pub(crate) fn pre_push_fence_through_git(
+    ctx: &mut Ctx,
+    place: &fix_loop::LoopPlace,
+    remote: &str,
+    unopened: &str,
+) -> Result<Option<Exit>> {
+    let mode =
+        crate::env::process().var("PREMERGE_FENCE_MODE").and_then(|v| Mode::parse(v.trim())).unwrap_or(Mode::Enforce);
+    if mode != Mode::Enforce {
+        return Ok(None);
+    }
+    let l = match fix_loop::read(place) {
+        LoopRecord::Loop(l) if l.is_open() => l,
+        _ => return Ok(None),
+    };
+    writeln!(ctx.stderr, "premerge: libgit2 cannot open this repository ({unopened}); the fence asks git")?;
+    let run_dir = l.run_dir_path();
+    let pushed = (|| -> Result<Vec<Vec<u8>>> {
+        let input = ctx.read_stdin(crate::input::Kind::PrePushLines)?;
+        let lines = crate::git::parse_push_lines(&input)?;
+        Ok(crate::git::fence_paths_in(&ctx.cwd, remote, &lines).map_err(|e| PushUnseen(e.to_string()))?.total())
+    })();
+    let outcome = pushed.and_then(|p| {
+        fence_plan::allowed_of(camino::Utf8Path::new(&l.run_dir), l.attempt, None).map(|set| strays(&p, &set))
+    });
+    decide(ctx, mode, Some(&l), &run_dir, l.attempt, outcome).map(Some)
 }
 
 /// The fence cannot tell what a push lands on the remote (git could not read
@@ -165,7 +200,7 @@ fn fenced_paths(run: &mut HookRun) -> Result<Vec<Vec<u8>>> {
 }
 
 fn decide(
-    run: &mut HookRun,
+    ctx: &mut Ctx,
     mode: Mode,
     l: Option<&FixLoop>,
     log_dir: &Path,
@@ -176,7 +211,7 @@ fn decide(
     let (strays, why) = match outcome {
         Ok(s) if s.is_empty() => {
             writeln!(
-                run.ctx.stdout,
+                ctx.stdout,
                 "premerge fence: pushed files are inside the plan of attempt {attempt} (fix loop {loop_name})"
             )?;
             return Ok(Exit::Ok);
@@ -199,35 +234,35 @@ fn decide(
         why: why.clone(),
     };
     if let Err(e) = store::append_event(log_dir, &event) {
-        run.ctx.warn(format!("fence: cannot log the decision: {e:#}"));
+        ctx.warn(format!("fence: cannot log the decision: {e:#}"));
     }
     for p in shown.iter().take(MAX_STRAY_LINES) {
-        writeln!(run.ctx.stderr, "premerge fence: stray: {p}")?;
+        writeln!(ctx.stderr, "premerge fence: stray: {p}")?;
     }
     if shown.len() > MAX_STRAY_LINES {
         writeln!(
-            run.ctx.stderr,
+            ctx.stderr,
             "premerge fence: ... and {} more stray path(s) (all of them: the fence_pre_push event in {})",
             shown.len() - MAX_STRAY_LINES,
             log_dir.join(store::EVENTS_FILE).display()
         )?;
     }
-    crate::waves::fence::unrepresentable_note(run.ctx.stderr, "premerge fence", &strays)?;
+    crate::waves::fence::unrepresentable_note(ctx.stderr, "premerge fence", &strays)?;
     if mode == Mode::Shadow {
-        writeln!(run.ctx.stderr, "premerge fence (shadow, not blocking): would refuse: {why}")?;
+        writeln!(ctx.stderr, "premerge fence (shadow, not blocking): would refuse: {why}")?;
         return Ok(Exit::Ok);
     }
-    writeln!(run.ctx.stderr, "premerge fence: push refused: {why}")?;
+    writeln!(ctx.stderr, "premerge fence: push refused: {why}")?;
     match l {
         Some(l) => writeln!(
-            run.ctx.stderr,
+            ctx.stderr,
             "premerge fence: fix loop {} is open (run directory {}, attempt {attempt}, opened {})",
             l.id, l.run_dir, l.opened_at
         )?,
-        None => writeln!(run.ctx.stderr, "premerge fence: the fix loop record cannot be read, so a loop may be open")?,
+        None => writeln!(ctx.stderr, "premerge fence: the fix loop record cannot be read, so a loop may be open")?,
     }
     writeln!(
-        run.ctx.stderr,
+        ctx.stderr,
         "premerge fence: to end the loop: premerge loop close; to skip premerge for this push only: PREMERGE=0 git push"
     )?;
     Ok(Exit::Policy)

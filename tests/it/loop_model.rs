@@ -287,6 +287,9 @@ fn an_open_schema_1_loop_is_migrated_without_being_lost() {
 fn a_state_path_that_is_not_a_directory_holds_no_loop() {
     let c = clone_with(&[("c.txt", "hi\n")]);
     let r = &c.repo;
+    // `premerge install` keeps its record of installed hooks there: what a workspace
+    // cleaner or a tool leaves is a file in its place.
+    let _ = fs::remove_dir_all(r.state_dir());
     fs::write(r.state_dir(), "").unwrap();
     r.write("c.txt", "z\n");
     r.commit_all("z");
@@ -374,12 +377,20 @@ fn a_reftable_repository_with_a_loop_open_refuses_the_push_naming_the_format() {
     let id = status(r)["loop"]["id"].as_str().unwrap().to_string();
     let _ = fs::remove_dir_all(r.root.join(".git/logs"));
     r.git(&["refs", "migrate", "--ref-format=reftable"]);
+    // The planned file alone: git works out what the push lands, and it is allowed.
+    r.write("a.py", "a fixed\n");
+    r.commit_all("fix a.py");
+    let p = push(r, &["main"], &[]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    assert!(p.stderr.contains("the fence asks git"), "{}", p.stderr);
+    assert!(p.stdout.contains("inside the plan of attempt 1"), "{}", p.stdout);
     r.write("s.txt", "s\n");
     r.commit_all("stray");
     let before = remote_tip(&c.remote, "refs/heads/main");
     let p = push(r, &["main"], &[]);
     assert_eq!(p.code, 1, "{}", p.stderr);
     assert!(p.stderr.contains("premerge fence: push refused") && p.stderr.contains(&id), "{}", p.stderr);
+    assert!(p.stderr.contains("premerge fence: stray: s.txt"), "git's paths name the stray: {}", p.stderr);
     assert!(p.stderr.contains("extensions.refstorage=reftable"), "{}", p.stderr);
     assert!(!p.stderr.contains("not a git repository"), "{}", p.stderr);
     assert_eq!(remote_tip(&c.remote, "refs/heads/main"), before);
