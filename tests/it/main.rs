@@ -19,6 +19,7 @@ mod hooks_safety;
 mod hostile_input;
 mod install;
 mod managers;
+mod report_formats;
 mod review;
 mod scan;
 mod schemas;
