@@ -208,9 +208,8 @@ pub enum FindingsFormat {
     #[default]
     Text,
     Json,
-    /// A SARIF 2.1.0 log for code scanning.
+    // No doc comments on the values: clap would list them one per line in `--help`.
     Sarif,
-    /// GitHub workflow commands (`::error file=...::`), one annotation per result.
     Github,
 }
 
@@ -231,8 +230,6 @@ impl FindingsFormat {
 pub enum RouteFormat {
     #[default]
     Json,
-    /// A SARIF 2.1.0 log for code scanning.
     Sarif,
-    /// GitHub workflow commands (`::warning file=...::`), one annotation per result.
     Github,
 }

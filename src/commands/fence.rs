@@ -71,9 +71,11 @@ pub struct CheckArgs {
     /// Pipeline run directory.
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
-    /// What stdout gets: `stray:` lines (text), one JSON line, a SARIF 2.1.0 log or
-    /// GitHub workflow commands, one result per stray path (rule `fence-stray-path`).
-    /// The exit code and the lines on stderr are the same in every format.
+    /// Output format of the strays (sarif: code scanning; github: annotations); exit code alike.
+    //
+    // `stray:` lines, one JSON line, a SARIF 2.1.0 log or GitHub workflow commands, one
+    // result per stray path (rule `fence-stray-path`); stderr and the exit code are the
+    // same in every format.
     #[arg(long, value_enum, default_value_t)]
     pub format: crate::cli::FindingsFormat,
 }

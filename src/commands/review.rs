@@ -45,9 +45,10 @@ pub struct RouteArgs {
     /// Pipeline run directory (default: PREMERGE_RUN_DIR, else <git common dir>/premerge/run).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
-    /// What stdout gets: the routing decision as one JSON line, or the round's findings
-    /// and seams as a SARIF 2.1.0 log or GitHub workflow commands. The artefacts, the
-    /// events and the exit code are the same in every format.
+    /// Output format: the routing decision (json), or the round's findings and seams.
+    //
+    // sarif: a SARIF 2.1.0 log; github: GitHub workflow commands. The artefacts, the
+    // events and the exit code are the same in every format.
     #[arg(long, value_enum, default_value_t)]
     pub format: crate::cli::RouteFormat,
 }

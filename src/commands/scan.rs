@@ -30,8 +30,7 @@ pub struct Args {
     /// Report findings without writing guard memories.
     #[arg(long)]
     pub no_memory: bool,
-    /// Output format: text, JSON, SARIF 2.1.0 (code scanning) or GitHub workflow
-    /// commands (annotations).
+    /// Output format (sarif: code scanning; github: workflow-command annotations).
     #[arg(long, value_enum, default_value_t)]
     pub format: FindingsFormat,
     /// Print the rule catalogue as Markdown (the content of docs/rules.md) and exit.

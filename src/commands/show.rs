@@ -49,8 +49,9 @@ pub struct AttemptArgs {
     /// The attempt number.
     #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
     pub attempt: u32,
-    /// `markdown`: the reviewer's pull-request comment (waves, carried rows, drops, the
-    /// fence's result, the converge decision), first line `<!-- premerge:attempt-comment -->`.
+    /// Output format (markdown: the pull-request comment, marked to be updated in place).
+    //
+    // The comment's first line is `<!-- premerge:attempt-comment -->` (docs/ci.md).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Pipeline run directory.
@@ -112,7 +113,7 @@ pub(crate) fn render_waves(plan: &WavePlan, markdown: bool) -> String {
             // anyone can write: escaped for the format, one line per cell.
             let why = carried_text(e);
             let (why, owner, file) = if markdown {
-                (markdown::text(&why), markdown::code(&e.owner), markdown::code(&e.file))
+                (markdown::text(&why), markdown::text(&e.owner), markdown::code(&e.file))
             } else {
                 (text::cell(&why), text::cell(&e.owner), text::plain(&display_path(&e.file)))
             };

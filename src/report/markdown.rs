@@ -90,7 +90,7 @@ pub fn text(s: &str) -> String {
     out
 }
 
-/// A name (a path, an owner, a decision) as an inline code span, safe in a table cell:
+/// A name (a path, a decision, a drop reason) as an inline code span, safe in a table cell:
 /// a fence of backticks longer than any run inside, `|` as `\|` (GFM splits cells
 /// before it reads code), control and bidi characters as `\u{..}` escapes, one line.
 /// Inside a code span nothing is a link, a tag or emphasis.
@@ -219,7 +219,7 @@ pub fn attempt_comment(v: &AttemptView) -> String {
                 lines.push(format!(
                     "| {} | {} | {} | {} | {} |",
                     r.wave,
-                    code(&r.owner),
+                    text(&r.owner),
                     code(&r.file),
                     r.findings,
                     r.carried
