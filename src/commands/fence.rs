@@ -128,12 +128,14 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
             if a.format != crate::cli::FindingsFormat::Text {
                 print_strays(ctx, &a, &changed, &changed, &scope_of(&a), true)?;
             }
+            record_check(ctx, &run_dir, &a, changed.len(), &changed, true);
             return Ok(Exit::Policy);
         }
     };
     let stray = strays(&changed, &set);
     let scope = scope_of(&a);
     print_strays(ctx, &a, &changed, &stray, &scope, false)?;
+    record_check(ctx, &run_dir, &a, changed.len(), &stray, false);
     if stray.is_empty() {
         return Ok(Exit::Ok);
     }
@@ -158,6 +160,36 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         record_violation_stripe(ctx, &run_dir, a.attempt, &rows);
     }
     Ok(Exit::Policy)
+}
+
+/// Append the check's result to the run directory's `events.jsonl` (a `fence_check`
+/// event), for the reviewer's comment. The fence has decided either way: a log that
+/// cannot be written is a warning, never another outcome.
+fn record_check(
+    ctx: &mut Ctx,
+    run_dir: &camino::Utf8Path,
+    a: &CheckArgs,
+    changed: usize,
+    stray: &[Vec<u8>],
+    no_plan: bool,
+) {
+    let event = crate::events::Event::FenceCheck {
+        attempt: a.attempt,
+        owner: a.owner.clone(),
+        changed,
+        strays: stray.iter().map(|p| json_path(p).0).collect(),
+        refused: no_plan || !stray.is_empty(),
+        plan: if no_plan { "untrustworthy" } else { "ok" }.to_string(),
+    };
+    let dir = run_dir.as_std_path();
+    // A run directory that does not exist is not made for this (a mistyped --run-dir).
+    if !dir.is_dir() {
+        return;
+    }
+    let written = store::RunLock::acquire(dir).and_then(|_lock| store::append_event(dir, &event));
+    if let Err(e) = written {
+        ctx.warn(format!("fence: the result was not recorded in {run_dir}/events.jsonl: {e:#}"));
+    }
 }
 
 /// `attempt 2`, or `owner w01-01 of attempt 2` with `--owner`.

@@ -214,7 +214,8 @@ fn render_attempt(run_dir: &camino::Utf8Path, attempt: u32) -> Result<String> {
 
 /// One attempt as the reviewer's comment shows it, from what the run directory holds:
 /// `classified-NN.json` (required), `fix-waves-NN.json` (its absence is shown), and the
-/// last `fence_pre_push` and `converge` events of the attempt in `events.jsonl`.
+/// last `fence_check` or `fence_pre_push` event and the last `converge` event of the
+/// attempt in `events.jsonl`.
 fn attempt_view(run_dir: &camino::Utf8Path, attempt: u32) -> Result<AttemptView> {
     let c = crate::store::run_dir::read_classified(run_dir, attempt)?;
     let k = &c.counts;
@@ -264,10 +265,15 @@ fn attempt_view(run_dir: &camino::Utf8Path, attempt: u32) -> Result<AttemptView>
     let of_attempt = |kind: &str| {
         events.iter().rev().find(|e| e["kind"] == kind && e["attempt"].as_u64() == Some(u64::from(attempt)))
     };
-    if let Some(e) = of_attempt("fence_pre_push") {
+    let fence = events.iter().rev().find(|e| {
+        (e["kind"] == "fence_check" || e["kind"] == "fence_pre_push")
+            && e["attempt"].as_u64() == Some(u64::from(attempt))
+    });
+    if let Some(e) = fence {
+        let hook = e["kind"] == "fence_pre_push";
         v.fence = Some(FenceResult {
-            source: "pre-push".into(),
-            mode: e["mode"].as_str().unwrap_or("?").to_string(),
+            source: if hook { "pre-push" } else { "fence check" }.into(),
+            mode: if hook { Some(e["mode"].as_str().unwrap_or("?").to_string()) } else { None },
             refused: e["refused"].as_bool().unwrap_or(false),
             strays: e["strays"]
                 .as_array()

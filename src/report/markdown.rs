@@ -138,10 +138,10 @@ pub struct CarriedRow {
 /// What the fence recorded for the attempt, when it recorded anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceResult {
-    /// Which check: `pre-push` (the hook) or another recorded source.
+    /// Which check: `fence check` or `pre-push` (the hook).
     pub source: String,
-    /// `shadow` or `enforce`.
-    pub mode: String,
+    /// The hook's `shadow` or `enforce`; `None` for `fence check`, which always decides.
+    pub mode: Option<String>,
     pub refused: bool,
     pub strays: Vec<String>,
 }
@@ -197,11 +197,19 @@ pub fn attempt_comment(v: &AttemptView) -> String {
         "- **Fence**: {}",
         match &v.fence {
             None => "not run (no fence result is recorded for this attempt)".to_string(),
-            Some(f) if f.refused =>
-                format!("refused {} stray path(s) ({}, {})", f.strays.len(), code(&f.source), code(&f.mode)),
-            Some(f) if f.strays.is_empty() => format!("ok ({}, {})", code(&f.source), code(&f.mode)),
-            Some(f) =>
-                format!("{} stray path(s), not refused ({}, {})", f.strays.len(), code(&f.source), code(&f.mode)),
+            Some(f) => {
+                let how = match &f.mode {
+                    Some(m) => format!("{}, {}", code(&f.source), code(m)),
+                    None => code(&f.source),
+                };
+                if f.refused {
+                    format!("refused, {} stray path(s) ({how})", f.strays.len())
+                } else if f.strays.is_empty() {
+                    format!("ok ({how})")
+                } else {
+                    format!("{} stray path(s), not refused ({how})", f.strays.len())
+                }
+            }
         }
     ));
     lines.push(format!(

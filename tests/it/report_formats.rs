@@ -161,8 +161,12 @@ fn fence_check_reports_strays_as_sarif_and_annotations() {
     r.write("b.rs", "fn b() { /* stray */ }\n");
     r.write("odd, na:me 100%.rs", "x\n");
     r.write("line\nbreak.rs", "x\n");
+    let comment = |r: &TestRepo| r.premerge(&["show", "attempt", "1", "--run-dir", rd, "--format", "markdown"]).stdout;
+    assert!(comment(&r).contains("- **Fence**: not run (no fence result is recorded for this attempt)"));
     let text = r.premerge(&["fence", "check", "--attempt", "1", "--worktree", "--run-dir", rd]);
     text.expect_code(1);
+    // Recorded for the reviewer's comment.
+    assert!(comment(&r).contains("- **Fence**: refused, 3 stray path(s) (`fence check`)"), "{}", comment(&r));
 
     let sarif = r.premerge(&["fence", "check", "--attempt", "1", "--worktree", "--run-dir", rd, "--format", "sarif"]);
     sarif.expect_code(1);
@@ -199,6 +203,7 @@ fn fence_check_reports_strays_as_sarif_and_annotations() {
     fs::remove_file(r.root.join("line\nbreak.rs")).unwrap();
     let ok = r.premerge(&["fence", "check", "--attempt", "1", "--worktree", "--run-dir", rd, "--format", "sarif"]);
     assert!(results(&valid_sarif(&ok.expect_code(0).stdout)).is_empty());
+    assert!(comment(&r).contains("- **Fence**: ok (`fence check`)"), "{}", comment(&r));
 }
 
 /// Three lens findings with one title in three files (a seam) and hostile text in a
@@ -303,6 +308,10 @@ fn hostile_attempt(r: &TestRepo) -> std::path::PathBuf {
     ])
     .expect_code(0);
     r.premerge(&["converge", "--attempt", "2", "--run-dir", rd]).expect_code(0);
+    // The fixer of b.rs also touched c.rs, which attempt 2 does not allow.
+    r.write("b.rs", "fn b() { /* fixed */ }\n");
+    r.write("c.rs", "fn c() {}\n");
+    r.premerge(&["fence", "check", "--attempt", "2", "--worktree", "--run-dir", rd]).expect_code(1);
     run_dir
 }
 
@@ -346,7 +355,8 @@ fn markdown_views_escape_agent_text_and_the_comment_is_pinned() {
     assert_eq!(c.lines().next(), Some("<!-- premerge:attempt-comment -->"));
     assert_eq!(c.matches("<!--").count(), 1, "agent text forged the marker:\n{c}");
     assert!(c.contains("- **Converge**: `CONTINUE`") || c.contains("- **Converge**: `STOP_"), "{c}");
-    assert!(c.contains("- **Fence**: not run"), "{c}");
+    assert!(c.contains("- **Fence**: refused, 1 stray path(s) (`fence check`)"), "{c}");
+    assert!(c.contains("#### Stray paths\n\n- `c.rs`\n"), "{c}");
     assert!(c.len() <= 65_536);
     assert_text_snapshot("report_formats_hostile_attempt_comment", &[r.dir.path()], c);
     assert_text_snapshot("report_formats_hostile_waves_markdown", &[r.dir.path()], &waves.stdout);
