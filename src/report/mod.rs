@@ -3,7 +3,8 @@
 //! for a pull-request comment ([`markdown`]), and the escaping every reviewer-facing
 //! text format shares ([`text`]).
 //!
-//! The commands that report findings or strays (`scan`, `fence check`, `review route`)
+//! The commands that report findings or strays (`scan`, `fence check`, `review route`,
+//! `seams`)
 //! turn what they found into one [`Report`] (the builders here) and hand it to
 //! [`write`]; nothing else in them knows a format. Pure: owned values in, bytes out; no
 //! file system, git, process or clock.
@@ -256,6 +257,35 @@ pub fn from_route(findings: &[ReviewFinding], route: &Route) -> Report {
             identity,
         });
     }
+    Report::new(items)
+}
+
+/// The copy detector's clusters: one result per cluster, a location at each copy.
+pub fn from_copies(clusters: &[crate::review::clones::CloneCluster]) -> Report {
+    let items = clusters
+        .iter()
+        .map(|c| {
+            let tokens = c.blocks.first().map_or(0, |b| b.tokens);
+            let mut identity = vec![tokens.to_string()];
+            identity.extend(c.files.iter().cloned());
+            Item {
+                rule: &rules::COPIED_BLOCK,
+                level: Level::Note,
+                locations: c
+                    .blocks
+                    .iter()
+                    .map(|b| Location { path: b.file.clone().into_bytes(), line: Some(u64::from(b.start_line)) })
+                    .collect(),
+                message: format!(
+                    "a block of {tokens} tokens copied into {} files ({}): one shared piece would keep them together",
+                    c.files.len(),
+                    c.files.join(", ")
+                ),
+                title: rules::COPIED_BLOCK.id.to_string(),
+                identity,
+            }
+        })
+        .collect();
     Report::new(items)
 }
 

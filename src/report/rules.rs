@@ -1,5 +1,6 @@
 //! The rules a report's results name: every widening-scan rule of the catalogue, and
-//! the pipeline's own (`fence-stray-path`, `review-finding`, `review-seam`), with the
+//! the pipeline's own (`fence-stray-path`, `review-finding`, `review-seam`,
+//! `copied-block`), with the
 //! texts SARIF carries (name, short and full description) and the anchor of each in
 //! `docs/rules.md`, whose pipeline section [`rules_doc`] generates beside the catalogue.
 
@@ -77,6 +78,19 @@ pub static REVIEW_SEAM: Rule = Rule {
     level: Level::Warning,
 };
 
+/// A block a change copies into several files (`premerge seams`).
+pub static COPIED_BLOCK: Rule = Rule {
+    id: "copied-block",
+    name: Cow::Borrowed("CopiedBlock"),
+    short: "A change copies the same block of code into three or more files.",
+    full: Cow::Borrowed(
+        "The copy detector (premerge seams, and the pre-push hook's signal) found blocks that are copies of one \
+         another, names and literals aside, in several files the change touches: a shared piece would keep \
+         them from drifting apart. A signal, never a refusal. The result has a location at each copy.",
+    ),
+    level: Level::Note,
+};
+
 /// A widening finding whose rule id the catalogue does not know (a stored finding of
 /// an older catalogue): reported rather than lost.
 static WIDENING_UNKNOWN: Rule = Rule {
@@ -88,7 +102,7 @@ static WIDENING_UNKNOWN: Rule = Rule {
 };
 
 /// The pipeline's own rules, in the order `docs/rules.md` lists them.
-pub static PIPELINE: [&Rule; 3] = [&FENCE_STRAY_PATH, &REVIEW_FINDING, &REVIEW_SEAM];
+pub static PIPELINE: [&Rule; 4] = [&FENCE_STRAY_PATH, &REVIEW_FINDING, &REVIEW_SEAM, &COPIED_BLOCK];
 
 /// Every widening rule of the catalogue as a report rule, in catalogue order.
 static SCAN: LazyLock<Vec<Rule>> = LazyLock::new(|| {
@@ -124,7 +138,7 @@ pub fn rules_doc() -> String {
     let mut s = crate::widen::catalogue::rules_doc();
     s.push_str(
         "\n## Pipeline results\n\n\
-         Reported by `premerge fence check` and `premerge review route` with `--format sarif` or\n\
+         Reported by `premerge fence check`, `premerge review route` and `premerge seams` with `--format sarif` or\n\
          `--format github` (generated from `src/report/rules.rs`), beside the widening rules above.\n",
     );
     for r in PIPELINE {

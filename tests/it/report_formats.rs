@@ -367,3 +367,50 @@ fn markdown_views_escape_agent_text_and_the_comment_is_pinned() {
     assert_eq!(v["carried"][0]["file"], "b.rs");
     assert!(v["carried"][0]["reason"].as_str().unwrap().contains("<img src=https://evil.example/p.png>"));
 }
+
+/// `premerge seams`: a helper pasted into three files is one `copied-block` result with
+/// a location at each copy, in valid SARIF and as one annotation.
+#[test]
+fn seams_reports_a_copied_block_as_sarif_and_an_annotation() {
+    let helper = |name: &str, var: &str| {
+        format!(
+            "pub fn {name}(raw: Option<u64>) -> Result<u64, String> {{\n    let {var} = raw.unwrap_or(20);\n    \
+             if {var} == 0 || {var} > 500 {{\n        return Err(format!(\"out of range: {{}}\", {var}));\n    }}\n    \
+             let page = {var}.min(100);\n    Ok(page)\n}}\n"
+        )
+    };
+    let r = TestRepo::new();
+    for f in ["a", "b", "c"] {
+        r.write(&format!("src/{f}.rs"), format!("pub fn {f}() -> u32 {{\n    1\n}}\n"));
+    }
+    r.commit_all("base");
+    for (f, var) in [("a", "v"), ("b", "n"), ("c", "size")] {
+        r.write(
+            &format!("src/{f}.rs"),
+            format!("pub fn {f}() -> u32 {{\n    1\n}}\n\n{}", helper(&format!("clamp_{f}"), var)),
+        );
+    }
+    r.commit_all("paste the helper three times");
+    let sarif = r.premerge(&["seams", "--base", "HEAD~1", "--format", "sarif"]);
+    let log = valid_sarif(&sarif.expect_code(0).stdout);
+    let res = results(&log);
+    assert_eq!(res.len(), 1, "{}", sarif.stdout);
+    assert_eq!(res[0]["ruleId"], "copied-block");
+    let at: Vec<(&str, u64)> = res[0]["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let p = &l["physicalLocation"];
+            (p["artifactLocation"]["uri"].as_str().unwrap(), p["region"]["startLine"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(at, [("src/a.rs", 5), ("src/b.rs", 5), ("src/c.rs", 5)]);
+    let gh = r.premerge(&["seams", "--base", "HEAD~1", "--format", "github"]);
+    assert!(
+        gh.expect_code(0).stdout.starts_with("::notice file=src/a.rs,line=5,title=copied-block::"),
+        "{}",
+        gh.stdout
+    );
+    assert_eq!(gh.stdout.lines().count(), 1);
+}
