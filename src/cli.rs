@@ -199,3 +199,37 @@ pub(crate) fn resolve_range(repo: &Repo, range: &str) -> Result<(String, String)
     }
     Ok((base, head))
 }
+
+/// Output format of the commands that report findings or strays (`scan`, `fence
+/// check`): their own text and JSON, or SARIF 2.1.0 and GitHub workflow commands
+/// (`crate::report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FindingsFormat {
+    #[default]
+    Text,
+    Json,
+    // No doc comments on the values: clap would list them one per line in `--help`.
+    Sarif,
+    Github,
+}
+
+impl FindingsFormat {
+    /// The report format, for the two that [`crate::report::write`] renders.
+    pub fn report(self) -> Option<crate::report::Target> {
+        match self {
+            FindingsFormat::Sarif => Some(crate::report::Target::Sarif),
+            FindingsFormat::Github => Some(crate::report::Target::Github),
+            FindingsFormat::Text | FindingsFormat::Json => None,
+        }
+    }
+}
+
+/// Output format of `review route`: its JSON decision (the default), or the round's
+/// findings and seams as SARIF 2.1.0 or GitHub workflow commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum RouteFormat {
+    #[default]
+    Json,
+    Sarif,
+    Github,
+}

@@ -171,6 +171,23 @@ pub enum Event {
     /// A stop-gate evaluation the database could not store: the row as `gate log` shows it.
     #[serde(rename = "gate-evaluation")]
     GateEvaluation(Box<crate::store::gate_db::EventRow>),
+    /// `fence check` compared a change with an attempt's allowed set (what the
+    /// reviewer's comment, `show attempt --format markdown`, shows as the fence's result).
+    #[serde(rename = "fence_check")]
+    FenceCheck {
+        attempt: u32,
+        /// The owner checked with `--owner`; absent for the whole allowed set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+        /// Changed paths compared.
+        changed: usize,
+        /// Stray paths; a name that is not UTF-8 is escaped (`"w\377.rs"`).
+        strays: Vec<String>,
+        /// Whether the check refused (strays, or no trustworthy plan).
+        refused: bool,
+        /// `ok`, or `untrustworthy` when there was no plan the fence could read.
+        plan: String,
+    },
 }
 
 /// The fields of a guard-memory event.
@@ -210,6 +227,7 @@ impl Event {
             Event::BackgroundJobStarted { .. } => "background-job-started",
             Event::BackgroundJobFinished { .. } => "background-job-finished",
             Event::GateEvaluation(_) => "gate-evaluation",
+            Event::FenceCheck { .. } => "fence_check",
         }
     }
 

@@ -71,6 +71,13 @@ pub struct CheckArgs {
     /// Pipeline run directory.
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+    /// Output format of the strays (sarif: code scanning; github: annotations); exit code alike.
+    //
+    // `stray:` lines, one JSON line, a SARIF 2.1.0 log or GitHub workflow commands, one
+    // result per stray path (rule `fence-stray-path`); stderr and the exit code are the
+    // same in every format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: crate::cli::FindingsFormat,
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
@@ -117,20 +124,20 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
                 "premerge: fence: no trustworthy plan means nothing is allowed: rerun `premerge plan --attempt {}` to rewrite it",
                 a.attempt
             )?;
+            // Every changed path is refused; the machine formats name each one.
+            if a.format != crate::cli::FindingsFormat::Text {
+                print_strays(ctx, &a, &changed, &changed, &scope_of(&a), true)?;
+            }
+            record_check(ctx, &run_dir, &a, changed.len(), &changed, true);
             return Ok(Exit::Policy);
         }
     };
     let stray = strays(&changed, &set);
-    let scope = match &a.owner {
-        Some(o) => format!("owner {o} of attempt {}", a.attempt),
-        None => format!("attempt {}", a.attempt),
-    };
+    let scope = scope_of(&a);
+    print_strays(ctx, &a, &changed, &stray, &scope, false)?;
+    record_check(ctx, &run_dir, &a, changed.len(), &stray, false);
     if stray.is_empty() {
-        writeln!(ctx.stdout, "fence: ok: {} changed path(s) inside the allowed set of {scope}", changed.len())?;
         return Ok(Exit::Ok);
-    }
-    for p in &stray {
-        writeln!(ctx.stdout, "stray: {}", display_path_bytes(p))?;
     }
     writeln!(
         ctx.stderr,
@@ -153,6 +160,83 @@ fn run_check(a: CheckArgs, ctx: &mut Ctx) -> CmdResult {
         record_violation_stripe(ctx, &run_dir, a.attempt, &rows);
     }
     Ok(Exit::Policy)
+}
+
+/// Append the check's result to the run directory's `events.jsonl` (a `fence_check`
+/// event), for the reviewer's comment. The fence has decided either way: a log that
+/// cannot be written is a warning, never another outcome.
+fn record_check(
+    ctx: &mut Ctx,
+    run_dir: &camino::Utf8Path,
+    a: &CheckArgs,
+    changed: usize,
+    stray: &[Vec<u8>],
+    no_plan: bool,
+) {
+    let event = crate::events::Event::FenceCheck {
+        attempt: a.attempt,
+        owner: a.owner.clone(),
+        changed,
+        strays: stray.iter().map(|p| json_path(p).0).collect(),
+        refused: no_plan || !stray.is_empty(),
+        plan: if no_plan { "untrustworthy" } else { "ok" }.to_string(),
+    };
+    let dir = run_dir.as_std_path();
+    // A run directory that does not exist is not made for this (a mistyped --run-dir).
+    if !dir.is_dir() {
+        return;
+    }
+    let written = store::RunLock::acquire(dir).and_then(|_lock| store::append_event(dir, &event));
+    if let Err(e) = written {
+        ctx.warn(format!("fence: the result was not recorded in {run_dir}/events.jsonl: {e:#}"));
+    }
+}
+
+/// `attempt 2`, or `owner w01-01 of attempt 2` with `--owner`.
+fn scope_of(a: &CheckArgs) -> String {
+    match &a.owner {
+        Some(o) => format!("owner {o} of attempt {}", a.attempt),
+        None => format!("attempt {}", a.attempt),
+    }
+}
+
+/// The check's result on stdout in the format asked for. `no_plan`: there was no
+/// trustworthy plan, and `stray` is every changed path.
+fn print_strays(
+    ctx: &mut Ctx,
+    a: &CheckArgs,
+    changed: &[Vec<u8>],
+    stray: &[Vec<u8>],
+    scope: &str,
+    no_plan: bool,
+) -> Result<()> {
+    use crate::cli::FindingsFormat;
+    if let Some(target) = a.format.report() {
+        return crate::report::write(ctx.stdout, target, &crate::report::from_strays(stray, scope, no_plan));
+    }
+    match a.format {
+        FindingsFormat::Json => {
+            let out = serde_json::json!({
+                "schema_version": 1,
+                "attempt": a.attempt,
+                "owner": a.owner,
+                "changed": changed.len(),
+                "strays": stray.iter().map(|p| json_path(p).0).collect::<Vec<_>>(),
+                "refused": no_plan || !stray.is_empty(),
+                "plan": if no_plan { "untrustworthy" } else { "ok" },
+            });
+            ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
+        }
+        _ if stray.is_empty() => {
+            writeln!(ctx.stdout, "fence: ok: {} changed path(s) inside the allowed set of {scope}", changed.len())?;
+        }
+        _ => {
+            for p in stray {
+                writeln!(ctx.stdout, "stray: {}", display_path_bytes(p))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A fence violation is a stripe (`premerge`, `fence_violation`, keyed by the stray

@@ -45,6 +45,12 @@ pub struct RouteArgs {
     /// Pipeline run directory (default: PREMERGE_RUN_DIR, else <git common dir>/premerge/run).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
+    /// Output format: the routing decision (json), or the round's findings and seams.
+    //
+    // sarif: a SARIF 2.1.0 log; github: GitHub workflow commands. The artefacts, the
+    // events and the exit code are the same in every format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: crate::cli::RouteFormat,
 }
 
 #[derive(Debug, clap::Args)]
@@ -163,7 +169,15 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
             out["stripe"] = o.to_json();
         }
     }
-    ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
+    let target = match args.format {
+        crate::cli::RouteFormat::Json => None,
+        crate::cli::RouteFormat::Sarif => Some(crate::report::Target::Sarif),
+        crate::cli::RouteFormat::Github => Some(crate::report::Target::Github),
+    };
+    match target {
+        Some(t) => crate::report::write(ctx.stdout, t, &crate::report::from_route(&f.findings, &r))?,
+        None => ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?,
+    }
     Ok(exit)
 }
 
@@ -283,7 +297,13 @@ pub(crate) fn demo_stage(d: &mut super::DemoRun) -> Result<()> {
     store::atomic_write(&findings_path, crate::canonical::to_pretty(&findings)?.as_bytes())?;
     d.say("three lens findings, one per handler: \"Page-limit validation re-implemented in src/handlers/<name>.rs\"")?;
     d.say("$ premerge review route --round 1 --findings lens-findings-01.json")?;
-    let args = RouteArgs { round: 1, findings: findings_path, issue: Some(42), run_dir: Some(d.run_dir.clone()) };
+    let args = RouteArgs {
+        round: 1,
+        findings: findings_path,
+        issue: Some(42),
+        run_dir: Some(d.run_dir.clone()),
+        format: crate::cli::RouteFormat::Json,
+    };
     d.with_ctx(b"", |c| run(Cmd::Route(args), c).map(|_| ()))?;
     let artefact = |name: &str| crate::input::read_text(&d.run_dir.join(name), crate::input::Kind::Artefact);
     let handoff: Value = serde_json::from_str(&artefact("handoff-01.json")?)?;

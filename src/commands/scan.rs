@@ -11,13 +11,12 @@ use clap::Args as ClapArgs;
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::cli::{Format, RangeArgs};
+use crate::cli::{FindingsFormat, Format, RangeArgs};
 use crate::diff::Diff;
 use crate::error::{CmdResult, Exit};
 use crate::input::push_escaped;
 use crate::memory::listing::Query;
 use crate::scan::{Outcome, ScanOptions, record_repeats, report_notes, scan_diff};
-use crate::widen::catalogue;
 use crate::widen::engine::Finding;
 
 #[derive(Debug, ClapArgs)]
@@ -31,9 +30,9 @@ pub struct Args {
     /// Report findings without writing guard memories.
     #[arg(long)]
     pub no_memory: bool,
-    /// Output format.
+    /// Output format (sarif: code scanning; github: workflow-command annotations).
     #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
+    pub format: FindingsFormat,
     /// Print the rule catalogue as Markdown (the content of docs/rules.md) and exit.
     #[arg(long, conflicts_with_all = ["issue", "no_memory"])]
     pub rules_doc: bool,
@@ -41,7 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     if args.rules_doc {
-        ctx.stdout.write_all(catalogue::rules_doc().as_bytes())?;
+        ctx.stdout.write_all(crate::report::rules::rules_doc().as_bytes())?;
         return Ok(Exit::Ok);
     }
     let repo = ctx.repo()?;
@@ -66,8 +65,14 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
+    if let Some(target) = args.format.report() {
+        let mut w = std::io::BufWriter::new(&mut *ctx.stdout);
+        crate::report::write(&mut w, target, &crate::report::from_scan(&out.findings))?;
+        w.flush()?;
+        return Ok(Exit::Ok);
+    }
     match args.format {
-        Format::Json => {
+        FindingsFormat::Json => {
             let doc = json!({
                 "schema_version": 1,
                 "base": diff.base,
@@ -80,7 +85,7 @@ fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
             write_json_with_findings(&mut w, &doc, &out.findings)?;
             w.flush()?;
         }
-        Format::Text => write_text(ctx.stdout, out)?,
+        _ => write_text(ctx.stdout, out)?,
     }
     Ok(Exit::Ok)
 }

@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use serde_json::json;
 
 use super::Ctx;
-use crate::cli::{Format, RangeArgs};
+use crate::cli::{FindingsFormat as Format, RangeArgs};
 use crate::error::{CmdResult, Exit};
 use crate::review::copies::{detect, text_report, thresholds};
 
@@ -16,7 +16,7 @@ use crate::review::copies::{detect, text_report, thresholds};
 pub struct Args {
     #[command(flatten)]
     pub range: RangeArgs,
-    /// Output format.
+    /// Output format (sarif: code scanning; github: workflow-command annotations).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// A cluster must span at least this many distinct files (default: clones.min_files).
@@ -33,16 +33,24 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let t = thresholds(&config, args.min_files, args.min_tokens)?;
     let diff = args.range.diff(&repo)?;
     if !config.clones.enabled {
+        if let Some(target) = args.format.report() {
+            crate::report::write(ctx.stdout, target, &crate::report::from_copies(&[]))?;
+            return Ok(Exit::Ok);
+        }
         match args.format {
             Format::Json => {
                 let out = json!({"schema_version": 1, "enabled": false, "clusters": []});
                 ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
             }
-            Format::Text => writeln!(ctx.stdout, "premerge seams: the copy detector is off (clones.enabled)")?,
+            _ => writeln!(ctx.stdout, "premerge seams: the copy detector is off (clones.enabled)")?,
         }
         return Ok(Exit::Ok);
     }
     let r = detect(&repo, &diff, t)?;
+    if let Some(target) = args.format.report() {
+        crate::report::write(ctx.stdout, target, &crate::report::from_copies(&r.clusters))?;
+        return Ok(Exit::Ok);
+    }
     match args.format {
         Format::Json => {
             let out = json!({
@@ -58,7 +66,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             });
             ctx.stdout.write_all(crate::canonical::to_line(&out)?.as_bytes())?;
         }
-        Format::Text => write!(ctx.stdout, "premerge seams: {}", text_report(&r))?,
+        _ => write!(ctx.stdout, "premerge seams: {}", text_report(&r))?,
     }
     // A signal: finding copies is information for the reviewer, not a failure.
     Ok(Exit::Ok)

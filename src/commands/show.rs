@@ -1,6 +1,10 @@
 //! `premerge show waves|attempt`: the wave plan and an attempt's triage rendered for
 //! the people who review what a fix pipeline did (text, or a Markdown table fit for a
 //! pull-request comment, or the plan's JSON).
+//!
+//! Fixers and reviewers wrote the reasons, summaries and paths shown here: text output
+//! escapes their control and bidi characters (`crate::report::text`), Markdown escapes
+//! them for Markdown and HTML (`crate::report::markdown`).
 
 use std::path::PathBuf;
 
@@ -8,6 +12,8 @@ use anyhow::Result;
 
 use super::Ctx;
 use crate::error::{CmdResult, Exit};
+use crate::report::markdown::{self, AttemptView, CarriedRow, FenceResult, WaveRow};
+use crate::report::text;
 use crate::waves::WavePlan;
 use crate::waves::fence::{allowed, display_path};
 
@@ -43,6 +49,11 @@ pub struct AttemptArgs {
     /// The attempt number.
     #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
     pub attempt: u32,
+    /// Output format (markdown: the pull-request comment, marked to be updated in place).
+    //
+    // The comment's first line is `<!-- premerge:attempt-comment -->` (docs/ci.md).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
     /// Pipeline run directory.
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
@@ -61,8 +72,12 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
         }
         Cmd::Attempt(a) => {
             let run_dir = ctx.run_dir_of(a.run_dir.as_deref())?;
-            let text = render_attempt(&run_dir, a.attempt)?;
-            ctx.stdout.write_all(text.as_bytes())?;
+            let out = match a.format {
+                Format::Text => render_attempt(&run_dir, a.attempt)?,
+                Format::Markdown => markdown::attempt_comment(&attempt_view(&run_dir, a.attempt)?),
+                Format::Json => crate::canonical::to_line(&attempt_json(&attempt_view(&run_dir, a.attempt)?))?,
+            };
+            ctx.stdout.write_all(out.as_bytes())?;
         }
     }
     Ok(Exit::Ok)
@@ -85,8 +100,7 @@ fn carried_text(e: &crate::waves::WaveEntry) -> String {
     if parts.is_empty() {
         return "-".into();
     }
-    // One line per table cell: the reasons are the fixers' words.
-    parts.join("; ").split_whitespace().collect::<Vec<_>>().join(" ")
+    parts.join("; ")
 }
 
 /// One row per file: wave, owner, file, findings, carried, and who it was carried from.
@@ -95,16 +109,17 @@ pub(crate) fn render_waves(plan: &WavePlan, markdown: bool) -> String {
         .entries()
         .map(|(w, e)| {
             let carried = e.findings.iter().filter(|f| f.carried).count();
+            // The reasons are the fixers' words and the names come from the plan, which
+            // anyone can write: escaped for the format, one line per cell.
             let why = carried_text(e);
-            let why = if markdown { why.replace('|', "\\|").replace('`', "'") } else { why };
-            let file = if markdown {
-                format!("`{}`", display_path(&e.file).replace('|', "\\|").replace('`', "'"))
+            let (why, owner, file) = if markdown {
+                (markdown::text(&why), markdown::text(&e.owner), markdown::code(&e.file))
             } else {
-                display_path(&e.file)
+                (text::cell(&why), text::cell(&e.owner), text::plain(&display_path(&e.file)))
             };
             [
                 w.to_string(),
-                e.owner.clone(),
+                owner,
                 file,
                 e.findings.len().to_string(),
                 if carried > 0 { format!("yes ({carried})") } else { "no".to_string() },
@@ -189,10 +204,110 @@ fn render_attempt(run_dir: &camino::Utf8Path, attempt: u32) -> Result<String> {
             let set = allowed(&plan, None).unwrap_or_default();
             out.push_str(&format!("waves: {}\nallowed set ({} file(s)):\n", plan.waves.len(), set.len()));
             for p in set {
-                out.push_str(&format!("  {}\n", display_path(&p)));
+                out.push_str(&format!("  {}\n", text::plain(&display_path(&p))));
             }
         }
         Err(e) => out.push_str(&format!("allowed set: none (the fence refuses everything): {e:#}\n")),
     }
     Ok(out)
+}
+
+/// One attempt as the reviewer's comment shows it, from what the run directory holds:
+/// `classified-NN.json` (required), `fix-waves-NN.json` (its absence is shown), and the
+/// last `fence_check` or `fence_pre_push` event and the last `converge` event of the
+/// attempt in `events.jsonl`.
+fn attempt_view(run_dir: &camino::Utf8Path, attempt: u32) -> Result<AttemptView> {
+    let c = crate::store::run_dir::read_classified(run_dir, attempt)?;
+    let k = &c.counts;
+    let mut v = AttemptView {
+        attempt,
+        totals: [k.total, k.blocker, k.suggestion, k.carried],
+        blocked_on_dropped: k.blocked_on_dropped.clone(),
+        findings_dropped: k.findings_dropped.clone(),
+        ..AttemptView::default()
+    };
+    match crate::store::run_dir::read_plan(run_dir, attempt) {
+        Ok(plan) => {
+            v.wave_count = plan.waves.len();
+            let mut rows = Vec::new();
+            for (w, e) in plan.entries() {
+                let carried: Vec<_> = e.findings.iter().filter(|f| f.carried).collect();
+                rows.push(WaveRow {
+                    wave: w,
+                    owner: e.owner.clone(),
+                    file: e.file.clone(),
+                    findings: e.findings.len(),
+                    carried: carried.len(),
+                });
+                for f in carried {
+                    if f.carried_reasons.is_empty() {
+                        v.carried.push(CarriedRow {
+                            file: e.file.clone(),
+                            from: f.carried_from.clone().unwrap_or_else(|| "?".into()),
+                            reason: f.failure_scenario.clone().unwrap_or_default(),
+                        });
+                    }
+                    for r in &f.carried_reasons {
+                        v.carried.push(CarriedRow {
+                            file: e.file.clone(),
+                            from: r.from_file.clone(),
+                            reason: r.reason.clone(),
+                        });
+                    }
+                }
+            }
+            v.waves = Ok(rows);
+        }
+        Err(e) => v.waves = Err(format!("{e:#}")),
+    }
+    // The log is append-only: the last record of the attempt is its current state.
+    let events = crate::store::read_events(run_dir.as_std_path())?;
+    let of_attempt = |kind: &str| {
+        events.iter().rev().find(|e| e["kind"] == kind && e["attempt"].as_u64() == Some(u64::from(attempt)))
+    };
+    let fence = events.iter().rev().find(|e| {
+        (e["kind"] == "fence_check" || e["kind"] == "fence_pre_push")
+            && e["attempt"].as_u64() == Some(u64::from(attempt))
+    });
+    if let Some(e) = fence {
+        let hook = e["kind"] == "fence_pre_push";
+        v.fence = Some(FenceResult {
+            source: if hook { "pre-push" } else { "fence check" }.into(),
+            mode: if hook { Some(e["mode"].as_str().unwrap_or("?").to_string()) } else { None },
+            refused: e["refused"].as_bool().unwrap_or(false),
+            strays: e["strays"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+        });
+    }
+    v.converge = of_attempt("converge").and_then(|e| e["decision"].as_str().map(str::to_string));
+    Ok(v)
+}
+
+/// [`attempt_view`] as one JSON object (`show attempt --format json`).
+fn attempt_json(v: &AttemptView) -> serde_json::Value {
+    let waves = match &v.waves {
+        Ok(rows) => serde_json::json!(
+            rows.iter()
+                .map(|r| serde_json::json!({"wave": r.wave, "owner": r.owner, "file": r.file,
+                                        "findings": r.findings, "carried": r.carried}))
+                .collect::<Vec<_>>()
+        ),
+        Err(_) => serde_json::Value::Null,
+    };
+    serde_json::json!({
+        "schema_version": 1,
+        "attempt": v.attempt,
+        "findings": {"total": v.totals[0], "blocker": v.totals[1], "suggestion": v.totals[2], "carried": v.totals[3]},
+        "waves": waves,
+        "plan_error": v.waves.as_ref().err(),
+        "carried": v.carried.iter().map(|c| serde_json::json!({"file": c.file, "from_file": c.from, "reason": c.reason}))
+            .collect::<Vec<_>>(),
+        "blocked_on_dropped": v.blocked_on_dropped,
+        "findings_dropped": v.findings_dropped,
+        "fence": v.fence.as_ref().map(|f| serde_json::json!({"source": f.source, "mode": f.mode,
+                                                               "refused": f.refused, "strays": f.strays})),
+        "converge": v.converge,
+    })
 }

@@ -21,6 +21,7 @@ mod hostile_input;
 mod install;
 mod loop_model;
 mod managers;
+mod report_formats;
 mod review;
 mod scan;
 mod schemas;
