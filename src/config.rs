@@ -197,6 +197,12 @@ pub(crate) const KEYS: &[KeyDef] = &[
         Some("PREMERGE_SEAM_ESCALATION"),
         "Kill switch: false routes round 1 to lens-fix even with a seam."
     ),
+    key!(
+        "review.seam_min_severity",
+        Str,
+        None,
+        "Least severity a finding needs to count towards a seam: any (default) or blocker (suggestions never make a seam)."
+    ),
     key!("scan.enabled", Bool, Some("PREMERGE_WIDENING_SCAN"), "Kill switch of the widening scan."),
     key!("scan.ignore", List, None, "Globs of paths the widening scan skips."),
     key!("scan.include_tests", Bool, None, "Report removals inside test code (at low severity)."),
@@ -399,6 +405,11 @@ impl Default for Proposal {
     }
 }
 
+/// `review.seam_min_severity`: every finding counts towards a seam.
+pub const SEAM_ANY: &str = "any";
+/// `review.seam_min_severity`: only findings that are not suggestions count.
+pub const SEAM_BLOCKER: &str = "blocker";
+
 /// `[review]`: review rounds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -407,6 +418,9 @@ pub struct Review {
     pub dispatch_timeout_ms: u64,
     pub max_findings_bytes: u64,
     pub seam_escalation: bool,
+    /// The least severity a finding needs to count towards a seam: `any` (the source's
+    /// rule: three files, one lens and title, whatever the severity) or `blocker`.
+    pub seam_min_severity: String,
 }
 
 impl Default for Review {
@@ -416,6 +430,7 @@ impl Default for Review {
             dispatch_timeout_ms: 120_000,
             max_findings_bytes: 16 << 20,
             seam_escalation: true,
+            seam_min_severity: SEAM_ANY.to_string(),
         }
     }
 }
@@ -486,6 +501,7 @@ impl Config {
         }
         let cfg = layers.into_config()?;
         cfg.check_ranges()?;
+        cfg.check_choices()?;
         Ok(cfg)
     }
 
@@ -518,6 +534,19 @@ impl Config {
                     why: format!("{i} is outside the allowed range {lo}..={hi}"),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Every string key with a closed set of values holds one of them.
+    fn check_choices(&self) -> Result<(), ConfigError> {
+        let v = self.review.seam_min_severity.as_str();
+        if v != SEAM_ANY && v != SEAM_BLOCKER {
+            return Err(ConfigError::BadValue {
+                source_name: self.source("review.seam_min_severity").unwrap_or(&Source::Default).to_string(),
+                key: "review.seam_min_severity".to_string(),
+                why: format!("`{}` is not one of {SEAM_ANY}, {SEAM_BLOCKER}", shown(v)),
+            });
         }
         Ok(())
     }

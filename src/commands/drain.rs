@@ -119,14 +119,11 @@ fn report(pending: &[PendingHalt]) -> String {
 }
 
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
-    let repo = ctx.repo()?;
-    let cfg = super::load_config(&repo)?;
-    let root = match &args.root.root {
-        Some(r) => ctx.cwd.join(r),
-        None => store::proposals::default_root(&repo, &cfg)?,
-    };
+    // Wherever `proposal emit` works, drain works: the same root and events directory,
+    // with or without a repository (an explicit `--root` outside one).
+    let w = super::proposal::locate(ctx, &args.root)?;
+    let (root, run_dir) = (w.root, w.events_dir);
     store::proposals::check_root(&root)?;
-    let run_dir = ctx.run_dir(&repo, args.root.run_dir.as_deref())?.into_std_path_buf();
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);
     let out = run_dir.join(DRAIN_HALT_FILE);
     if pending.is_empty() {

@@ -117,12 +117,8 @@ pub(crate) fn open_repo(dir: Option<&Path>, ctx: &Ctx) -> Result<Repo> {
 }
 
 /// Read and parse a findings file (`-`: stdin), refusing one larger than
-/// `review.max_findings_bytes`. Errors name the file and the JSON path.
-pub(crate) fn read_findings(ctx: &mut Ctx, repo: &Repo, config: &Config, path: &Path) -> Result<Findings> {
-    read_findings_as(ctx, repo, config, path, false)
-}
-
-/// [`read_findings`], or with `lenient` a reader that drops malformed records (listed in
+/// `review.max_findings_bytes`; errors name the file and the JSON path. With `lenient`,
+/// malformed records and paths outside the repository are dropped (listed in
 /// `Findings::dropped`) instead of refusing the document.
 pub(crate) fn read_findings_as(
     ctx: &mut Ctx,

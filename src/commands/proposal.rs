@@ -94,14 +94,14 @@ pub struct RejectArgs {
 // ---------------------------------------------------------------------------
 // Commands
 
-struct Where {
-    root: PathBuf,
-    events_dir: PathBuf,
+pub(crate) struct Where {
+    pub(crate) root: PathBuf,
+    pub(crate) events_dir: PathBuf,
     generator: Option<GeneratorCfg>,
     mode: Mode,
 }
 
-fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
+pub(crate) fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
     // With an explicit root, a repository is not needed: outside one, the configuration
     // is the defaults and the environment, and events go to `--run-dir`, else
     // PREMERGE_RUN_DIR, else the proposal root itself.

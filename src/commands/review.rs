@@ -96,8 +96,22 @@ fn read_round(
     config: &Config,
     path: &Path,
 ) -> Result<(crate::findings::Findings, std::collections::BTreeMap<String, usize>)> {
-    let mut f = super::read_findings(ctx, repo, config, path)?;
+    // Lenient, so that a path outside the repository, however it is written (`../x`,
+    // `/etc/hosts`, `file:///etc/hosts`), drops its finding instead of the round; a
+    // malformed record still refuses the document.
+    let mut f = super::read_findings_as(ctx, repo, config, path, true)?;
+    if let Some(bad) = f.dropped.iter().find(|d| d.reason != crate::findings::OUTSIDE_REPO) {
+        let (at, why) = bad.detail.split_once(": ").unwrap_or(("$", bad.detail.as_str()));
+        return Err(input_error(path.display(), format!("{at}: {why}")));
+    }
     let mut dropped = std::collections::BTreeMap::new();
+    for d in std::mem::take(&mut f.dropped) {
+        ctx.warn(format!("{}: dropped: {}", path.display(), d.detail));
+        *dropped.entry(d.reason.to_string()).or_default() += 1;
+    }
+    if f.skipped_outside_repo > 0 {
+        *dropped.entry(crate::findings::OUTSIDE_REPO.to_string()).or_default() += f.skipped_outside_repo;
+    }
     let Some(root) = repo.workdir() else { return Ok((f, dropped)) };
     let root_canon = std::fs::canonicalize(&root).map_err(|e| input_error(root.display(), e))?;
     let (kept, drops) = crate::findings::canonical::canonicalise_findings(&root_canon, std::mem::take(&mut f.findings));
@@ -113,7 +127,9 @@ fn run_seams(args: SeamsArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
     let (f, _) = read_round(ctx, &repo, &config, &args.findings)?;
-    let clusters = seam::clusters(&f.findings);
+    // The same findings `review route` counts, so the two never disagree on a seam.
+    let blockers_only = config.review.seam_min_severity == crate::config::SEAM_BLOCKER;
+    let clusters = seam::clusters(&crate::review::route::seam_candidates(&f.findings, blockers_only));
     let out = json!({
         "schema_version": 1,
         "findings": f.findings.len(),
@@ -128,7 +144,8 @@ fn run_route(args: RouteArgs, ctx: &mut Ctx) -> CmdResult {
     let repo = ctx.repo()?;
     let config = super::load_config(&repo)?;
     let (f, dropped) = read_round(ctx, &repo, &config, &args.findings)?;
-    let r = route(args.round, &f.findings, config.review.seam_escalation, args.issue);
+    let blockers_only = config.review.seam_min_severity == crate::config::SEAM_BLOCKER;
+    let r = route(args.round, &f.findings, config.review.seam_escalation, blockers_only, args.issue);
     let run_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
     let mut out = serde_json::to_value(&r)?;
     if !dropped.is_empty() {

@@ -71,19 +71,32 @@ pub struct Route {
     pub seam_clusters: Vec<Cluster>,
 }
 
+/// The findings that count towards a seam: all of them, or with `blockers_only` those
+/// the fixer-wave classification does not call suggestions. `review seams` and `review
+/// route` both ask this, so they agree on what is a seam.
+pub(crate) fn seam_candidates(findings: &[Finding], blockers_only: bool) -> Vec<Finding> {
+    findings
+        .iter()
+        .filter(|f| !blockers_only || crate::waves::severity_of(f) != Some(crate::waves::Severity::Suggestion))
+        .cloned()
+        .collect()
+}
+
 /// Route one round. `seam_escalation` is the kill switch (`review.seam_escalation`):
 /// off, seams are neither detected nor reported, so the output is exactly what it was
-/// before seam escalation existed.
-pub fn route(round: u32, findings: &[Finding], seam_escalation: bool, issue: Option<u64>) -> Route {
-    // Severity counts: a nit repeated in three files is a style sweep, not a missing
-    // seam. Only findings that are not suggestions (by the fixer-wave classification:
-    // `low`, `nit`, `note`, `warning`, cleanup categories...) can make a seam.
-    let weighty: Vec<Finding> = findings
-        .iter()
-        .filter(|f| crate::waves::severity_of(f) != Some(crate::waves::Severity::Suggestion))
-        .cloned()
-        .collect();
-    let clusters = if seam_escalation && !weighty.is_empty() { seams(&weighty) } else { Vec::new() };
+/// before seam escalation existed. `blockers_only` (`review.seam_min_severity =
+/// "blocker"`) keeps suggestions out of seams; by default every finding counts, as the
+/// source's rule has it: a maintainability lens rates duplication low, and duplication
+/// across three files is exactly the missing seam.
+pub fn route(
+    round: u32,
+    findings: &[Finding],
+    seam_escalation: bool,
+    blockers_only: bool,
+    issue: Option<u64>,
+) -> Route {
+    let counted = seam_candidates(findings, blockers_only);
+    let clusters = if seam_escalation && !counted.is_empty() { seams(&counted) } else { Vec::new() };
     let mut r = Route {
         schema_version: 1,
         round,
@@ -147,27 +160,48 @@ mod tests {
 
     #[test]
     fn table() {
-        assert_eq!(route(1, &[], true, None).next_step, NextStep::Done);
-        let r = route(1, &seam3(), true, Some(7));
+        assert_eq!(route(1, &[], true, false, None).next_step, NextStep::Done);
+        let r = route(1, &seam3(), true, false, Some(7));
         assert_eq!((r.next_step, r.cap), (NextStep::StepBack, Some(REPEAT_FINDING_SEAM)));
         let ev: Vec<Value> = r.events.iter().map(|e| e.to_value().unwrap()).collect();
         assert_eq!(ev[0]["kind"], "step-back-triggered");
         assert_eq!(ev[1]["files"], 3);
         assert_eq!(ev[1]["issue"], 7);
-        let r2 = route(2, &seam3(), true, None);
+        let r2 = route(2, &seam3(), true, false, None);
         assert_eq!((r2.next_step, r2.cap, r2.events.len()), (NextStep::LensFix, None, 0));
         assert_eq!(r2.seams.len(), 1, "the seam is still reported as a signal");
-        let r3 = route(3, &seam3(), true, None);
+        let r3 = route(3, &seam3(), true, false, None);
         assert_eq!((r3.next_step, r3.cap), (NextStep::Handoff, Some(ROUND_CAP_NAME)));
     }
 
     #[test]
     fn kill_switch_is_exactly_the_plain_route() {
         let plain = vec![lens("ARCH", "a.rs", "x"), lens("ARCH", "b.rs", "y"), lens("ARCH", "c.rs", "z")];
-        let off = route(1, &seam3(), false, None);
-        let mut want = route(1, &plain, true, None);
+        let off = route(1, &seam3(), false, false, None);
+        let mut want = route(1, &plain, true, false, None);
         want.round = off.round;
         assert_eq!(off, want);
         assert_eq!(off.next_step, NextStep::LensFix);
+    }
+
+    /// The source's rule: three files, one lens and title, whatever the severity. A
+    /// maintainability lens rating duplication `low` still escalates, unless the team
+    /// asked for blockers only.
+    #[test]
+    fn low_severity_duplication_is_a_seam_unless_blockers_only() {
+        let low: Vec<Finding> = seam3()
+            .into_iter()
+            .map(|mut f| {
+                f.severity = Some("low".into());
+                f
+            })
+            .collect();
+        assert_eq!(route(1, &low, true, false, None).next_step, NextStep::StepBack);
+        let strict = route(1, &low, true, true, None);
+        assert_eq!((strict.next_step, strict.seams.len()), (NextStep::LensFix, 0));
+        let mut mixed = low.clone();
+        mixed[0].severity = Some("high".into());
+        assert_eq!(route(1, &mixed, true, true, None).seams.len(), 0, "one blocker and two suggestions span one file");
+        assert_eq!(route(1, &mixed, true, false, None).seams.len(), 1);
     }
 }

@@ -1,4 +1,5 @@
-//! The proposal store: `<root>/{open,applied,rejected}/<stripe with / as -->-<YYYYMMDDTHHMMSSZ>[-N].md`.
+//! The proposal store: `<root>/{open,applied,rejected}/<stripe with / as +>-<YYYYMMDDTHHMMSSZ>[-N].md`
+//! (names written before `+` have `--` and are still read, confirmed by their front matter).
 //!
 //! Writing a new proposal (never replacing a file), finding a stripe's open proposal,
 //! listing, resolving an id, and moving an open proposal to `applied/` or
@@ -79,14 +80,12 @@ pub fn find_open(root: &Path, stripe: &StripeId) -> Result<Option<PathBuf>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(anyhow!("{}: cannot read: {e}", dir.display())),
     };
-    let stem = stripe.file_stem();
-    let prefix = format!("{stem}-");
     let mut found: Vec<PathBuf> = Vec::new();
     for entry in entries {
         let entry = entry.with_context(|| format!("{}: cannot read", dir.display()))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.starts_with(&prefix) || !names_stripe(name, &stem) {
+        if !stripe.names_file(name) {
             continue;
         }
         let path = entry.path();
@@ -200,7 +199,7 @@ pub(crate) fn scan_root(root: &Path) -> Result<RootScan> {
             };
             match doc::parse_front_matter(&text) {
                 // A hand-named file counts when its name starts with its own stripe.
-                Ok(fm) if !named && !names_stripe(&name, &fm.stripe.file_stem()) => bad.push(Unparseable {
+                Ok(fm) if !named && !fm.stripe.names_file(&name) => bad.push(Unparseable {
                     path: shown,
                     reason: format!("file name does not start with its stripe `{}-`", fm.stripe.file_stem()),
                 }),
@@ -226,8 +225,8 @@ pub(crate) fn scan_root(root: &Path) -> Result<RootScan> {
 /// proposal of that stripe, a file name matches that file.
 pub(crate) fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<Vec<(&'static str, PathBuf)>> {
     check_root(root)?;
-    let stem = match StripeId::parse(id) {
-        Ok(s) => Some(s.file_stem()),
+    let stripe = match StripeId::parse(id) {
+        Ok(s) => Some(s),
         Err(stripe_err) => {
             let name = if id.ends_with(".md") { id.to_string() } else { format!("{id}.md") };
             if id.contains('/') || doc::parse_file_name(&name).is_none() {
@@ -246,15 +245,23 @@ pub(crate) fn resolve(root: &Path, id: &str, states: &[&'static str]) -> Result<
             return Ok(out);
         }
     };
-    let stem = stem.expect("set above");
+    let stripe = stripe.expect("set above");
     let mut out = Vec::new();
     for s in states {
         let dir = root.join(s);
         let Ok(rd) = fs::read_dir(&dir) else { continue };
+        // A name match is confirmed by the front matter where it parses: a legacy name
+        // of the scope `a/b` (`a--b:...`) is also a name the scope `a--b` could have.
         let mut names: Vec<String> = rd
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| names_stripe(n, &stem))
+            .filter(|n| stripe.names_file(n))
+            .filter(|n| {
+                read_proposal(&dir.join(n))
+                    .ok()
+                    .and_then(|t| doc::parse_front_matter(&t).ok())
+                    .is_none_or(|fm| fm.stripe == stripe)
+            })
             .collect();
         names.sort();
         out.extend(names.into_iter().map(|n| (*s, dir.join(n))));

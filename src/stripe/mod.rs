@@ -26,7 +26,10 @@ pub use projection::{Evidence, EvidenceError, EvidenceRow, Projection, project};
 /// The stripe algorithm this build computes. A change of projection or hashing is a
 /// new version (`stripe/v2`), never a silent change of ids: ids are compared against
 /// files written by earlier runs.
-pub(crate) const ALGORITHM: &str = "stripe/v1";
+/// stripe/v2 (the default projection keeps whole paths; `TRACE-001` clauses) leaves
+/// the id of every stripe v1 projected the same way unchanged: the hash does not
+/// include the version.
+pub(crate) const ALGORITHM: &str = "stripe/v2";
 
 /// Hex digits kept from the SHA-256: 8 (32 bits). A false merge of two different
 /// patterns within one scope and signal needs a 2^-32 coincidence, negligible for the
@@ -133,9 +136,26 @@ impl StripeId {
         &self.hash
     }
 
-    /// The id as it appears in proposal file names: `/` in the scope becomes `--`.
+    /// The id as it appears in proposal file names: `/` in the scope becomes `+`, a
+    /// character no scope holds, so the scopes `a/b` and `a--b` never share a name.
     pub fn file_stem(&self) -> String {
+        self.to_string().replace('/', "+")
+    }
+
+    /// The file stem proposals written before `+` had: `/` as `--`, which the scope
+    /// `a--b` shares. Still read (confirmed by the front matter), never written.
+    pub fn legacy_file_stem(&self) -> String {
         self.to_string().replace('/', "--")
+    }
+
+    /// Whether the proposal file `name` names this stripe, by its current or its
+    /// legacy stem (the caller confirms a legacy match by the front matter).
+    pub(crate) fn names_file(&self, name: &str) -> bool {
+        let stem = self.file_stem();
+        crate::store::proposals::names_stripe(name, &stem) || {
+            let legacy = self.legacy_file_stem();
+            legacy != stem && crate::store::proposals::names_stripe(name, &legacy)
+        }
     }
 }
 
@@ -183,7 +203,13 @@ mod tests {
         }
         let id = StripeId::parse("scan/rust:widening_repeat:ffffffff").unwrap();
         assert_eq!(id.scope(), "scan/rust");
-        assert_eq!(id.file_stem(), "scan--rust:widening_repeat:ffffffff");
+        assert_eq!(id.file_stem(), "scan+rust:widening_repeat:ffffffff");
+        assert_eq!(id.legacy_file_stem(), "scan--rust:widening_repeat:ffffffff");
+        // `a--b` is a valid scope of its own: its stem can never be `a/b`'s.
+        let dashes = StripeId::parse("scan--rust:widening_repeat:ffffffff").unwrap();
+        assert_ne!(dashes.file_stem(), id.file_stem());
+        assert!(id.names_file("scan--rust:widening_repeat:ffffffff-20260101T000000Z.md"), "legacy names are read");
+        assert!(!dashes.names_file("scan+rust:widening_repeat:ffffffff-20260101T000000Z.md"));
     }
 
     #[test]

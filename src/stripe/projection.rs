@@ -1,4 +1,4 @@
-//! Evidence rows and the `stripe/v1` projection of each signal.
+//! Evidence rows and the `stripe/v2` projection of each signal.
 //!
 //! Evidence is a JSON array of row objects (or `{"rows": [...]}`). Every row has an
 //! `id` (a string or a number: it names the row in the proposal and in events, and is
@@ -6,7 +6,7 @@
 //! signal's projection (or carries it empty, or not as a string or number) does not
 //! qualify and does not contribute; zero qualifying rows means nothing to propose.
 //!
-//! The projection per signal (stripe/v1), each a sorted (byte order), deduplicated
+//! The projection per signal (stripe/v2), each a sorted (byte order), deduplicated
 //! JSON array:
 //!
 //! | signal                   | row fields                   | item                      |
@@ -19,7 +19,15 @@
 //! | `blocker_recurring`      | `fingerprint`                | the finding fingerprint   |
 //! | `fence_violation`        | `path`                       | the stray path            |
 //! | `widening_repeat`        | `file`, `symbol`, `rule`     | `[file, symbol, rule]`    |
-//! | anything else            | `op`, `path`                 | `[op, path[..64 chars]]`  |
+//! | `TRACE-001`              | `clause` (else `op`, `path`) | the clause (or `[op, path]`) |
+//! | anything else            | `op`, `path`                 | `[op, path]`              |
+//!
+//! stripe/v2 differs from stripe/v1 in two places only: the default projection keeps
+//! the whole path (v1 cut it to 64 characters, so two files under one long directory
+//! shared a stripe and the second halted the pipeline), and `TRACE-001` rows that name
+//! a clause are projected by it (v1 ignored them). The hash does not include the
+//! version, so every stripe whose evidence v1 projected the same way keeps its id:
+//! open proposals written by v1 are still found.
 //!
 //! A number is projected as its JSON text (`7` and `"7"` are the same task id).
 //! A seam title is normalised: lowercased, every run of characters that are not
@@ -27,10 +35,9 @@
 
 use serde_json::{Map, Value};
 
-/// Largest number of characters of a path kept by the default projection: long
-/// generated paths differ in their tails (hashes, timestamps) that do not change the
-/// class of the problem; 64 keeps a directory and a file name.
-pub(crate) const DEFAULT_PATH_CHARS: usize = 64;
+/// The audit signal whose class is "the same set of clauses" (seed 002's
+/// `task-audit:TRACE-001`): a row that names a `clause` is projected by it.
+pub(crate) const CLAUSE_SIGNAL: &str = "TRACE-001";
 
 /// Why an evidence document was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -139,6 +146,16 @@ pub(crate) fn projection_fields(signal: &str) -> &'static [&'static str] {
     }
 }
 
+/// The fields a row of `signal` is projected by: [`projection_fields`], except that a
+/// `TRACE-001` row naming a `clause` is projected by the clause alone.
+fn row_fields(signal: &str, row: &EvidenceRow) -> &'static [&'static str] {
+    if signal == CLAUSE_SIGNAL && scalar(row.fields.get("clause")).is_some() {
+        &["clause"]
+    } else {
+        projection_fields(signal)
+    }
+}
+
 /// A short description of the projection of `signal`, for proposals and docs.
 pub(crate) fn projection_description(signal: &str) -> &'static str {
     match signal {
@@ -150,7 +167,8 @@ pub(crate) fn projection_description(signal: &str) -> &'static str {
         "blocker_recurring" => "the sorted set of finding fingerprints (`fingerprint`)",
         "fence_violation" => "the sorted set of stray paths (`path`)",
         "widening_repeat" => "the sorted set of `[file, symbol, rule]`",
-        _ => "the sorted set of `[op, path]` (path truncated to 64 characters)",
+        CLAUSE_SIGNAL => "the sorted set of clauses (`clause`), or `[op, path]` for rows without one",
+        _ => "the sorted set of `[op, path]`",
     }
 }
 
@@ -194,28 +212,23 @@ fn one_line(s: &str, max: usize) -> String {
 /// Largest length of a row summary in a proposal table: one readable line.
 const SUMMARY_CHARS: usize = 120;
 
-/// Project `evidence` for `signal` (algorithm `stripe/v1`).
+/// Project `evidence` for `signal` (algorithm `stripe/v2`).
 pub fn project(signal: &str, evidence: &Evidence) -> Projection {
-    let fields = projection_fields(signal);
     let mut items: Vec<Vec<String>> = Vec::new();
     let mut contributing = Vec::new();
     let mut ignored = 0;
     for row in &evidence.rows {
+        let fields = row_fields(signal, row);
         let Some(mut values) = fields.iter().map(|f| scalar(row.fields.get(*f))).collect::<Option<Vec<String>>>()
         else {
             ignored += 1;
             continue;
         };
-        match signal {
-            "repeat_seam" => values[0] = normalise_title(&values[0]),
-            "confidence_low_streak"
-            | "user_correction_streak"
-            | "tests_failed"
-            | "routed_back"
-            | "blocker_recurring"
-            | "fence_violation"
-            | "widening_repeat" => {}
-            _ => values[1] = values[1].chars().take(DEFAULT_PATH_CHARS).collect(),
+        if signal == "repeat_seam" {
+            values[0] = normalise_title(&values[0]);
+        } else if fields == ["clause"] {
+            // `§1.3`, `§ 1.3` and ` §1.3 ` are one clause.
+            values[0] = values[0].split_whitespace().collect();
         }
         if values.iter().any(|v| v.is_empty()) {
             ignored += 1;
@@ -303,6 +316,32 @@ mod tests {
         assert_eq!(p.items, vec![json!("missing error handling")]);
         let long = "d/".repeat(40);
         let p = project("custom_signal", &ev(json!([{"id": "a", "op": "write", "path": long}])));
-        assert_eq!(p.items, vec![json!(["write", "d/".repeat(32)])]);
+        assert_eq!(p.items, vec![json!(["write", "d/".repeat(40)])], "stripe/v2 keeps the whole path");
+    }
+
+    /// Stripes audit D1: two files under one long directory are two classes.
+    #[test]
+    fn long_paths_under_one_directory_are_different_items() {
+        let dir = "src/main/java/com/example/payments/gateway/adapters/stripe/webhooks";
+        let a =
+            project("TRACE-001", &ev(json!([{"id": "a", "op": "edit", "path": format!("{dir}/RefundHandler.java")}])));
+        let b =
+            project("TRACE-001", &ev(json!([{"id": "b", "op": "edit", "path": format!("{dir}/DisputeHandler.java")}])));
+        assert_ne!(a.items, b.items);
+    }
+
+    /// Stripes audit D3: TRACE-001 rows that name clauses are projected by clause;
+    /// the summary and the row id never enter the items.
+    #[test]
+    fn trace_rows_are_projected_by_clause() {
+        let p = project(
+            "TRACE-001",
+            &ev(json!([{"id": "c1", "clause": "§1.3", "summary": "no AC"}, {"id": "c2", "clause": "§ 1.5"}])),
+        );
+        assert_eq!((p.items.clone(), p.ignored), (vec![json!("§1.3"), json!("§1.5")], 0));
+        let q = project("TRACE-001", &ev(json!([{"id": "x", "clause": " §1.5"}, {"id": "y", "clause": "§1.3"}])));
+        assert_eq!(p.items, q.items);
+        // Another signal does not read `clause`.
+        assert!(project("deterministic_drift", &ev(json!([{"id": "c1", "clause": "§1.3"}]))).is_empty());
     }
 }

@@ -93,8 +93,10 @@ pub(crate) fn parse_file_name(name: &str) -> Option<ProposalName> {
         }
     };
     let (scope, signal) = head.split_once(':')?;
-    // Validate the parts with the `/` of the scope restored.
-    StripeId::new(&scope.replacen("--", "/", 1), signal, hash).ok()?;
+    // Validate the parts with the `/` of the scope restored (`+`, or `--` in names
+    // written before `+`; a scope may itself hold `--`, so either reading may be right).
+    let restored = if scope.contains('+') { scope.replacen('+', "/", 1) } else { scope.replacen("--", "/", 1) };
+    StripeId::new(&restored, signal, hash).ok().or_else(|| StripeId::new(scope, signal, hash).ok())?;
     Some(ProposalName { stem: format!("{head}:{hash}"), timestamp: timestamp.to_string(), seq })
 }
 
@@ -308,9 +310,12 @@ mod tests {
     fn file_names_round_trip() {
         let id = StripeId::parse("review/api:repeat_seam:0123abcd").unwrap();
         let n = file_name(&id, "20260102T030405Z", 1);
-        assert_eq!(n, "review--api:repeat_seam:0123abcd-20260102T030405Z.md");
+        assert_eq!(n, "review+api:repeat_seam:0123abcd-20260102T030405Z.md");
         let p = parse_file_name(&n).unwrap();
         assert_eq!(p.stem, id.file_stem());
+        // A name written before `+` still parses, with its own (legacy) stem.
+        let legacy = parse_file_name("review--api:repeat_seam:0123abcd-20260102T030405Z.md").unwrap();
+        assert_eq!(legacy.stem, id.legacy_file_stem());
         assert_eq!((p.timestamp.as_str(), p.seq), ("20260102T030405Z", 1));
         let p = parse_file_name(&file_name(&id, "20260102T030405Z", 3)).unwrap();
         assert_eq!(p.seq, 3);

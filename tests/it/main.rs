@@ -7,6 +7,7 @@
 mod common;
 
 mod budget;
+mod ci_templates;
 mod cli_snapshots;
 mod crash;
 mod decisions;

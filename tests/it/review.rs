@@ -281,6 +281,68 @@ fn bad_findings_name_the_json_path_and_oversized_files_are_refused() {
     assert!(out.stderr.contains("larger than 100 bytes"), "{}", out.stderr);
 }
 
+/// Seed audit D3: a path outside the repository drops its finding, however it is
+/// written (absolute, `file://`, `../`), and is counted; the round's seam still fires.
+#[test]
+fn paths_outside_the_repository_drop_the_finding_not_the_round() {
+    let r = TestRepo::new();
+    for outside in ["/etc/hosts", "file:///etc/hosts", "../x.rs", "src/../../x.rs"] {
+        let mut doc = seam_findings();
+        doc["findings"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, lens("ARCHITECTURE", outside, "Duplicated SQL filter builder"));
+        let out = route(&r, 1, &doc);
+        let v = out.expect_code(0).json();
+        assert_eq!(v["nextStep"], "step-back", "{outside}: {}", out.stdout);
+        assert_eq!(v["dropped"], json!({"outside_repo": 1}), "{outside}");
+        assert!(out.stderr.contains("dropped: ") && out.stderr.contains("outside"), "{outside}: {}", out.stderr);
+        let f = write_findings(&r, "seams-outside.json", &doc);
+        let seams = r.premerge(&["review", "seams", "--findings", &f]).expect_code(0).json();
+        assert_eq!((seams["findings"].as_u64(), seams["seams"].as_u64()), (Some(3), Some(1)), "{outside}");
+    }
+    // SARIF locations outside the repository are counted under the same reason.
+    let sarif = json!({"version": "2.1.0", "runs": [{"results": [{"ruleId": "X", "message": {"text": "m"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///elsewhere/x.py"}}}]}]}]});
+    assert_eq!(route(&r, 1, &sarif).expect_code(0).json()["dropped"], json!({"outside_repo": 1}));
+    // A malformed record still refuses the document: a drop is for paths only.
+    let bad = json!([lens("A", "/etc/hosts", "t"), {"lens": "A", "path": "b.rs", "title": "t", "line": "x"}]);
+    let out = route(&r, 1, &bad);
+    out.expect_code(2);
+    assert!(out.stderr.contains("[1].line"), "{}", out.stderr);
+}
+
+/// Seed audit D4: three files, one lens and title, make a seam whatever the severity
+/// (the source's rule); `review.seam_min_severity = "blocker"` restores the stricter
+/// rule, and `review seams` always agrees with `review route`.
+#[test]
+fn seams_count_every_severity_unless_configured() {
+    let low = |p: &str| {
+        let mut f = lens("MAINTAINABILITY", p, "Duplicated SQL filter builder");
+        f["severity"] = json!("low");
+        f
+    };
+    let doc = json!({"findings": [low("a.rs"), low("b.rs"), low("c.rs")]});
+    let r = TestRepo::new();
+    let f = write_findings(&r, "low.json", &doc);
+    assert_eq!(route(&r, 1, &doc).expect_code(0).json()["nextStep"], "step-back");
+    assert_eq!(r.premerge(&["review", "seams", "--findings", &f]).expect_code(0).json()["seams"], 1);
+    let r = TestRepo::new();
+    r.write("premerge.toml", "[review]\nseam_min_severity = \"blocker\"\n");
+    let f = write_findings(&r, "low.json", &doc);
+    let v = route(&r, 1, &doc).expect_code(0).json();
+    assert_eq!((v["nextStep"].as_str(), &v["seams"]), (Some("lens-fix"), &json!([])));
+    assert_eq!(r.premerge(&["review", "seams", "--findings", &f]).expect_code(0).json()["seams"], 0);
+    r.write("premerge.toml", "[review]\nseam_min_severity = \"high\"\n");
+    let out = route(&r, 1, &doc);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("review.seam_min_severity") && out.stderr.contains("not one of any, blocker"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn explain_cap_covers_every_cap() {
     let r = TestRepo::new();
@@ -492,11 +554,12 @@ fn repeated_seam_class_halts_while_its_proposal_is_open() {
     assert_eq!(third["stripe"]["outcome"], "emitted");
 }
 
-/// Severity counts: a linter nit in three files stays in the fix loop on round 1,
-/// while the same shape as blockers escalates.
+/// With `review.seam_min_severity = "blocker"` severity counts: a linter nit in three
+/// files stays in the fix loop on round 1, while the same shape as blockers escalates.
 #[test]
-fn a_nit_in_three_files_does_not_escalate_round_one() {
+fn a_nit_in_three_files_does_not_escalate_round_one_with_blockers_only() {
     let r = TestRepo::new();
+    r.write("premerge.toml", "[review]\nseam_min_severity = \"blocker\"\n");
     let doc = |sev: &str| {
         let items: Vec<Value> = ["a", "b", "c"]
             .iter()
@@ -525,7 +588,12 @@ fn a_nit_in_three_files_does_not_escalate_round_one() {
     let out = route(&r, 1, &sarif).expect_code(0).json();
     assert_eq!(out["nextStep"], "lens-fix", "{out}");
     let seams = r.premerge_stdin(&["review", "seams", "--findings", "-"], sarif.to_string().as_bytes());
+    assert_eq!(seams.expect_code(0).json()["clusters"], json!([]), "warnings are suggestions: no cluster counts");
+    // By default every severity counts, and SARIF URIs are percent-decoded.
+    let plain = TestRepo::new();
+    let seams = plain.premerge_stdin(&["review", "seams", "--findings", "-"], sarif.to_string().as_bytes());
     let v = seams.expect_code(0).json();
+    assert_eq!(v["seams"], 1);
     assert_eq!(v["clusters"][0]["files"], json!(["src/a x.rs", "src/b x.rs", "src/c x.rs"]), "URIs percent-decoded");
 }
 

@@ -183,8 +183,15 @@ fn each_signal_hashes_its_documented_projection() {
         (
             "custom_thing",
             json!([{"id":"a","op":"write","path":long},{"id":"b","op":"write","path":format!("{x64}zz")}]),
-            format!(r#"[["write","{x64}"]]"#),
-            "7a1601a8",
+            // stripe/v2: whole paths (v1 cut both to the same 64 characters).
+            format!(r#"[["write","{long}"],["write","{x64}zz"]]"#),
+            "a7f2b8f1",
+        ),
+        (
+            "TRACE-001",
+            json!([{"id":"c1","clause":"§1.5","summary":"no AC"},{"id":"c2","clause":"§1.3"},{"id":"c3","clause":"§ 1.3"}]),
+            r#"["§1.3","§1.5"]"#.into(),
+            "39a33edb",
         ),
     ];
     let r = TestRepo::new();
@@ -195,7 +202,7 @@ fn each_signal_hashes_its_documented_projection() {
         out.expect_code(0);
         assert_eq!(out.json()["stripe"], format!("premerge:{signal}:{pinned}"), "{signal}");
     }
-    assert_eq!(proposals(&r, "open").len(), 9);
+    assert_eq!(proposals(&r, "open").len(), 10);
 }
 
 #[test]
@@ -517,6 +524,108 @@ fn emit_with_a_root_works_outside_a_repository() {
     let (code, _, err) = run(&emit_args[..8]);
     assert_eq!(code, Some(2));
     assert!(err.starts_with("premerge: "), "{err}");
+    // Stripes audit D2: drain works wherever emit works. The halt is pending, drain
+    // writes DRAIN_HALT.md beside the events and exits 1; after apply it exits 0.
+    let (code, out, err) = run(&["drain", "--root", "props"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(work.join("props").join("DRAIN_HALT.md").is_file(), "{out}");
+    let stripe = SEAM_STRIPE;
+    let (code, _, err) = run(&["proposal", "apply", "--root", "props", stripe]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["drain", "--root", "props", "--run-dir", "props"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!work.join("props").join("DRAIN_HALT.md").exists(), "the stale report is removed");
+}
+
+/// Stripes audit D1: two files under one long directory are two problem classes, so
+/// the second emit writes its own proposal instead of halting the pipeline.
+#[test]
+fn long_paths_under_one_directory_never_share_a_stripe() {
+    let r = TestRepo::new();
+    let dir = "src/main/java/com/example/payments/gateway/adapters/stripe/webhooks";
+    let mut stripes = Vec::new();
+    for (id, file) in [("a", "RefundHandler.java"), ("b", "DisputeHandler.java")] {
+        r.write("ev.json", json!([{"id": id, "op": "edit", "path": format!("{dir}/{file}")}]).to_string());
+        let out =
+            r.premerge(&["proposal", "emit", "--scope", "java", "--signal", "TRACE-001", "--evidence", "ev.json"]);
+        out.expect_code(0);
+        assert_eq!(out.json()["outcome"], "emitted", "{}", out.stdout);
+        stripes.push(out.json()["stripe"].as_str().unwrap().to_string());
+    }
+    assert_ne!(stripes[0], stripes[1]);
+    assert_eq!(proposals(&r, "open").len(), 2);
+}
+
+/// Stripes audit D3: TRACE-001 evidence that names clauses is a class of its own (the
+/// same set of clauses), emitted and then halted on a repeat, never suppressed.
+#[test]
+fn trace_evidence_naming_clauses_is_emitted_and_halts_on_a_repeat() {
+    let r = TestRepo::new();
+    let args = ["proposal", "emit", "--scope", "task-audit", "--signal", "TRACE-001", "--evidence", "ev.json"];
+    r.write("ev.json", r#"[{"id":"c1","clause":"§1.3","summary":"no AC"},{"id":"c2","clause":"§1.5"}]"#);
+    let out = r.premerge(&args);
+    out.expect_code(0);
+    assert_eq!(out.json()["outcome"], "emitted", "{}{}", out.stdout, out.stderr);
+    // The same clauses in other words and order are the same class: a halt.
+    r.write("ev.json", r#"[{"id":"z","clause":"§ 1.5","summary":"other words"},{"id":"y","clause":"§1.3"}]"#);
+    let out = r.premerge(&args);
+    out.expect_code(1);
+    assert_eq!(out.json()["outcome"], "stripe_repeat_halt");
+}
+
+/// Stripes audit D6: the scopes `scan/rust` and `scan--rust` are two stripes with two
+/// file names; each is shown and applied by its own id.
+#[test]
+fn scopes_with_a_slash_and_with_dashes_never_share_a_name() {
+    let r = TestRepo::new();
+    r.write("ev.json", r#"[{"id":"a","rule_id":"R1"}]"#);
+    let mut ids = Vec::new();
+    for scope in ["scan/rust", "scan--rust"] {
+        let out = r.premerge(&[
+            "proposal",
+            "emit",
+            "--scope",
+            scope,
+            "--signal",
+            "confidence_low_streak",
+            "--evidence",
+            "ev.json",
+        ]);
+        out.expect_code(0);
+        ids.push(out.json()["stripe"].as_str().unwrap().to_string());
+    }
+    let names = proposals(&r, "open");
+    assert_eq!(names.len(), 2);
+    assert!(names.iter().any(|n| n.starts_with("scan+rust:")), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("scan--rust:")), "{names:?}");
+    for id in &ids {
+        let shown = r.premerge(&["proposal", "show", id]);
+        shown.expect_code(0);
+        assert!(shown.stdout.contains(&format!("stripe: {id}")), "{}", shown.stdout);
+    }
+    r.premerge(&["proposal", "apply", &ids[0]]).expect_code(0);
+    assert_eq!(proposals(&r, "applied").len(), 1);
+    r.premerge(&["proposal", "apply", &ids[1]]).expect_code(0);
+    assert_eq!(proposals(&r, "open").len(), 0);
+}
+
+/// A proposal written before `+` (scope `/` as `--` in its name) is still found: the
+/// same stripe halts on a repeat and is applied by its id.
+#[test]
+fn a_legacy_named_proposal_is_still_found() {
+    let r = TestRepo::new();
+    r.write("ev.json", r#"[{"id":"a","rule_id":"R1"}]"#);
+    let args =
+        ["proposal", "emit", "--scope", "scan/rust", "--signal", "confidence_low_streak", "--evidence", "ev.json"];
+    let out = r.premerge(&args);
+    out.expect_code(0);
+    let id = out.json()["stripe"].as_str().unwrap().to_string();
+    let open = r.root.join("docs/proposals/open");
+    let name = proposals(&r, "open").remove(0);
+    fs::rename(open.join(&name), open.join(name.replacen('+', "--", 1))).unwrap();
+    r.premerge(&args).expect_code(1);
+    r.premerge(&["proposal", "apply", &id]).expect_code(0);
+    assert_eq!(proposals(&r, "applied").len(), 1);
 }
 
 /// A guard memory's identity is the change: the same widening seen by the pre-push
