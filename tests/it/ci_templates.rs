@@ -241,7 +241,8 @@ fn gitlab_fence_refuses_a_stray_inside_the_ci_run() {
     assert_eq!(p.remote_log("main").trim(), "base");
 }
 
-/// Local stand-ins for what act would download or call: `actions/cache` restores the
+/// Local stand-ins for what act would download or call: `actions/checkout` clones the
+/// project's bare remote (GitHub's place) at the ref, `actions/cache` restores the
 /// test's premerge as a cache hit (so the action does not build it), the artifact
 /// actions keep the run directory in a local folder, `upload-sarif` copies the SARIF
 /// where the test reads it, and `gh` answers the two API calls of the workflow from
@@ -329,6 +330,14 @@ impl Standins {
             &["name", "path", "run-id", "github-token"],
             "mkdir -p \"$IN_PATH\"\ncp -R \"$PREMERGE_TEST_OUT/artifacts/$IN_NAME/.\" \"$IN_PATH/\"",
         );
+        // What the real checkout does, from the project's bare remote instead of GitHub:
+        // the whole history (fetch-depth 0), the ref asked for, `origin` to push to.
+        composite(
+            &dir,
+            "checkout",
+            &["fetch-depth", "ref", "token"],
+            "git clone -q \"$PREMERGE_TEST_ORIGIN\" .\nif [ -n \"$IN_REF\" ]; then git checkout -q \"$IN_REF\"; fi",
+        );
         write_exec(&dir.join("bin/gh"), GH);
         // The action's own checkout, without the build directory: what the action reads
         // (its definition, and the sources it hashes for the cache key).
@@ -356,6 +365,7 @@ impl Standins {
             .arg(self.dir.join("act-cache"))
             .args(["--local-repository", &local("premerge/premerge@main", "premerge")])
             .args(["--local-repository", &local("actions/cache@v4", "cache")])
+            .args(["--local-repository", &local("actions/checkout@v4", "checkout")])
             .args(["--local-repository", &local("actions/upload-artifact@v4", "upload-artifact")])
             .args(["--local-repository", &local("actions/download-artifact@v4", "download-artifact")])
             .args(["--local-repository", &local("github/codeql-action@v3", "codeql-action")])
@@ -363,6 +373,8 @@ impl Standins {
             .arg(format!("PREMERGE_TEST_BIN={}", bin().display()))
             .arg("--env")
             .arg(format!("PREMERGE_TEST_OUT={}", self.out.display()))
+            .arg("--env")
+            .arg(format!("PREMERGE_TEST_ORIGIN={}", p.remote.display()))
             .arg("--env")
             .arg(format!("PATH={}:{}", self.dir.join("bin").display(), std::env::var("PATH").unwrap_or_default()));
         run(&mut cmd, &p.home, &[&self.dir.join("bin")])
@@ -396,6 +408,7 @@ fn github_scan_workflow_runs_under_act() {
     let base = git(&p.root, &p.home, &["rev-parse", "HEAD"]).trim().to_string();
     fs::write(p.root.join("q.rs"), "pub struct Query {\n    pub limit: u64,\n}\n").unwrap();
     git(&p.root, &p.home, &["commit", "-qam", "widen the limit"]);
+    git(&p.root, &p.home, &["push", "-q", "origin", "feature"]);
     let s = Standins::new(p.root.parent().unwrap());
     let event = pull_request_event(&p, &base, "feature");
     let (code, out) = s.act(&p, &event);
