@@ -103,7 +103,27 @@ pub(crate) fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
             Err(e) => ctx.warn(format_args!("--config-hooks: {e:#}; installing hook files instead")),
         }
     }
-    install_files(&repo, &hooks, &bin, ctx)
+    let exit = install_files(&repo, &hooks, &bin, ctx)?;
+    offer_memory_backend(&repo, ctx)?;
+    Ok(exit)
+}
+
+/// The memory CLI the source names is installed and guard memories do not go to it:
+/// say the one command that sends them there too (premerge never configures it itself).
+fn offer_memory_backend(repo: &Repo, ctx: &mut Ctx) -> Result<()> {
+    use crate::memory::backend;
+    let Some(vipune) = backend::on_path(ctx.env.var_os("PATH").as_deref(), backend::VIPUNE) else { return Ok(()) };
+    let configured = super::load_config(repo).map(|c| !c.memory.backend_command.is_empty()).unwrap_or(true);
+    if !configured {
+        writeln!(
+            ctx.stdout,
+            "{} is installed ({}): to send guard memories to it as well as the embedded store, run: {}",
+            backend::VIPUNE,
+            vipune.display(),
+            backend::vipune_config_command()
+        )?;
+    }
+    Ok(())
 }
 
 pub(crate) fn run_uninstall(args: UninstallArgs, ctx: &mut Ctx) -> CmdResult {

@@ -11,6 +11,7 @@
 //! touching some files), [`crate::store::memory_db::search`] (full text, optionally
 //! restricted to files), [`crate::store::memory_db::list`].
 
+pub mod backend;
 pub mod listing;
 pub mod text;
 

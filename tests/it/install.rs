@@ -955,3 +955,49 @@ fn config_hooks_beside_a_manager_that_runs_premerge_warn_and_doctor_fails() {
     assert!(doctor.stdout.contains("premerge runs twice on every pre-push"), "{}", doctor.stdout);
     assert!(!doctor.stdout.contains("premerge runs twice on every post-merge"), "{}", doctor.stdout);
 }
+
+/// Issue 28: where the memory CLI the source names (`vipune`) is installed, `premerge
+/// install` offers the one command that sends guard memories there too, `doctor` says
+/// where they go, and once configured a widening's memory reaches it.
+#[test]
+fn vipune_on_path_is_offered_reported_and_used_once_configured() {
+    let mut r = TestRepo::new();
+    let bin_dir = r.dir.path().join("tools");
+    let calls = r.dir.path().join("vipune-calls");
+    crate::common::write_exec(
+        &bin_dir.join("vipune"),
+        &format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{}'\n", calls.display()),
+    );
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    r.env.push(("PATH".into(), path));
+    let out = r.premerge(&["install"]);
+    out.expect_code(0);
+    let offer = out.stdout.lines().find(|l| l.starts_with("vipune is installed")).unwrap_or_default().to_string();
+    assert!(offer.contains("git config premerge.memory.backendCommand"), "{}", out.stdout);
+    let doctor = r.premerge(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("guard memories: the embedded store only (vipune is installed"),
+        "{}",
+        doctor.stdout
+    );
+    // The offered command, as a person runs it.
+    let cmd = offer.split("run: ").nth(1).unwrap();
+    let json = cmd.split('\'').nth(1).unwrap();
+    r.git(&["config", "premerge.memory.backendCommand", json]);
+    let doctor = r.premerge(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("and memory.backend_command `vipune add {text} --memory-type guard"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(!r.premerge(&["install"]).stdout.contains("vipune is installed"), "no offer once configured");
+    // A widening's guard memory goes to vipune as well as the embedded store.
+    r.write("q.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    r.commit_all("base");
+    r.write("q.rs", "pub struct Query {\n    pub limit: u64,\n}\n");
+    r.commit_all("widen");
+    r.premerge(&["scan", "--issue", "3"]).expect_code(0);
+    let sent = std::fs::read_to_string(&calls).unwrap();
+    assert!(sent.starts_with("add\n") && sent.contains("--memory-type\nguard\n-m\n"), "{sent}");
+    assert!(sent.contains("Query.limit"), "{sent}");
+}
