@@ -55,7 +55,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     check_config(&repo, &mut problems, ctx)?;
     check_state(&repo, &mut problems, ctx)?;
     let backend = super::load_config(&repo).map(|c| c.memory.backend_command).unwrap_or_default();
-    let vipune = crate::memory::backend::on_path(ctx.env.var_os("PATH").as_deref(), crate::memory::backend::VIPUNE);
+    let vipune = crate::memory::backend::on_path(ctx.env.var_os("PATH"), crate::memory::backend::VIPUNE);
     writeln!(ctx.stdout, "{}", crate::memory::backend::describe(&backend, vipune.as_deref()))?;
 
     if problems.is_empty() {

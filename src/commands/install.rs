@@ -112,7 +112,7 @@ pub(crate) fn run_install(args: InstallArgs, ctx: &mut Ctx) -> CmdResult {
 /// say the one command that sends them there too (premerge never configures it itself).
 fn offer_memory_backend(repo: &Repo, ctx: &mut Ctx) -> Result<()> {
     use crate::memory::backend;
-    let Some(vipune) = backend::on_path(ctx.env.var_os("PATH").as_deref(), backend::VIPUNE) else { return Ok(()) };
+    let Some(vipune) = backend::on_path(ctx.env.var_os("PATH"), backend::VIPUNE) else { return Ok(()) };
     let configured = super::load_config(repo).map(|c| !c.memory.backend_command.is_empty()).unwrap_or(true);
     if !configured {
         writeln!(
