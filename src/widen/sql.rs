@@ -194,7 +194,7 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
     let dialects: [&dyn Dialect; 3] = [&PostgreSqlDialect {}, &GenericDialect {}, &MySqlDialect {}];
     let mut first_error = None;
     for dialect in dialects {
-        match Parser::parse_sql(dialect, text) {
+        match parse_sql(dialect, text) {
             Ok(stmts) => return Ok(stmts),
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
@@ -203,6 +203,17 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
     }
     let first_error = first_error.unwrap_or_default();
     dialects.into_iter().find_map(|d| parse_each(d, text)).ok_or(first_error)
+}
+
+/// What `Parser::parse_sql` does, refusing a statement whose operator chains
+/// ([`operator_depth`]) would build a syntax tree deeper than [`MAX_OPERATOR_DEPTH`].
+fn parse_sql(dialect: &dyn Dialect, text: &str) -> Result<Vec<Statement>, String> {
+    let parser_error = |e: sqlparser::parser::ParserError| e.to_string();
+    let tokens = Tokenizer::new(dialect, text).tokenize_with_location().map_err(|e| parser_error(e.into()))?;
+    if tokens.split(|t| t.token == Token::SemiColon).any(|s| operator_depth(s) > MAX_OPERATOR_DEPTH) {
+        return Err(format!("a statement chains more than {MAX_OPERATOR_DEPTH} operators (not parsed)"));
+    }
+    Parser::new(dialect).with_tokens_with_locations(tokens).parse_statements().map_err(parser_error)
 }
 
 /// Statement by statement, skipping what the parser does not know (`DO` blocks,
@@ -222,6 +233,9 @@ fn parse_each(dialect: &dyn Dialect, text: &str) -> Option<Vec<Statement>> {
             .collect();
         if words.is_empty() {
             continue;
+        }
+        if operator_depth(chunk) > MAX_OPERATOR_DEPTH {
+            return None;
         }
         let mut parser = Parser::new(dialect).with_tokens_with_locations(chunk.to_vec());
         match parser.parse_statement() {

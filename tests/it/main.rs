@@ -10,6 +10,7 @@ mod budget;
 mod cli_snapshots;
 mod crash;
 mod decisions;
+mod deep_input;
 mod fence_loop;
 mod fixtures;
 mod foundation;

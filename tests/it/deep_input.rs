@@ -1,0 +1,320 @@
+//! Issue 27, part 1 (report D1): generated input as deep or as long as it comes never
+//! crashes the widening scan. Each language gets one change whose new version holds an
+//! expression nested [`DEPTH`] levels deep and a sum of [`TERMS`] terms, beside a change
+//! the scan must still find; that one change then goes through every place the scan
+//! runs: `premerge scan`, the pre-push hook under a real `git push`, the post-merge
+//! hook under a real `git merge`, and the background job (`hooks.budget_ms` 0) that
+//! `premerge status --wait` finishes. Before the walks kept their own stacks, each of
+//! these died of a stack overflow (SIGABRT) and the push was refused.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Run, TestRepo, bin, remote_has, run_with_stdin, write_exec};
+
+/// Nesting levels of the deep expression (the issue's figure; the report saw crashes
+/// from 2,000).
+const DEPTH: usize = 100_000;
+
+/// Terms of the long sum (`1 + 1 + ...`), a tree as deep as it is long.
+const TERMS: usize = 100_000;
+
+/// What a debug build may take for all the runs of one language: the scan is linear in
+/// the input, and these runs take a few seconds; a walk gone quadratic takes minutes.
+const MAX_SECONDS_PER_LANGUAGE: u64 = 120;
+
+/// `open` repeated `DEPTH` times around `1`, closed by `close`.
+fn nested(open: &str, close: &str) -> String {
+    format!("{}1{}", open.repeat(DEPTH), close.repeat(DEPTH))
+}
+
+/// `1 + 1 + ...`, [`TERMS`] terms.
+fn sum() -> String {
+    vec!["1"; TERMS].join(" + ")
+}
+
+/// One language's change: the path, both versions, and what the scan must report on
+/// it: rule ids it must find, or (for formats whose parser has its own recursion limit)
+/// that the file is left out with a note.
+struct Case {
+    path: &'static str,
+    before: String,
+    after: String,
+    expect: Expect,
+}
+
+enum Expect {
+    /// These rules are found (the generated code did not cost the file its findings).
+    Findings(&'static [&'static str]),
+    /// The parser refuses the file (its own recursion limit): a note names it.
+    NoteOrFindings(&'static [&'static str]),
+}
+
+fn rust() -> Case {
+    Case {
+        path: "src/deep.rs",
+        before: "pub struct Query {\n    pub limit: u8,\n}\n\npub fn deep(x: u64) -> u64 {\n    assert!(x > 0);\n    if x > 100 {\n        panic!(\"too big\");\n    }\n    x\n}\n".into(),
+        after: format!(
+            "pub struct Query {{\n    pub limit: u64,\n}}\n\npub fn deep(x: u64) -> u64 {{\n    if x > 100 {{\n        panic!(\"too big\");\n    }}\n    let nested = {};\n    let sum = {};\n    x + nested + sum\n}}\n",
+            nested("(", ")"),
+            sum()
+        ),
+        expect: Expect::Findings(&["rust-assert-removed", "rust-integer-widened"]),
+    }
+}
+
+fn python() -> Case {
+    Case {
+        path: "app/deep.py",
+        before: "class Query:\n    limit: int\n\n\ndef deep(x: int) -> int:\n    assert x > 0\n    if x > 100:\n        raise ValueError(\"too big\")\n    return x\n".into(),
+        after: format!(
+            "class Query:\n    limit: int | None\n\n\ndef deep(x: int) -> int:\n    if x > 100:\n        raise ValueError(\"too big\")\n    nested = {}\n    total = {}\n    return x + nested + total\n",
+            nested("(", ")"),
+            sum()
+        ),
+        expect: Expect::Findings(&["py-assert-removed", "py-optional-widened"]),
+    }
+}
+
+fn typescript() -> Case {
+    Case {
+        path: "src/deep.ts",
+        before: "export interface Query {\n  limit: number;\n}\n\nexport function deep(x: number): number {\n  if (x < 0) {\n    throw new Error(\"negative\");\n  }\n  return x;\n}\n".into(),
+        after: format!(
+            "export interface Query {{\n  limit?: number;\n}}\n\nexport function deep(x: number): number {{\n  const nested = {};\n  const sum = {};\n  return x + sum + nested.length;\n}}\n",
+            nested("[", "]"),
+            sum()
+        ),
+        expect: Expect::Findings(&["ts-property-made-optional", "ts-throw-guard-removed"]),
+    }
+}
+
+fn javascript() -> Case {
+    Case {
+        path: "src/deep.js",
+        before: "export function deep(x) {\n  if (x < 0) {\n    throw new Error(\"negative\");\n  }\n  return x;\n}\n"
+            .into(),
+        after: format!(
+            "export function deep(x) {{\n  const nested = {};\n  const sum = {};\n  return x + sum + nested.length;\n}}\n",
+            nested("[", "]"),
+            sum()
+        ),
+        expect: Expect::Findings(&["ts-throw-guard-removed"]),
+    }
+}
+
+fn go() -> Case {
+    Case {
+        path: "deep/deep.go",
+        before: "package deep\n\ntype Query struct {\n\tLimit int32\n}\n\nfunc Deep(x int) int {\n\tif x < 0 {\n\t\tpanic(\"negative\")\n\t}\n\treturn x\n}\n".into(),
+        after: format!(
+            "package deep\n\ntype Query struct {{\n\tLimit int64\n}}\n\nfunc Deep(x int) int {{\n\tnested := {}\n\tsum := {}\n\treturn x + nested + sum\n}}\n",
+            nested("(", ")"),
+            sum()
+        ),
+        expect: Expect::Findings(&["go-int-widened", "go-panic-removed"]),
+    }
+}
+
+fn sql() -> Case {
+    Case {
+        path: "migrations/0001_init.sql",
+        before: "CREATE TABLE accounts (\n  id integer NOT NULL,\n  email text NOT NULL\n);\n".into(),
+        after: format!(
+            "CREATE TABLE accounts (\n  id integer NOT NULL,\n  email text,\n  nested integer DEFAULT {},\n  total integer DEFAULT {}\n);\n",
+            nested("(", ")"),
+            sum()
+        ),
+        expect: Expect::NoteOrFindings(&["sql-not-null-dropped"]),
+    }
+}
+
+fn json_schema() -> Case {
+    Case {
+        path: "schemas/query.schema.json",
+        before: "{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": \"object\", \"required\": [\"limit\"], \"properties\": {\"limit\": {\"type\": \"integer\", \"maximum\": 10}}}\n".into(),
+        after: format!(
+            "{{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"type\": \"object\", \"required\": [\"limit\"], \"properties\": {{\"limit\": {{\"type\": \"integer\", \"maximum\": 100}}, \"nested\": {{\"default\": {}}}, \"sum\": {{\"default\": [{}]}}}}}}\n",
+            nested("[", "]"),
+            vec!["1"; TERMS].join(", ")
+        ),
+        expect: Expect::NoteOrFindings(&["schema-range-loosened"]),
+    }
+}
+
+fn openapi() -> Case {
+    let (open, close) = ("{\"a\": ".repeat(DEPTH), "}".repeat(DEPTH));
+    Case {
+        path: "api/openapi.json",
+        before: "{\"openapi\": \"3.0.0\", \"info\": {\"title\": \"t\", \"version\": \"1\"}, \"paths\": {}, \"components\": {\"schemas\": {\"Query\": {\"type\": \"object\", \"properties\": {\"limit\": {\"type\": \"integer\", \"maximum\": 10}}}}}}\n".into(),
+        after: format!(
+            "{{\"openapi\": \"3.0.0\", \"info\": {{\"title\": \"t\", \"version\": \"1\"}}, \"paths\": {{}}, \"x-deep\": {open}1{close}, \"components\": {{\"schemas\": {{\"Query\": {{\"type\": \"object\", \"properties\": {{\"limit\": {{\"type\": \"integer\", \"maximum\": 100}}}}}}}}}}}}\n"
+        ),
+        expect: Expect::NoteOrFindings(&["schema-range-loosened"]),
+    }
+}
+
+/// The hook shim `premerge install` would write, running the binary under test.
+fn hook_script(r: &TestRepo, name: &str) {
+    let p = PathBuf::from(r.git(&["rev-parse", "--absolute-git-dir"])).join("hooks").join(name);
+    write_exec(&p, &format!("#!/bin/sh\nexec '{}' hook {name} \"$@\"\n", bin().display()));
+}
+
+/// Neither stream shows a crash of premerge's own.
+#[track_caller]
+fn no_crash(what: &str, run: &Run) {
+    for sign in ["overflowed its stack", "died of signal", "fatal runtime error", "panicked"] {
+        assert!(
+            !run.stdout.contains(sign) && !run.stderr.contains(sign),
+            "{what}: {sign}\n--- stdout\n{}\n--- stderr\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+}
+
+/// Whether hook output shows the scan's outcome for the file: its summary line, or
+/// (a parser's own recursion limit) the file left out with its reason.
+fn scan_reported(case: &Case, said: &str) -> bool {
+    match case.expect {
+        Expect::Findings(_) => said.contains("premerge widening scan: "),
+        Expect::NoteOrFindings(_) => {
+            said.contains("premerge widening scan: ") || said.contains(&format!("{}: not scanned: ", case.path))
+        }
+    }
+}
+
+/// The rule ids of a scan's JSON findings, and whether a note names `path`.
+fn rules_and_note(scan: &Value, path: &str) -> (Vec<String>, bool) {
+    let rules = scan["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"] == path)
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect();
+    let noted = scan["notes"].as_array().unwrap().iter().any(|n| n["file"] == path);
+    (rules, noted)
+}
+
+#[track_caller]
+fn check_scan(case: &Case, scan: &Value) {
+    let (rules, noted) = rules_and_note(scan, case.path);
+    match case.expect {
+        Expect::Findings(want) => {
+            assert!(!noted, "{}: the file was left out: {}", case.path, scan["notes"]);
+            for rule in want {
+                assert!(rules.iter().any(|r| r == rule), "{}: {rule} missing from {rules:?}", case.path);
+            }
+        }
+        Expect::NoteOrFindings(want) => {
+            let found = want.iter().all(|rule| rules.iter().any(|r| r == rule));
+            assert!(found || noted, "{}: neither {want:?} nor a note: {scan}", case.path);
+        }
+    }
+}
+
+/// The change through `premerge scan`, `git push` (pre-push), `git merge`
+/// (post-merge) and the background job with `status --wait`.
+fn everywhere(case: Case) {
+    let started = Instant::now();
+    let r = TestRepo::new();
+    r.write(case.path, &case.before);
+    let base = r.commit_all("base");
+    let remote = r.add_bare_remote("origin");
+    r.git(&["push", "-q", "origin", "main"]);
+    hook_script(&r, "pre-push");
+    hook_script(&r, "post-merge");
+    r.write(case.path, &case.after);
+    let head = r.commit_all("generated");
+
+    // `premerge scan`: exit 0, and what the change holds besides the generated code.
+    let scan = r.premerge(&["scan", "--base", &base, "--head", &head, "--no-memory", "--format", "json"]);
+    no_crash("scan", &scan);
+    check_scan(&case, &scan.expect_code(0).json());
+
+    // The pre-push hook under a real push: exit 0, the push lands, the scan ran.
+    let push = run_with_stdin(&mut r.git_cmd(["push", "origin", "main"]), b"");
+    no_crash("pre-push", &push);
+    push.expect_code(0);
+    assert_eq!(r.git_in(&remote, &["rev-parse", "main"]), head, "the push landed");
+    assert!(remote_has(&remote, "refs/heads/main"));
+    let said = format!("{}{}", push.stdout, push.stderr);
+    assert!(scan_reported(&case, &said), "{said}");
+
+    // The post-merge hook under a real (fast-forward) merge.
+    r.git(&["checkout", "-q", "-b", "behind", &base]);
+    let merge = run_with_stdin(&mut r.git_cmd(["merge", "--ff-only", "main"]), b"");
+    no_crash("post-merge", &merge);
+    merge.expect_code(0);
+    let said = format!("{}{}", merge.stdout, merge.stderr);
+    assert!(said.contains("premerge post-merge: "), "{said}");
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), head);
+
+    // The background job: budget 0 defers the scan; `status --wait` finishes it.
+    let mut deferred = r.premerge_cmd(["hook", "pre-push", "origin", "url"]);
+    deferred.env("PREMERGE_HOOKS_BUDGET_MS", "0");
+    let stdin = format!("refs/heads/main {head} refs/heads/main {base}\n");
+    let hook = run_with_stdin(&mut deferred, stdin.as_bytes());
+    no_crash("deferred pre-push", &hook);
+    hook.expect_code(0);
+    assert!(hook.stdout.contains("signals continue in the background"), "{}", hook.stdout);
+    let status = r.premerge(&["status", "--wait", "--format", "json"]);
+    no_crash("status --wait", &status);
+    let status = status.expect_code(0).json();
+    assert_eq!(status["pending"], 0, "{status}");
+    let results = status["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{status}");
+    assert_eq!(results[0]["outcome"], "done", "{status}");
+    let said: Vec<&str> = ["stdout", "stderr"]
+        .iter()
+        .flat_map(|k| results[0][k].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(scan_reported(&case, &said.join("\n")), "{status}");
+
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(MAX_SECONDS_PER_LANGUAGE), "{}: {took:?}", case.path);
+}
+
+#[test]
+fn rust_at_depth_and_length() {
+    everywhere(rust());
+}
+
+#[test]
+fn python_at_depth_and_length() {
+    everywhere(python());
+}
+
+#[test]
+fn typescript_at_depth_and_length() {
+    everywhere(typescript());
+}
+
+#[test]
+fn javascript_at_depth_and_length() {
+    everywhere(javascript());
+}
+
+#[test]
+fn go_at_depth_and_length() {
+    everywhere(go());
+}
+
+#[test]
+fn sql_at_depth_and_length() {
+    everywhere(sql());
+}
+
+#[test]
+fn json_schema_at_depth_and_length() {
+    everywhere(json_schema());
+}
+
+#[test]
+fn openapi_at_depth_and_length() {
+    everywhere(openapi());
+}
