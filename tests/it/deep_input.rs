@@ -120,17 +120,21 @@ fn go() -> Case {
 }
 
 fn sql() -> Case {
+    // sqlparser keeps a chain of operators as a tree one level per operator, which the
+    // scan refuses past `MAX_OPERATOR_DEPTH` as sqlparser refuses deep brackets: both
+    // generated statements go in the file left out with a note.
     Case {
         path: "migrations/0001_init.sql",
         before: "CREATE TABLE accounts (\n  id integer NOT NULL,\n  email text NOT NULL\n);\n".into(),
-        after: format!(
-            "CREATE TABLE accounts (\n  id integer NOT NULL,\n  email text,\n  total integer DEFAULT {}\n);\n",
-            sum()
-        ),
+        after: "CREATE TABLE accounts (\n  id integer NOT NULL,\n  email text\n);\n".into(),
         rules: &["sql-not-null-dropped"],
         refused: Some((
-            "migrations/0002_deep.sql",
-            format!("CREATE TABLE deep (\n  nested integer DEFAULT {}\n);\n", nested("(", ")")),
+            "migrations/0002_generated.sql",
+            format!(
+                "CREATE TABLE generated (\n  nested integer DEFAULT {},\n  total integer DEFAULT {}\n);\n",
+                nested("(", ")"),
+                sum()
+            ),
         )),
     }
 }
