@@ -789,6 +789,19 @@ fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> 
 mod tests {
     use super::*;
 
+    /// A statement chaining more operators than the scan walks is refused, in one line,
+    /// before sqlparser builds (and would drop by recursion) its tree; one just under
+    /// the bound is read.
+    #[test]
+    fn a_statement_chaining_too_many_operators_is_refused() {
+        let sum = |n: usize| vec!["1"; n].join(" + ");
+        let over = format!("CREATE TABLE t (a integer DEFAULT {});", sum(MAX_OPERATOR_DEPTH + 2));
+        let e = parse(&over).unwrap_err();
+        assert!(e.contains("more than 1000 operators") && !e.contains('\n'), "{e}");
+        let under = format!("CREATE TABLE t (a integer DEFAULT {});", sum(MAX_OPERATOR_DEPTH));
+        assert_eq!(parse(&under).unwrap().len(), 1);
+    }
+
     #[test]
     fn down_migration_paths() {
         for p in [

@@ -593,3 +593,27 @@ pub(super) fn one_line(text: &str) -> String {
         None => flat,
     }
 }
+
+#[cfg(test)]
+mod operator_tests {
+    use super::*;
+
+    fn depth(sql: &str) -> usize {
+        let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().unwrap();
+        operator_depth(&tokens)
+    }
+
+    /// A chain counts one level per operator; a comma ends it; a bracket's inside hangs
+    /// below the chain it opened in.
+    #[test]
+    fn operator_depth_follows_the_tree_sqlparser_builds() {
+        assert_eq!(depth("SELECT a + b + c"), 2);
+        assert_eq!(depth("SELECT f(a + b, c + d)"), 1);
+        assert_eq!(depth("SELECT (a + (b + c)) + d"), 2);
+        assert_eq!(depth("SELECT a + (b + (c + d))"), 3);
+        assert_eq!(depth("INSERT INTO t VALUES (-1, -2, 'a' || 'b'), (-3, x IS NULL)"), 1);
+        assert_eq!(depth("SELECT 'a + b + c', \"x+y\" -- + + +"), 0);
+        let long = format!("SELECT {}", vec!["1"; MAX_OPERATOR_DEPTH + 2].join(" + "));
+        assert_eq!(depth(&long), MAX_OPERATOR_DEPTH + 1);
+    }
+}
