@@ -328,3 +328,71 @@ fn json_schema_at_depth_and_length() {
 fn openapi_at_depth_and_length() {
     everywhere(openapi());
 }
+
+/// Both versions deep, one guard removed far from the generated code: the new version
+/// is read by the window or an incremental reparse of the old tree (and with
+/// `PREMERGE_SCAN_WINDOW=0`, whole), and the guard's removal is still found.
+#[test]
+fn an_edit_beside_deep_code_is_found_by_every_parse() {
+    let cases: [(&str, fn(bool) -> String, &str); 4] = [
+        (
+            "src/deep.rs",
+            |guard| {
+                let g = if guard { "    assert!(x > 0);\n" } else { "" };
+                format!(
+                    "pub fn deep(x: u64) -> u64 {{\n{g}    let a = {};\n    let b = {};\n    x + a + b\n}}\n",
+                    nested("(", ")"),
+                    sum()
+                )
+            },
+            "rust-assert-removed",
+        ),
+        (
+            "app/deep.py",
+            |guard| {
+                let g = if guard { "    assert x > 0\n" } else { "" };
+                format!("def deep(x):\n{g}    a = {}\n    b = {}\n    return x\n", nested("(", ")"), sum())
+            },
+            "py-assert-removed",
+        ),
+        (
+            "src/deep.ts",
+            |guard| {
+                let g = if guard { "  if (x < 0) { throw new Error('neg'); }\n" } else { "" };
+                format!(
+                    "export function deep(x: number): number {{\n{g}  const a = {};\n  const b = {};\n  return x;\n}}\n",
+                    nested("[", "]"),
+                    sum()
+                )
+            },
+            "ts-throw-guard-removed",
+        ),
+        (
+            "deep/deep.go",
+            |guard| {
+                let g = if guard { "\tif x < 0 {\n\t\tpanic(\"neg\")\n\t}\n" } else { "" };
+                format!(
+                    "package deep\n\nfunc Deep(x int) int {{\n{g}\ta := {}\n\tb := {}\n\treturn x + a + b\n}}\n",
+                    nested("(", ")"),
+                    sum()
+                )
+            },
+            "go-panic-removed",
+        ),
+    ];
+    for (path, text, rule) in cases {
+        let mut r = TestRepo::new();
+        r.write(path, text(true));
+        let base = r.commit_all("base");
+        r.write(path, text(false));
+        let head = r.commit_all("guard removed");
+        for window in ["1", "0"] {
+            r.env = vec![("PREMERGE_SCAN_WINDOW".into(), window.into())];
+            let _ = std::fs::remove_dir_all(r.state_dir());
+            let scan = r.premerge(&["scan", "--base", &base, "--head", &head, "--no-memory", "--format", "json"]);
+            no_crash("scan", &scan);
+            let (rules, noted) = rules_and_note(&scan.expect_code(0).json(), path);
+            assert!(!noted && rules == [rule], "{path} (window {window}): {rules:?}");
+        }
+    }
+}
