@@ -334,7 +334,9 @@ fn openapi_at_depth_and_length() {
 /// `PREMERGE_SCAN_WINDOW=0`, whole), and the guard's removal is still found.
 #[test]
 fn an_edit_beside_deep_code_is_found_by_every_parse() {
-    let cases: [(&str, fn(bool) -> String, &str); 4] = [
+    // (path, the file with or without its guard, the rule its removal breaks)
+    type Edit = (&'static str, fn(bool) -> String, &'static str);
+    let cases: [Edit; 4] = [
         (
             "src/deep.rs",
             |guard| {
