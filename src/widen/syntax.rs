@@ -574,7 +574,7 @@ pub(in crate::widen) fn named_children(node: Node) -> Vec<Node> {
 }
 
 /// Calls `f` on each named child of `node`, in order, with one cursor and no vector:
-/// the recursion of every walker goes through here.
+/// every walker reaches a node's children through here (pushing them as steps).
 pub(in crate::widen) fn for_each_named<'t>(node: Node<'t>, mut f: impl FnMut(Node<'t>)) {
     if node.named_child_count() == 0 {
         return;
