@@ -258,8 +258,32 @@ pub(crate) struct Inventory {
     discarded: BTreeMap<String, Vec<(u32, String)>>,
 }
 
-struct Walker<'s> {
-    src: &'s str,
+/// One step of the walk. The walk keeps its own stack of steps instead of recursing: a
+/// generated file (`1 + 1 + ...` thousands of terms long) makes a tree as deep as the
+/// file is long, deeper than any thread's stack.
+enum Step<'a> {
+    Visit(Node<'a>),
+    /// A type's declaration is walked: leave its scope.
+    LeaveType,
+    /// A function's body is walked: the scope outside it back.
+    LeaveFunction {
+        scope: Vec<String>,
+        is_test: bool,
+    },
+}
+
+/// One step of reading a struct's fields ([`Walker::struct_fields`]).
+enum FieldStep<'a> {
+    /// Read the fields of a struct type.
+    Struct(Node<'a>),
+    /// Record one named field (and read its struct type, if it is one).
+    Field { decl: Node<'a>, ty: Node<'a>, name: String },
+    /// A nested struct's fields are read: leave its scope.
+    Leave,
+}
+
+struct Walker<'a> {
+    src: &'a str,
     inv: Inventory,
     scope: Vec<String>,
     test_depth: usize,
@@ -268,6 +292,9 @@ struct Walker<'s> {
     /// Named types over a basic type, and the types constants are declared with.
     named_basic: BTreeMap<String, String>,
     const_types: BTreeSet<String>,
+    /// The steps the current one asks for, in order: run after it, before anything
+    /// already waiting (where a recursive walk would have called them).
+    later: Vec<Step<'a>>,
 }
 
 impl Inventory {
@@ -280,6 +307,7 @@ impl Inventory {
             guarded_panics: BTreeSet::new(),
             named_basic: BTreeMap::new(),
             const_types: BTreeSet::new(),
+            later: Vec::new(),
         };
         for decl in named_children(root) {
             match kind_of(decl) {
@@ -288,22 +316,36 @@ impl Inventory {
                 _ => {}
             }
         }
-        w.visit(root);
+        let mut stack = vec![Step::Visit(root)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Visit(node) => w.visit(node),
+                Step::LeaveType => {
+                    w.scope.pop();
+                }
+                Step::LeaveFunction { scope, is_test } => {
+                    w.scope = scope;
+                    w.test_depth -= usize::from(is_test);
+                }
+            }
+            stack.extend(w.later.drain(..).rev());
+        }
         let Walker { mut inv, named_basic, const_types, .. } = w;
         inv.enum_types = named_basic.into_iter().filter(|(name, _)| const_types.contains(name)).collect();
         inv
     }
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
     fn symbol(&self, name: &str) -> String {
         let mut parts = self.scope.clone();
         parts.push(name.to_string());
         parts.join(".")
     }
 
-    fn visit_children(&mut self, node: Node) {
-        super::syntax::for_each_named(node, |child| self.visit(child));
+    /// Visits the named children of `node` after the current step.
+    fn visit_children(&mut self, node: Node<'a>) {
+        super::syntax::for_each_named(node, |child| self.later.push(Step::Visit(child)));
     }
 
     /// Records a check of the current owner.
@@ -312,7 +354,7 @@ impl Walker<'_> {
         self.inv.body.checks.push(check);
     }
 
-    fn visit(&mut self, node: Node) {
+    fn visit(&mut self, node: Node<'a>) {
         match kind_of(node) {
             "type_spec" => self.type_spec(node),
             "const_spec" => {
@@ -370,7 +412,7 @@ impl Walker<'_> {
         }
     }
 
-    fn type_spec(&mut self, node: Node) {
+    fn type_spec(&mut self, node: Node<'a>) {
         let (Some(name), Some(ty)) = (field(node, "name").map(|n| text(n, self.src).to_string()), field(node, "type"))
         else {
             return;
@@ -382,47 +424,64 @@ impl Walker<'_> {
         self.scope.push(name);
         if kind_of(ty) == "struct_type" {
             self.struct_fields(ty);
+            self.scope.pop();
         } else {
-            self.visit(ty);
+            self.later.push(Step::Visit(ty));
+            self.later.push(Step::LeaveType);
         }
-        self.scope.pop();
     }
 
-    fn struct_fields(&mut self, st: Node) {
-        let decls = named_children(st)
-            .into_iter()
-            .filter(|c| kind_of(c) == "field_declaration_list")
-            .flat_map(named_children)
-            .filter(|c| kind_of(c) == "field_declaration");
-        for fd in decls {
-            // An embedded field has no name and promotes its type's fields: nothing to pair.
-            let Some(ty) = field(fd, "type") else {
-                continue;
-            };
-            let names: Vec<String> = named_children(fd)
-                .into_iter()
-                .filter(|c| kind_of(c) == "field_identifier")
-                .map(|n| text(n, self.src).to_string())
-                .collect();
-            for name in &names {
-                self.inv.slots.push(Slot {
-                    key: self.symbol(name),
-                    symbol: self.symbol(name),
-                    line: line(fd),
-                    display: format!("{name} {}", one_line(text(ty, self.src))),
-                    in_test: self.test_depth > 0,
-                    info: SlotInfo { ty: compact(text(ty, self.src)), field: true },
-                });
-                if kind_of(ty) == "struct_type" {
-                    self.scope.push(name.clone());
-                    self.struct_fields(ty);
+    /// The fields of a struct type, nested anonymous structs' fields under their field's
+    /// name, in source order; an explicit stack, since structs may nest as deep as the
+    /// file is long.
+    fn struct_fields(&mut self, st: Node<'a>) {
+        let mut stack = vec![FieldStep::Struct(st)];
+        while let Some(step) = stack.pop() {
+            match step {
+                FieldStep::Struct(st) => {
+                    let mut fields = Vec::new();
+                    let decls = named_children(st)
+                        .into_iter()
+                        .filter(|c| kind_of(c) == "field_declaration_list")
+                        .flat_map(named_children)
+                        .filter(|c| kind_of(c) == "field_declaration");
+                    for fd in decls {
+                        // An embedded field has no name and promotes its type's fields: nothing to pair.
+                        let Some(ty) = field(fd, "type") else {
+                            continue;
+                        };
+                        let names = named_children(fd).into_iter().filter(|c| kind_of(c) == "field_identifier");
+                        fields.extend(names.map(|n| FieldStep::Field {
+                            decl: fd,
+                            ty,
+                            name: text(n, self.src).to_string(),
+                        }));
+                    }
+                    stack.extend(fields.into_iter().rev());
+                }
+                FieldStep::Field { decl: fd, ty, name } => {
+                    self.inv.slots.push(Slot {
+                        key: self.symbol(&name),
+                        symbol: self.symbol(&name),
+                        line: line(fd),
+                        display: format!("{name} {}", one_line(text(ty, self.src))),
+                        in_test: self.test_depth > 0,
+                        info: SlotInfo { ty: compact(text(ty, self.src)), field: true },
+                    });
+                    if kind_of(ty) == "struct_type" {
+                        self.scope.push(name);
+                        stack.push(FieldStep::Leave);
+                        stack.push(FieldStep::Struct(ty));
+                    }
+                }
+                FieldStep::Leave => {
                     self.scope.pop();
                 }
             }
         }
     }
 
-    fn function(&mut self, node: Node) {
+    fn function(&mut self, node: Node<'a>) {
         let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
@@ -462,10 +521,9 @@ impl Walker<'_> {
         }
         let saved = std::mem::replace(&mut self.scope, symbol.split('.').map(String::from).collect());
         if let Some(body) = field(node, "body") {
-            self.visit(body);
+            self.later.push(Step::Visit(body));
         }
-        self.scope = saved;
-        self.test_depth -= usize::from(is_test);
+        self.later.push(Step::LeaveFunction { scope: saved, is_test });
     }
 
     fn owner(&self) -> Option<String> {

@@ -375,33 +375,44 @@ fn py_type(annotation: &str) -> PyType {
         t.final_ = true;
         return t;
     }
-    collect_members(body, &mut t.members);
+    collect_members(body, &mut t.members, 0);
     t
 }
 
-fn collect_members(s: &str, out: &mut Vec<PyMember>) {
+/// How deep an annotation is read into its unions, `Optional`s and `Annotated`s; below
+/// that a type is one member, by its text. No annotation a person writes comes near
+/// it, and the bound keeps the recursive reading within a few kilobytes of stack
+/// however deep a generated annotation nests.
+const MAX_TYPE_DEPTH: usize = 64;
+
+fn collect_members(s: &str, out: &mut Vec<PyMember>, depth: usize) {
+    if depth >= MAX_TYPE_DEPTH {
+        out.push(member(s, depth));
+        return;
+    }
     let parts = split_top(s, '|');
     if parts.len() > 1 {
         for p in parts {
-            collect_members(p, out);
+            collect_members(p, out, depth + 1);
         }
         return;
     }
     match generic(s) {
         Some(("Optional", inner)) => {
-            collect_members(inner, out);
-            out.push(member("None"));
+            collect_members(inner, out, depth + 1);
+            out.push(member("None", depth));
         }
         Some(("Union", inner)) => {
             for p in split_top(inner, ',') {
-                collect_members(p, out);
+                collect_members(p, out, depth + 1);
             }
         }
-        _ => out.push(member(s)),
+        _ => out.push(member(s, depth)),
     }
 }
 
-fn member(s: &str) -> PyMember {
+/// One member of a union, `depth` levels inside the annotation.
+fn member(s: &str, depth: usize) -> PyMember {
     let mut m =
         PyMember { key: s.to_string(), plain: s.to_string(), none: s == "None", literal: None, constrained: None };
     let head = s.split(['(', '[']).next().unwrap_or(s);
@@ -414,9 +425,9 @@ fn member(s: &str) -> PyMember {
         Some(("Literal", values)) => {
             m.literal = Some(split_top(values, ',').into_iter().filter_map(literal_kind).collect());
         }
-        Some(("Annotated", inner)) => {
+        Some(("Annotated", inner)) if depth < MAX_TYPE_DEPTH => {
             let parts = split_top(inner, ',');
-            let base = member(parts[0]);
+            let base = member(parts[0], depth + 1);
             let bounded = parts[1..].iter().any(|meta| {
                 let name = meta.split('(').next().unwrap_or(meta);
                 let name = name.rsplit('.').next().unwrap_or(name);
@@ -480,22 +491,45 @@ enum Scope {
     Function,
 }
 
-struct Walker<'s> {
-    src: &'s str,
+/// One step of the walk. The walk keeps its own stack of steps instead of recursing: a
+/// generated file (`1 + 1 + ...` thousands of terms long) makes a tree as deep as the
+/// file is long, deeper than any thread's stack.
+enum Step<'a> {
+    /// Visit a node, with the decorators written above it.
+    Visit(Node<'a>, Vec<Node<'a>>),
+    /// A class's or function's body is walked: leave its scope.
+    Leave { is_test: bool },
+}
+
+struct Walker<'a> {
+    src: &'a str,
     inv: Inventory,
     scope: Vec<(String, Scope)>,
     test_depth: usize,
+    /// The steps the current one asks for, in order: run after it, before anything
+    /// already waiting (where a recursive walk would have called them).
+    later: Vec<Step<'a>>,
 }
 
 impl Inventory {
     fn build(root: Node, src: &str) -> Inventory {
-        let mut w = Walker { src, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
-        w.visit(root, &[]);
+        let mut w = Walker { src, inv: Inventory::default(), scope: Vec::new(), test_depth: 0, later: Vec::new() };
+        let mut stack = vec![Step::Visit(root, Vec::new())];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Visit(node, decorators) => w.visit(node, &decorators),
+                Step::Leave { is_test } => {
+                    w.scope.pop();
+                    w.test_depth -= usize::from(is_test);
+                }
+            }
+            stack.extend(w.later.drain(..).rev());
+        }
         w.inv
     }
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
     fn symbol(&self, name: &str) -> String {
         let mut parts: Vec<&str> = self.scope.iter().map(|(n, _)| n.as_str()).collect();
         parts.push(name);
@@ -510,8 +544,9 @@ impl Walker<'_> {
         self.in_function().then(|| self.scope.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join("."))
     }
 
-    fn visit_children(&mut self, node: Node) {
-        super::syntax::for_each_named(node, |child| self.visit(child, &[]));
+    /// Visits the named children of `node` after the current step.
+    fn visit_children(&mut self, node: Node<'a>) {
+        super::syntax::for_each_named(node, |child| self.later.push(Step::Visit(child, Vec::new())));
     }
 
     /// Records a check of the current owner.
@@ -520,12 +555,12 @@ impl Walker<'_> {
         self.inv.body.checks.push(check);
     }
 
-    fn visit(&mut self, node: Node, decorators: &[Node]) {
+    fn visit(&mut self, node: Node<'a>, decorators: &[Node<'a>]) {
         match kind_of(node) {
             "decorated_definition" => {
                 let decos: Vec<Node> = named_children(node).into_iter().filter(|c| kind_of(c) == "decorator").collect();
                 if let Some(def) = field(node, "definition") {
-                    self.visit(def, &decos);
+                    self.later.push(Step::Visit(def, decos));
                 }
             }
             "class_definition" => self.class(node, decorators),
@@ -554,7 +589,7 @@ impl Walker<'_> {
         }
     }
 
-    fn class(&mut self, node: Node, decorators: &[Node]) {
+    fn class(&mut self, node: Node<'a>, decorators: &[Node<'a>]) {
         let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
@@ -607,11 +642,10 @@ impl Walker<'_> {
         if let Some(body) = body {
             self.visit_children(body);
         }
-        self.scope.pop();
-        self.test_depth -= usize::from(is_test);
+        self.later.push(Step::Leave { is_test });
     }
 
-    fn function(&mut self, node: Node) {
+    fn function(&mut self, node: Node<'a>) {
         let Some(name) = field(node, "name").map(|n| text(n, self.src).to_string()) else {
             return;
         };
@@ -638,8 +672,7 @@ impl Walker<'_> {
         if let Some(body) = field(node, "body") {
             self.visit_children(body);
         }
-        self.scope.pop();
-        self.test_depth -= usize::from(is_test);
+        self.later.push(Step::Leave { is_test });
     }
 
     fn parameter(&mut self, symbol: &str, p: Node) {

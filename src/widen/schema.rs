@@ -244,6 +244,9 @@ fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
     if !yaml {
         return serde_json::from_str(text).map(Some).map_err(|e| e.to_string());
     }
+    if flow_depth_over(text, MAX_YAML_FLOW_DEPTH) {
+        return Err(format!("recursion limit exceeded: brackets nested deeper than {MAX_YAML_FLOW_DEPTH} levels"));
+    }
     let mut docs = Vec::new();
     for doc in serde_norway::Deserializer::from_str(text) {
         match serde_norway::Value::deserialize(doc) {
@@ -261,6 +264,35 @@ fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
         return Ok(None);
     }
     Ok(serde_json::to_value(&doc).ok())
+}
+
+/// Deepest `[`/`{` nesting a YAML document is parsed with: serde_norway's recursion limit,
+/// reached only after its scanner read all in time quadratic in the depth (100,000: minutes).
+const MAX_YAML_FLOW_DEPTH: usize = 128;
+
+/// Whether `[` and `{` outside quotes and comments nest deeper than `max` somewhere.
+fn flow_depth_over(text: &str, max: usize) -> bool {
+    let (mut depth, mut quote, mut comment, mut prev) = (0usize, None, false, b'\n');
+    for &b in text.as_bytes() {
+        match (comment, quote) {
+            (true, _) => comment = b != b'\n',
+            (false, Some(q)) => quote = (b != q).then_some(q),
+            (false, None) => match b {
+                b'\'' | b'"' => quote = Some(b),
+                b'#' if prev.is_ascii_whitespace() => comment = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > max {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        prev = b;
+    }
+    false
 }
 
 /// The schemas a document holds, by their key path: the document itself for a JSON

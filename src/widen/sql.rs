@@ -194,7 +194,7 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
     let dialects: [&dyn Dialect; 3] = [&PostgreSqlDialect {}, &GenericDialect {}, &MySqlDialect {}];
     let mut first_error = None;
     for dialect in dialects {
-        match Parser::parse_sql(dialect, text) {
+        match parse_sql(dialect, text) {
             Ok(stmts) => return Ok(stmts),
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
@@ -203,6 +203,17 @@ fn parse(text: &str) -> Result<Vec<Statement>, String> {
     }
     let first_error = first_error.unwrap_or_default();
     dialects.into_iter().find_map(|d| parse_each(d, text)).ok_or(first_error)
+}
+
+/// What `Parser::parse_sql` does, refusing a statement whose operator chains
+/// ([`operator_depth`]) would build a syntax tree deeper than [`MAX_OPERATOR_DEPTH`].
+fn parse_sql(dialect: &dyn Dialect, text: &str) -> Result<Vec<Statement>, String> {
+    let parser_error = |e: sqlparser::parser::ParserError| e.to_string();
+    let tokens = Tokenizer::new(dialect, text).tokenize_with_location().map_err(|e| parser_error(e.into()))?;
+    if tokens.split(|t| t.token == Token::SemiColon).any(|s| operator_depth(s) > MAX_OPERATOR_DEPTH) {
+        return Err(format!("a statement chains more than {MAX_OPERATOR_DEPTH} operators (not parsed)"));
+    }
+    Parser::new(dialect).with_tokens_with_locations(tokens).parse_statements().map_err(parser_error)
 }
 
 /// Statement by statement, skipping what the parser does not know (`DO` blocks,
@@ -222,6 +233,9 @@ fn parse_each(dialect: &dyn Dialect, text: &str) -> Option<Vec<Statement>> {
             .collect();
         if words.is_empty() {
             continue;
+        }
+        if operator_depth(chunk) > MAX_OPERATOR_DEPTH {
+            return None;
         }
         let mut parser = Parser::new(dialect).with_tokens_with_locations(chunk.to_vec());
         match parser.parse_statement() {
@@ -774,6 +788,19 @@ fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A statement chaining more operators than the scan walks is refused, in one line,
+    /// before sqlparser builds (and would drop by recursion) its tree; one just under
+    /// the bound is read.
+    #[test]
+    fn a_statement_chaining_too_many_operators_is_refused() {
+        let sum = |n: usize| vec!["1"; n].join(" + ");
+        let over = format!("CREATE TABLE t (a integer DEFAULT {});", sum(MAX_OPERATOR_DEPTH + 2));
+        let e = parse(&over).unwrap_err();
+        assert!(e.contains("more than 1000 operators") && !e.contains('\n'), "{e}");
+        let under = format!("CREATE TABLE t (a integer DEFAULT {});", sum(MAX_OPERATOR_DEPTH));
+        assert_eq!(parse(&under).unwrap().len(), 1);
+    }
 
     #[test]
     fn down_migration_paths() {

@@ -401,6 +401,106 @@ const EXPR_KEYWORDS: &[Keyword] = &[
     Keyword::WHEN,
 ];
 
+/// Most operators a statement may chain into one expression. sqlparser reads
+/// `a + b + c ...` into a tree one level per operator without recursing, but drops,
+/// prints and compares that tree by recursion: 100,000 terms overflow a hook thread's
+/// 2 MiB stack. The longest chains migrations write (a `CHECK` over a few columns, an
+/// `IN` list, a generated column) hold tens; a deeper statement is refused and the
+/// file left out with a note, as sqlparser's own recursion limit does with brackets.
+pub(super) const MAX_OPERATOR_DEPTH: usize = 1_000;
+
+/// How deep the operators of one statement's tokens may nest an expression: the
+/// operators chained since the last `,` or `(`, plus those of each enclosing bracket
+/// at the point it opened (a bracket's inside hangs below the operator before it).
+pub(super) fn operator_depth(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> usize {
+    let (mut open, mut run, mut deepest) = (Vec::new(), 0usize, 0usize);
+    let mut above = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::LParen | Token::LBracket => {
+                open.push(run);
+                above += run;
+                run = 0;
+            }
+            Token::RParen | Token::RBracket => {
+                run = open.pop().unwrap_or(0);
+                above -= run.min(above);
+            }
+            Token::Comma | Token::SemiColon => run = 0,
+            token if is_operator(token) => {
+                run += 1;
+                deepest = deepest.max(above + run);
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Whether a token joins two operands (or follows one: `IS NULL`, `::int`), so that a
+/// run of them makes one expression deeper per token. Literals, names, brackets and
+/// separators do not; every other symbol does, whatever the dialect makes of it.
+fn is_operator(token: &Token) -> bool {
+    use Token as T;
+    match token {
+        T::Word(w) => {
+            w.quote_style.is_none()
+                && matches!(
+                    w.keyword,
+                    Keyword::AND
+                        | Keyword::OR
+                        | Keyword::XOR
+                        | Keyword::IS
+                        | Keyword::LIKE
+                        | Keyword::ILIKE
+                        | Keyword::SIMILAR
+                        | Keyword::IN
+                        | Keyword::BETWEEN
+                        | Keyword::COLLATE
+                        | Keyword::AT
+                        | Keyword::REGEXP
+                        | Keyword::RLIKE
+                        | Keyword::OVERLAPS
+                        | Keyword::DIV
+                )
+        }
+        T::EOF
+        | T::Number(..)
+        | T::Char(_)
+        | T::SingleQuotedString(_)
+        | T::DoubleQuotedString(_)
+        | T::TripleSingleQuotedString(_)
+        | T::TripleDoubleQuotedString(_)
+        | T::DollarQuotedString(_)
+        | T::SingleQuotedByteStringLiteral(_)
+        | T::DoubleQuotedByteStringLiteral(_)
+        | T::TripleSingleQuotedByteStringLiteral(_)
+        | T::TripleDoubleQuotedByteStringLiteral(_)
+        | T::SingleQuotedRawStringLiteral(_)
+        | T::DoubleQuotedRawStringLiteral(_)
+        | T::TripleSingleQuotedRawStringLiteral(_)
+        | T::TripleDoubleQuotedRawStringLiteral(_)
+        | T::NationalStringLiteral(_)
+        | T::EscapedStringLiteral(_)
+        | T::UnicodeStringLiteral(_)
+        | T::HexStringLiteral(_)
+        | T::Whitespace(_)
+        | T::Comma
+        | T::LParen
+        | T::RParen
+        | T::Period
+        | T::Colon
+        | T::SemiColon
+        | T::Backslash
+        | T::LBracket
+        | T::RBracket
+        | T::LBrace
+        | T::RBrace
+        | T::Placeholder(_) => false,
+        _ => true,
+    }
+}
+
 /// The identifiers an expression reads (words that are neither keywords nor function
 /// names), lowercased.
 pub(super) fn columns_read(expr: &str) -> BTreeSet<String> {
@@ -491,5 +591,29 @@ pub(super) fn one_line(text: &str) -> String {
     match flat.char_indices().nth(MAX_RENDER) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,
+    }
+}
+
+#[cfg(test)]
+mod operator_tests {
+    use super::*;
+
+    fn depth(sql: &str) -> usize {
+        let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().unwrap();
+        operator_depth(&tokens)
+    }
+
+    /// A chain counts one level per operator; a comma ends it; a bracket's inside hangs
+    /// below the chain it opened in.
+    #[test]
+    fn operator_depth_follows_the_tree_sqlparser_builds() {
+        assert_eq!(depth("SELECT a + b + c"), 2);
+        assert_eq!(depth("SELECT f(a + b, c + d)"), 1);
+        assert_eq!(depth("SELECT (a + (b + c)) + d"), 2);
+        assert_eq!(depth("SELECT a + (b + (c + d))"), 3);
+        assert_eq!(depth("INSERT INTO t VALUES (-1, -2, 'a' || 'b'), (-3, x IS NULL)"), 1);
+        assert_eq!(depth("SELECT 'a + b + c', \"x+y\" -- + + +"), 0);
+        let long = format!("SELECT {}", vec!["1"; MAX_OPERATOR_DEPTH + 2].join(" + "));
+        assert_eq!(depth(&long), MAX_OPERATOR_DEPTH + 1);
     }
 }

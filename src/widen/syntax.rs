@@ -271,19 +271,34 @@ mod reparse_tests {
     }
 }
 
+/// The line of the first error or missing node in document order, walked with one cursor
+/// (no recursion: a tree may be as deep as its input is long).
 fn first_error_line(node: Node) -> Option<u32> {
-    if node.is_error() || node.is_missing() {
-        return Some(line(node));
-    }
     let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        if child.has_error()
-            && let Some(l) = first_error_line(child)
-        {
-            return Some(l);
+    loop {
+        let n = cursor.node();
+        if n.is_error() || n.is_missing() {
+            return Some(line(n));
+        }
+        // Down into a subtree holding an error, else on to the next sibling holding one
+        // (up as long as there is none): the same order a recursive search takes.
+        if n.has_error() && cursor.goto_first_child() {
+            if cursor.node().has_error() {
+                continue;
+            }
+        } else if cursor.depth() == 0 {
+            return None;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                if cursor.node().has_error() {
+                    break;
+                }
+            } else if cursor.depth() == 0 || !cursor.goto_parent() || cursor.depth() == 0 {
+                return None;
+            }
         }
     }
-    None
 }
 
 /// How many (grammar, field name) pairs [`field`] remembers per thread; the detectors
@@ -559,7 +574,7 @@ pub(in crate::widen) fn named_children(node: Node) -> Vec<Node> {
 }
 
 /// Calls `f` on each named child of `node`, in order, with one cursor and no vector:
-/// the recursion of every walker goes through here.
+/// every walker reaches a node's children through here (pushing them as steps).
 pub(in crate::widen) fn for_each_named<'t>(node: Node<'t>, mut f: impl FnMut(Node<'t>)) {
     if node.named_child_count() == 0 {
         return;
@@ -723,31 +738,50 @@ fn drops_alternatives(before: &Check, after: &Check) -> bool {
         && kept.iter().all(|k| before.disjuncts.contains(k))
 }
 
-/// `a || b || c` (`a or b or c`) as its alternatives.
+/// `a || b || c` (`a or b or c`) as its alternatives, left to right; an explicit stack,
+/// since a generated condition may chain thousands of alternatives.
 fn collect_disjuncts(node: Node, src: &str, out: &mut Vec<String>) {
-    let node = strip_parens(node);
-    let op = field(node, "operator").map(|o| text(o, src));
-    if matches!(kind_of(node), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
-        for side in ["left", "right"] {
-            if let Some(n) = field(node, side) {
-                collect_disjuncts(n, src, out);
-            }
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        let node = strip_parens(node);
+        let op = field(node, "operator").map(|o| text(o, src));
+        if matches!(kind_of(node), "binary_expression" | "boolean_operator") && matches!(op, Some("||" | "or")) {
+            // Right pushed first so that the left side comes out first.
+            stack.extend(["right", "left"].into_iter().filter_map(|side| field(node, side)));
+        } else {
+            out.push(compact(text(node, src)));
         }
-    } else {
-        out.push(compact(text(node, src)));
     }
 }
 
+/// Calls `f` on every leaf of `node` in document order (a string literal is one leaf);
+/// a cursor walk, never recursion.
 fn leaves(node: Node, f: &mut dyn FnMut(Node)) {
     // A string literal is one token, whatever the grammar splits it into.
-    if node.child_count() == 0
-        || matches!(kind_of(node), "string" | "interpreted_string_literal" | "raw_string_literal" | "template_string")
-    {
-        f(node);
-        return;
-    }
-    for child in children(node) {
-        leaves(child, f);
+    let is_leaf = |n: Node| {
+        n.child_count() == 0
+            || matches!(kind_of(n), "string" | "interpreted_string_literal" | "raw_string_literal" | "template_string")
+    };
+    let mut cursor = node.walk();
+    loop {
+        let n = cursor.node();
+        if is_leaf(n) {
+            f(n);
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        // On to the next sibling, up as long as there is none, never above `node`.
+        loop {
+            if cursor.depth() == 0 {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
     }
 }
 

@@ -11,6 +11,7 @@ mod ci_templates;
 mod cli_snapshots;
 mod crash;
 mod decisions;
+mod deep_input;
 mod fence_loop;
 mod fence_push;
 mod fixtures;

@@ -54,22 +54,27 @@ pub(super) fn record(body: Node, src: &str, symbol: &str, inv: &mut Inventory) {
     inv.arith.insert(symbol.to_string(), arith);
 }
 
+/// The checked calls under `n` in source order; an explicit stack, since an expression
+/// may nest as deep as the file is long.
 fn collect(n: Node, src: &str, out: &mut Vec<(String, String, String, String)>) {
-    if kind_of(n) == "call_expression"
-        && let Some(f) = field(n, "function").filter(|f| kind_of(*f) == "field_expression")
-        && let (Some(recv), Some(name), Some(args)) = (field(f, "value"), field(f, "field"), field(n, "arguments"))
-        && let Some(op) = text(name, src).strip_prefix("checked_")
-    {
-        let a = text(args, src);
-        let inner = a.get(1..a.len().saturating_sub(1)).unwrap_or("");
-        out.push((op.to_string(), compact(text(recv, src)), compact(inner), collapse_whitespace(text(n, src))));
-    }
-    let mut c = n.walk();
-    for ch in n.named_children(&mut c) {
-        // Functions nested in this one are recorded as their own symbols.
-        if !matches!(kind_of(ch), "function_item" | "macro_invocation") {
-            collect(ch, src, out);
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        if kind_of(n) == "call_expression"
+            && let Some(f) = field(n, "function").filter(|f| kind_of(*f) == "field_expression")
+            && let (Some(recv), Some(name), Some(args)) = (field(f, "value"), field(f, "field"), field(n, "arguments"))
+            && let Some(op) = text(name, src).strip_prefix("checked_")
+        {
+            let a = text(args, src);
+            let inner = a.get(1..a.len().saturating_sub(1)).unwrap_or("");
+            out.push((op.to_string(), compact(text(recv, src)), compact(inner), collapse_whitespace(text(n, src))));
         }
+        let mut c = n.walk();
+        let at = stack.len();
+        // Functions nested in this one are recorded as their own symbols.
+        stack
+            .extend(n.named_children(&mut c).filter(|ch| !matches!(kind_of(ch), "function_item" | "macro_invocation")));
+        // Reversed, so that the first child comes out first.
+        stack[at..].reverse();
     }
 }
 

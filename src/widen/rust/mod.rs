@@ -321,12 +321,21 @@ fn top_level<'t>(root: Node<'t>, src: &str) -> Vec<Unit<'t>> {
     out
 }
 
+/// The first error or missing node under `n` in document order, searched with an
+/// explicit stack (a tree may be as deep as its input is long).
 fn first_error(n: Node) -> Option<Node> {
-    if n.is_error() || n.is_missing() {
-        return Some(n);
+    let mut stack = vec![n];
+    while let Some(n) = stack.pop() {
+        if n.is_error() || n.is_missing() {
+            return Some(n);
+        }
+        let mut c = n.walk();
+        let at = stack.len();
+        stack.extend(n.children(&mut c).filter(|ch| ch.has_error()));
+        // Reversed, so that the first child comes out first.
+        stack[at..].reverse();
     }
-    let mut c = n.walk();
-    n.children(&mut c).filter(|ch| ch.has_error()).find_map(first_error)
+    None
 }
 
 fn snippet(s: &str) -> String {
@@ -655,15 +664,14 @@ impl Inventory {
     /// The part of the inventory one top-level declaration contributes.
     fn item(item: Node, attrs: Vec<String>, src: &str) -> Inventory {
         let mut w = Walk { src, inv: Inventory::default(), prune: true, skipped: 0, in_trait: false };
-        w.visit(item, attrs, &mut Vec::new(), None, false);
+        w.run(item, attrs);
         w.inv
     }
 
     /// The inventory and how many blocks the walk skipped.
     fn walk(tree: &Tree, src: &str, prune: bool) -> (Inventory, usize) {
         let mut w = Walk { src, inv: Inventory::default(), prune, skipped: 0, in_trait: false };
-        let root = tree.root_node();
-        w.visit(root, Vec::new(), &mut Vec::new(), None, false);
+        w.run(tree.root_node(), Vec::new());
         (w.inv, w.skipped)
     }
 }

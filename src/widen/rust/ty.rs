@@ -21,9 +21,24 @@ pub(super) enum Ty {
     Other(String),
 }
 
+/// How deep a type's arguments are read; a type nested deeper is read whole, by its
+/// squashed text, from there down. No type a person writes comes near it (serde's own
+/// `Option<Vec<HashMap<..>>>` nests four deep), and the bound keeps every function over
+/// [`Ty`] (its reading, comparison, encoding and drop, all recursive) within a few
+/// kilobytes of stack however deep a generated type nests.
+const MAX_TYPE_DEPTH: usize = 64;
+
 impl Ty {
     pub(super) fn of(n: Node, src: &str) -> Ty {
+        Ty::within(n, src, 0)
+    }
+
+    /// [`Ty::of`] for a type `depth` levels inside the slot's type.
+    fn within(n: Node, src: &str, depth: usize) -> Ty {
         let text = |n: Node| text(n, src).to_string();
+        if depth >= MAX_TYPE_DEPTH {
+            return Ty::Other(compact(&text(n)));
+        }
         match kind_of(n) {
             "primitive_type" | "type_identifier" | "scoped_type_identifier" => {
                 Ty::Named { name: compact(&text(n)), args: Vec::new() }
@@ -35,7 +50,7 @@ impl Ty {
                     let mut c = ta.walk();
                     for a in ta.named_children(&mut c) {
                         if kind_of(a) != "lifetime" {
-                            args.push(Ty::of(a, src));
+                            args.push(Ty::within(a, src, depth + 1));
                         }
                     }
                 }
@@ -44,7 +59,7 @@ impl Ty {
             "reference_type" => {
                 let mut c = n.walk();
                 let mutable = n.children(&mut c).any(|ch| kind_of(ch) == "mutable_specifier");
-                let inner = field(n, "type").map(|t| Ty::of(t, src)).unwrap_or(Ty::Other(String::new()));
+                let inner = field(n, "type").map(|t| Ty::within(t, src, depth + 1)).unwrap_or(Ty::Other(String::new()));
                 Ty::Ref { mutable, inner: Box::new(inner) }
             }
             _ => Ty::Other(compact(&text(n))),

@@ -1,10 +1,43 @@
 //! The walk that builds a Rust inventory from a syntax tree.
 
+use std::rc::Rc;
+
 use tree_sitter::Node;
 
 use super::*;
 
-impl Walk<'_> {
+/// One step of the walk. The walk keeps its own stack of steps instead of recursing: a
+/// generated file (`1 + 1 + ...` or `((((...))))` thousands deep) makes a tree as deep
+/// as the file is long, deeper than any thread's stack.
+pub(super) enum Step<'t> {
+    /// Visit `n` with its outer attributes; `func` is the innermost function.
+    Visit { n: Node<'t>, attrs: Vec<String>, func: Option<Rc<str>>, in_test: bool },
+    /// An item's inside is walked: leave its scope (and a trait's or `impl`'s, give
+    /// back whether the walk is inside a trait).
+    Leave { in_trait: Option<bool> },
+}
+
+impl<'a> Walk<'a> {
+    /// Walks the tree under `n` (an item with outer attributes `attrs`, or the root),
+    /// one [`Step`] at a time.
+    pub(super) fn run(&mut self, n: Node<'a>, attrs: Vec<String>) {
+        let mut scope = Vec::new();
+        let mut later = Vec::new();
+        let mut stack = vec![Step::Visit { n, attrs, func: None, in_test: false }];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Visit { n, attrs, func, in_test } => self.visit(n, attrs, &mut scope, func, in_test, &mut later),
+                Step::Leave { in_trait } => {
+                    scope.pop();
+                    if let Some(outer) = in_trait {
+                        self.in_trait = outer;
+                    }
+                }
+            }
+            stack.extend(later.drain(..).rev());
+        }
+    }
+
     pub(super) fn t(&self, n: Node) -> String {
         text(n, self.src).to_string()
     }
@@ -86,14 +119,15 @@ impl Walk<'_> {
     }
 
     /// Visit `n` with its outer attributes and the symbol scope so far; `func` is the
-    /// innermost function.
-    pub(super) fn visit(
+    /// innermost function. What is inside `n` is pushed to `later`, in order.
+    fn visit(
         &mut self,
-        n: Node,
+        n: Node<'a>,
         attrs: Vec<String>,
         scope: &mut Vec<String>,
-        func: Option<&str>,
+        func: Option<Rc<str>>,
         in_test: bool,
+        later: &mut Vec<Step<'a>>,
     ) {
         let kind = kind_of(n);
         let name_of = |n: Node| field(n, "name").map(|x| text(x, self.src).to_string());
@@ -128,7 +162,7 @@ impl Walk<'_> {
             | "const_item"
             | "static_item" => {}
             "macro_invocation" => {
-                if let (Some(f), Some(g)) = (func, guard_of_macro(n, self.src)) {
+                if let (Some(f), Some(g)) = (func.as_deref(), guard_of_macro(n, self.src)) {
                     self.inv.guard_keys.insert(g.key.clone());
                     self.inv.guards.entry(f.to_string()).or_default().push(g);
                 }
@@ -136,13 +170,13 @@ impl Walk<'_> {
                 return;
             }
             "if_expression" => {
-                if let (Some(f), Some(g)) = (func, guard_of_if(n, self.src)) {
+                if let (Some(f), Some(g)) = (func.as_deref(), guard_of_if(n, self.src)) {
                     self.inv.guard_keys.insert(g.key.clone());
                     self.inv.guards.entry(f.to_string()).or_default().push(g);
                 }
             }
             "unsafe_block" => {
-                let owner = func.map(str::to_string).unwrap_or_else(|| dotted(scope, "crate"));
+                let owner = func.as_deref().map(str::to_string).unwrap_or_else(|| dotted(scope, "crate"));
                 let shown = snippet(self.t(n).lines().next().unwrap_or("unsafe"));
                 let site = (line_of(n), compact(&self.t(n)), shown);
                 self.inv.unsafe_sites.entry(owner).or_default().push(site);
@@ -172,7 +206,7 @@ impl Walk<'_> {
             _ => None,
         };
         let (Some(name), Some(parts)) = (own_name, parts) else {
-            self.children(n, scope, func, in_test);
+            self.children(n, func, in_test, later);
             return;
         };
         let symbol = dotted(scope, &name);
@@ -302,7 +336,8 @@ impl Walk<'_> {
             _ => {}
         }
         scope.push(name);
-        let f = if matches!(kind, "function_item") { Some(symbol.clone()) } else { func.map(str::to_string) };
+        let f = if matches!(kind, "function_item") { Some(Rc::from(symbol.as_str())) } else { func };
+        let mut in_trait = None;
         match kind {
             // Signatures, fields, variants and aliases were read above: they hold types
             // and patterns, never a check, an item or `unsafe` code. Only a function's
@@ -310,29 +345,29 @@ impl Walk<'_> {
             "function_item" | "function_signature_item" | "const_item" | "static_item" if self.prune => {
                 let inner = if kind == "function_item" || kind == "function_signature_item" { "body" } else { "value" };
                 if let Some(part) = parts.field(inner) {
-                    self.visit(part, Vec::new(), scope, f.as_deref(), in_test);
+                    later.push(Step::Visit { n: part, attrs: Vec::new(), func: f, in_test });
                 }
             }
             "struct_item" | "enum_item" | "union_item" | "type_item" if self.prune => {}
             "trait_item" | "impl_item" => {
-                let outer = self.in_trait;
+                in_trait = Some(self.in_trait);
                 self.in_trait = kind == "trait_item" || parts.field("trait").is_some();
-                self.children(n, scope, f.as_deref(), in_test);
-                self.in_trait = outer;
+                self.children(n, f, in_test, later);
             }
-            _ => self.children(n, scope, f.as_deref(), in_test),
+            _ => self.children(n, f, in_test, later),
         }
-        scope.pop();
+        later.push(Step::Leave { in_trait });
     }
 
-    /// Visit the children of `n`, handing each item the attributes written before it.
-    pub(super) fn children(&mut self, n: Node, scope: &mut Vec<String>, func: Option<&str>, in_test: bool) {
+    /// Visit the children of `n` (pushed to `later`, in order), handing each item the
+    /// attributes written before it.
+    fn children(&mut self, n: Node<'a>, func: Option<Rc<str>>, in_test: bool, later: &mut Vec<Step<'a>>) {
         if self.prune && kind_of(n) == "block" && !TRIGGERS.any_in(text(n, self.src)) {
             self.skipped += 1;
             return;
         }
         let src = self.src;
-        for_each_item(n, src, |attrs, k, _| self.visit(k, attrs, scope, func, in_test));
+        for_each_item(n, src, |attrs, k, _| later.push(Step::Visit { n: k, attrs, func: func.clone(), in_test }));
     }
 
     pub(super) fn attrs(&mut self, attrs: &[String], symbol: &str) {

@@ -391,16 +391,29 @@ struct SlotInfo {
     private: bool,
 }
 
+/// How deep a type is read into its unions, parentheses and arguments; below that a
+/// type is one member, by its text. No type a person writes comes near it, and the
+/// bound keeps every function over [`TsType`] (its reading, comparison, encoding and
+/// drop, all recursive) within a few kilobytes of stack however deep a generated type
+/// nests.
+const MAX_TYPE_DEPTH: usize = 64;
+
 fn ts_type(node: Node, src: &str) -> TsType {
+    ts_type_within(node, src, 0)
+}
+
+/// [`ts_type`] for a type `depth` levels inside the slot's type.
+fn ts_type_within(node: Node, src: &str, depth: usize) -> TsType {
     let mut members = Vec::new();
-    collect_members(node, src, &mut members);
+    collect_members(node, src, &mut members, depth);
     TsType { key: compact(text(node, src)), members }
 }
 
-fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
+fn collect_members(node: Node, src: &str, out: &mut Vec<Member>, depth: usize) {
+    let deep = depth >= MAX_TYPE_DEPTH;
     match kind_of(node) {
-        "union_type" | "parenthesized_type" | "type_annotation" => {
-            super::syntax::for_each_named(node, |child| collect_members(child, src, out));
+        "union_type" | "parenthesized_type" | "type_annotation" if !deep => {
+            super::syntax::for_each_named(node, |child| collect_members(child, src, out, depth + 1));
         }
         _ => {
             let t = text(node, src);
@@ -418,13 +431,16 @@ fn collect_members(node: Node, src: &str, out: &mut Vec<Member>) {
                 None
             };
             let args = match kind_of(node) {
+                _ if deep => None,
                 "generic_type" => field(node, "name").map(|n| {
                     let args = field(node, "type_arguments")
-                        .map(|ta| named_children(ta).into_iter().map(|a| ts_type(a, src)).collect())
+                        .map(|ta| named_children(ta).into_iter().map(|a| ts_type_within(a, src, depth + 1)).collect())
                         .unwrap_or_default();
                     (compact(text(n, src)), args)
                 }),
-                "array_type" => node.named_child(0).map(|e| ("[]".to_string(), vec![ts_type(e, src)])),
+                "array_type" => {
+                    node.named_child(0).map(|e| ("[]".to_string(), vec![ts_type_within(e, src, depth + 1)]))
+                }
                 _ => None,
             };
             out.push(Member { nullish: key == "null" || key == "undefined", key, text: one_line(t), literal, args });
@@ -480,8 +496,26 @@ pub(crate) struct Inventory {
     literal_aliases: BTreeMap<String, BTreeSet<super::stored::Word>>,
 }
 
-struct Walker<'s> {
-    src: &'s str,
+/// One step of the walk, which keeps its own stack instead of recursing: generated code
+/// (`1 + 1 + ...`, `[[[...]]]`) makes a tree as deep as the file is long.
+enum Step<'a> {
+    Visit(Node<'a>),
+    /// A declaration's members are walked: leave its scope.
+    PopScope,
+    /// An inline object type's properties are walked: the function's scope back.
+    RestoreScope(Vec<String>),
+    /// A parameter (function symbol, node) after one whose inline object type waits.
+    Parameter(String, Node<'a>),
+    /// A function's name, symbol, return type and body, after its parameters.
+    FunctionRest(String, String, Option<Node<'a>>, Option<Node<'a>>),
+    /// A test framework's callback (title, function), after its callee.
+    TestCallback(String, Node<'a>),
+    /// A test callback is walked.
+    EndTest,
+}
+
+struct Walker<'a> {
+    src: &'a str,
     /// Skip function bodies holding none of [`TRIGGERS`] (off only to test that skipping
     /// changes nothing).
     prune: bool,
@@ -491,6 +525,9 @@ struct Walker<'s> {
     scope: Vec<String>,
     /// How many test-framework callbacks enclose the current node.
     test_depth: usize,
+    /// The steps the current one asks for, in order: run after it, before anything
+    /// already waiting (where a recursive walk would have called them).
+    later: Vec<Step<'a>>,
 }
 
 impl Inventory {
@@ -524,16 +561,15 @@ impl Inventory {
 
     /// The part of the inventory one top-level statement contributes.
     fn item(item: Node, src: &str) -> Inventory {
-        let mut w =
-            Walker { src, prune: true, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
-        w.visit(item);
+        let mut w = Walker::new(src, true);
+        w.run(item);
         w.inv
     }
 
     /// The inventory and how many function bodies the walk skipped.
     fn walk(root: Node, src: &str, prune: bool) -> (Inventory, usize) {
-        let mut w = Walker { src, prune, skipped: 0, inv: Inventory::default(), scope: Vec::new(), test_depth: 0 };
-        w.visit(root);
+        let mut w = Walker::new(src, prune);
+        w.run(root);
         (w.inv, w.skipped)
     }
 }
@@ -568,7 +604,42 @@ impl super::syntax::Part for Inventory {
     }
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    fn new(src: &'a str, prune: bool) -> Walker<'a> {
+        Walker {
+            src,
+            prune,
+            skipped: 0,
+            inv: Inventory::default(),
+            scope: Vec::new(),
+            test_depth: 0,
+            later: Vec::new(),
+        }
+    }
+
+    /// Walks the tree under `root`, one [`Step`] at a time.
+    fn run(&mut self, root: Node<'a>) {
+        let mut stack = vec![Step::Visit(root)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Visit(node) => self.visit(node),
+                Step::PopScope => {
+                    self.scope.pop();
+                }
+                Step::RestoreScope(scope) => self.scope = scope,
+                Step::Parameter(symbol, node) => self.parameter(&symbol, node),
+                Step::FunctionRest(name, symbol, ret, body) => self.function_rest(name, symbol, ret, body),
+                Step::TestCallback(title, callback) => {
+                    self.test_depth += 1;
+                    self.function(title, callback);
+                    self.later.push(Step::EndTest);
+                }
+                Step::EndTest => self.test_depth -= 1,
+            }
+            stack.extend(self.later.drain(..).rev());
+        }
+    }
+
     fn symbol(&self, name: &str) -> String {
         let mut s = String::with_capacity(self.scope.iter().map(|p| p.len() + 1).sum::<usize>() + name.len());
         for part in &self.scope {
@@ -583,8 +654,9 @@ impl Walker<'_> {
         field(node, name).map(|n| text(n, self.src).to_string())
     }
 
-    fn visit_children(&mut self, node: Node) {
-        super::syntax::for_each_named(node, |child| self.visit(child));
+    /// Visits the named children of `node` after the current step.
+    fn visit_children(&mut self, node: Node<'a>) {
+        super::syntax::for_each_named(node, |child| self.later.push(Step::Visit(child)));
     }
 
     /// Records a check of the current owner.
@@ -593,13 +665,13 @@ impl Walker<'_> {
         self.inv.body.checks.push(check);
     }
 
-    fn scoped(&mut self, name: String, node: Node) {
+    fn scoped(&mut self, name: String, node: Node<'a>) {
         self.scope.push(name);
         self.visit_children(node);
-        self.scope.pop();
+        self.later.push(Step::PopScope);
     }
 
-    fn visit(&mut self, node: Node) {
+    fn visit(&mut self, node: Node<'a>) {
         match kind_of(node) {
             "interface_declaration"
             | "class_declaration"
@@ -640,7 +712,7 @@ impl Walker<'_> {
         }
     }
 
-    fn type_alias(&mut self, node: Node) {
+    fn type_alias(&mut self, node: Node<'a>) {
         let (Some(name), Some(value)) = (self.field_text(node, "name"), field(node, "value")) else {
             return;
         };
@@ -666,7 +738,7 @@ impl Walker<'_> {
     }
 
     /// A property of an interface, type literal or class.
-    fn member(&mut self, node: Node) {
+    fn member(&mut self, node: Node<'a>) {
         let Some(name_node) = field(node, "name").or_else(|| field(node, "property")) else {
             return self.visit_children(node);
         };
@@ -703,7 +775,7 @@ impl Walker<'_> {
     }
 
     /// `const f = (...) => ...`, `{ f: function () {} }`, `obj.f = () => ...`.
-    fn binding(&mut self, node: Node) {
+    fn binding(&mut self, node: Node<'a>) {
         let (name, value) = match kind_of(node) {
             "variable_declarator" => (field(node, "name"), field(node, "value")),
             "pair" => (field(node, "key"), field(node, "value")),
@@ -725,14 +797,33 @@ impl Walker<'_> {
         }
     }
 
-    fn function(&mut self, name: String, node: Node) {
+    fn function(&mut self, name: String, node: Node<'a>) {
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let parts = super::syntax::Parts::of(node);
+        // Once a parameter's inline object type waits to be walked, what follows it
+        // waits too, so that the inventory is filled in source order.
+        let waiting = self.later.len();
         if let Some(params) = parts.field("parameters") {
-            super::syntax::for_each_named(params, |p| self.parameter(&symbol, p));
+            super::syntax::for_each_named(params, |p| {
+                if self.later.len() == waiting {
+                    self.parameter(&symbol, p);
+                } else {
+                    self.later.push(Step::Parameter(symbol.clone(), p));
+                }
+            });
         }
-        if let Some(ret) = parts.field("return_type")
+        let (ret, body) = (parts.field("return_type"), parts.field("body"));
+        if self.later.len() == waiting {
+            self.function_rest(name, symbol, ret, body);
+        } else {
+            self.later.push(Step::FunctionRest(name, symbol, ret, body));
+        }
+    }
+
+    /// A function's return type and body, after its parameters.
+    fn function_rest(&mut self, name: String, symbol: String, ret: Option<Node<'a>>, body: Option<Node<'a>>) {
+        if let Some(ret) = ret
             && let Some(ty) = ret.named_child(0)
         {
             self.inv.slots.push(Slot {
@@ -745,17 +836,17 @@ impl Walker<'_> {
             });
         }
         self.scope.push(name);
-        if let Some(body) = parts.field("body") {
+        if let Some(body) = body {
             if self.prune && !may_hold_anything(body, self.src) {
                 self.skipped += 1;
             } else {
-                self.visit(body);
+                self.later.push(Step::Visit(body));
             }
         }
-        self.scope.pop();
+        self.later.push(Step::PopScope);
     }
 
-    fn parameter(&mut self, symbol: &str, p: Node) {
+    fn parameter(&mut self, symbol: &str, p: Node<'a>) {
         let kind = kind_of(p);
         if !matches!(kind, "required_parameter" | "optional_parameter") {
             return;
@@ -802,7 +893,7 @@ impl Walker<'_> {
         if let Some(object) = ty.and_then(|t| t.named_child(0)).filter(|t| kind_of(t) == "object_type") {
             let scope = std::mem::replace(&mut self.scope, vec![format!("{symbol}({})", compact(name))]);
             self.visit_children(object);
-            self.scope = scope;
+            self.later.push(Step::RestoreScope(scope));
         }
     }
 
@@ -863,7 +954,7 @@ impl Walker<'_> {
 
     /// `describe("x", () => ...)`, `it.each(...)("y", ...)`: the callback is test code,
     /// named by its title.
-    fn call(&mut self, node: Node) {
+    fn call(&mut self, node: Node<'a>) {
         let func = field(node, "function");
         if let (Some(owner), Some(f)) = (self.owner(), func) {
             self.inv.body.note_call(&owner, f, self.src);
@@ -887,11 +978,9 @@ impl Walker<'_> {
                     .map(|a| text(*a, self.src).trim_matches(['"', '\'', '`']).to_string())
                     .unwrap_or_else(|| head.unwrap_or_default());
                 if let Some(f) = func {
-                    self.visit(f);
+                    self.later.push(Step::Visit(f));
                 }
-                self.test_depth += 1;
-                self.function(title, cb);
-                self.test_depth -= 1;
+                self.later.push(Step::TestCallback(title, cb));
             }
             _ => self.visit_children(node),
         }
