@@ -231,7 +231,14 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
             (Some(_), _) | (None, Some(_)) => memory::cycle(opts.issue, diff.head.as_deref()),
             (None, None) => format!("worktree-{}", repo.head_oid().unwrap_or_else(|| "unborn".into())),
         };
-        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
+        // A store that cannot be written (a damaged `premerge.db`, a full disk) costs
+        // the memories, said in one warning, never the findings (issue 27, D3).
+        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref()).unwrap_or_else(|e| {
+            MemoryOutcome {
+                warnings: vec![format!("guard memories not written: {e:#} (signal only: the findings stand)")],
+                ..MemoryOutcome::default()
+            }
+        });
     }
     Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
 }
