@@ -8,8 +8,10 @@ mod common;
 
 mod budget;
 mod cli_snapshots;
+mod concurrency;
 mod crash;
 mod decisions;
+mod environment_limits;
 mod fence_loop;
 mod fixtures;
 mod foundation;
