@@ -235,7 +235,10 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         // the memories, said in one warning, never the findings (issue 27, D3).
         mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref()).unwrap_or_else(|e| {
             MemoryOutcome {
-                warnings: vec![format!("guard memories not written: {e:#} (signal only: the findings stand)")],
+                warnings: vec![format!(
+                    "guard memories not written: {e:#} (signal only: the findings stand; \
+                     PREMERGE_INVARIANT_MEMORY=0 skips the memories)"
+                )],
                 ..MemoryOutcome::default()
             }
         });
