@@ -18,7 +18,6 @@
 //! atomic rename into `shown/`, so of several concurrent readers exactly one prints it.
 
 use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -389,16 +388,11 @@ fn names(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Read one of the job's JSON files through the bounded reader (`src/input.rs`): a
+/// FIFO put in place of `job.json` or a result is refused on the descriptor opened
+/// with `O_NONBLOCK`, never waited on (issue 27, D11).
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let f = File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    if !f.metadata()?.is_file() {
-        bail!("{}: not a regular file", path.display());
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("{}: cannot read", path.display()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        bail!("{}: larger than {MAX_FILE_BYTES} bytes", path.display());
-    }
+    let bytes = crate::input::read_file(path, crate::input::Kind::Artefact, MAX_FILE_BYTES)?;
     serde_json::from_slice(&bytes).with_context(|| format!("{}: not valid JSON", path.display()))
 }
 
@@ -497,6 +491,39 @@ mod tests {
         assert!(b.is_running().unwrap());
         drop(held);
         assert!(!b.is_running().unwrap());
+    }
+
+    /// Regression (issue 27, D11): a FIFO in place of `job.json` or a result is
+    /// refused at once, never waited on for a writer.
+    #[test]
+    fn a_fifo_among_the_jobs_files_is_refused_not_waited_on() {
+        let (_d, b) = bg();
+        b.finish("1-1", &result("1-1")).unwrap();
+        for path in [b.dir.join("job.json"), b.dir.join("results").join("2-1.json")] {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: mkfifo with a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        assert_eq!(b.read_state(), None);
+        // The FIFO is not listed as a result; the real one is claimed.
+        let claimed = b.claim_results().unwrap();
+        assert_eq!(claimed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["1-1"]);
+        assert!(b.write_state(&JobState::default()).is_ok(), "the state is written over the FIFO by a rename");
+        assert_eq!(b.read_state(), Some(JobState::default()));
+    }
+
+    /// A result claimed and given back waits for the next reader.
+    #[test]
+    fn a_result_given_back_is_claimed_again() {
+        let (_d, b) = bg();
+        b.finish("1-1", &result("1-1")).unwrap();
+        let names = b.unclaimed().unwrap();
+        assert_eq!(names, ["1-1.json"]);
+        assert!(b.claim(&names[0]).unwrap().is_some());
+        assert!(b.claim(&names[0]).unwrap().is_none(), "claimed once");
+        b.unclaim(&names[0]).unwrap();
+        assert_eq!(b.claim_results().unwrap().len(), 1);
+        assert!(b.unclaim("../x.json").is_err(), "a name is never a path");
     }
 
     #[test]
