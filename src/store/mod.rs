@@ -154,7 +154,7 @@ pub(crate) fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<
 }
 
 /// Create `dir` and its missing parents as `create_dir_all` does, except inside a
-/// state directory: from its topmost component named `premerge` down, directories are
+/// state directory: from its last component named `premerge` down, directories are
 /// made one level at a time and the directory holding that component (a clone's git
 /// common directory) is never made. A background job that outlives its repository
 /// (CI deleting the workspace) then fails its writes instead of building a `.git`
@@ -164,8 +164,10 @@ pub(crate) fn create_dirs(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let chain: Vec<&Path> = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).collect();
-    // `ancestors` runs from `dir` to the root: the last match is the topmost.
-    let Some(top) = chain.iter().rposition(|a| a.file_name().is_some_and(|n| n == STATE_DIR_NAME)) else {
+    // `ancestors` runs from `dir` to the root: the first match is the state directory
+    // itself (a clone checked out at `.../premerge/` has another above it, whose
+    // `.git` must not be made either).
+    let Some(top) = chain.iter().position(|a| a.file_name().is_some_and(|n| n == STATE_DIR_NAME)) else {
         return fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()));
     };
     for level in chain[..=top].iter().rev() {
@@ -593,6 +595,36 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &parent_link).unwrap();
         RunLock::acquire(&parent_link.join("run")).unwrap();
         append_event(&parent_link.join("run"), &ev).unwrap();
+    }
+
+    /// Regression (issue 27, D12): a state directory is made only inside a git
+    /// directory that exists, even for a clone whose own directory is named
+    /// `premerge` (this project's CI checkout).
+    #[test]
+    fn a_state_directory_is_never_made_where_the_repository_was() {
+        let d = tempfile::tempdir().unwrap();
+        let gone = d.path().join("premerge").join(".git");
+        let state = gone.join(STATE_DIR_NAME).join("background").join("pending");
+        let e = create_dirs(&state).unwrap_err().to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        assert!(!d.path().join("premerge").exists(), "nothing was made");
+        assert!(atomic_write(&state.join("x.json"), b"{}").is_err());
+        assert!(
+            append_event(
+                &gone.join(STATE_DIR_NAME),
+                &crate::events::Event::BackgroundJobFinished { pid: 1, entries_done: 0 }
+            )
+            .is_err()
+        );
+        assert!(StateDir::new(&gone).ensure().is_err());
+        assert!(!d.path().join("premerge").exists(), "nothing was made");
+        // With the git directory there, every level is made; elsewhere, as create_dir_all.
+        fs::create_dir_all(&gone).unwrap();
+        create_dirs(&state).unwrap();
+        assert!(state.is_dir());
+        let plain = d.path().join("a").join("b");
+        create_dirs(&plain).unwrap();
+        assert!(plain.is_dir());
     }
 
     #[test]
