@@ -181,6 +181,27 @@ fn a_fifo_at_the_event_log_never_hangs_plan() {
     assert!(fifo[0].starts_with("premerge: warning: ") && fifo[0].contains("events.jsonl: is a FIFO"), "{}", fifo[0]);
 }
 
+/// D11: a scan whose event log is a FIFO writes its memories and says so; the log
+/// that could not be written is one warning, not "memories not written".
+#[test]
+fn a_fifo_at_the_event_log_costs_the_log_line_not_the_memories() {
+    let (r, _) = setup();
+    fs::create_dir_all(r.state_dir()).unwrap();
+    mkfifo(&r.state_dir().join("events.jsonl"));
+    let scan = finishes_within(
+        piped(r.premerge_cmd(["scan", "--issue", "27", "--base", "HEAD~1", "--head", "HEAD"])),
+        Duration::from_secs(30),
+        "scan",
+    );
+    scan.expect_code(0);
+    assert!(scan.stdout.contains("1 finding(s) in 1 file(s); 1 guard memory(ies) written"), "{}", scan.stdout);
+    let lines: Vec<&str> = scan.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", scan.stderr);
+    assert!(lines[0].contains("event log: ") && lines[0].contains("is a FIFO"), "{}", lines[0]);
+    let listed = r.premerge(&["memory", "list", "--format", "json"]).expect_code(0).json();
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+}
+
 /// D11: with a loop open and a FIFO at the run directory's `events.jsonl`, a push
 /// hung while the fence logged. It now ends, and a stray path is still refused.
 #[test]
