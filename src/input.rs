@@ -172,9 +172,18 @@ fn open_regular(path: &Path, kind: Kind) -> Result<(File, u64), InputError> {
             },
         )?;
     let meta = file.metadata().map_err(|e| InputError::Io { path: shown(path), why: e.to_string() })?;
-    let ft = meta.file_type();
-    let what = if ft.is_file() {
-        return Ok((file, meta.len()));
+    match not_regular(&meta.file_type()) {
+        None => Ok((file, meta.len())),
+        Some(what) => Err(InputError::NotRegular { path: shown(path), what, kind: kind.name() }),
+    }
+}
+
+/// What a file that is not a regular file is (`a FIFO`, `a directory`, ...), or `None`
+/// for a regular file. Shared with the store's writers, which check the same on the
+/// descriptor they opened.
+pub(crate) fn not_regular(ft: &std::fs::FileType) -> Option<&'static str> {
+    Some(if ft.is_file() {
+        return None;
     } else if ft.is_dir() {
         "a directory"
     } else if ft.is_fifo() {
@@ -185,8 +194,7 @@ fn open_regular(path: &Path, kind: Kind) -> Result<(File, u64), InputError> {
         "a socket"
     } else {
         "not a file"
-    };
-    Err(InputError::NotRegular { path: shown(path), what, kind: kind.name() })
+    })
 }
 
 /// Read at most `limit` bytes from `r`; more is [`InputError::TooLarge`].

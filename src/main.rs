@@ -29,6 +29,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
+    // A file-size limit (`ulimit -f`) must not kill premerge where git itself goes on:
+    // with SIGXFSZ ignored, a write past the limit fails with EFBIG and becomes the
+    // usual one line (issue 27, D10). First, before any file is written.
+    // SAFETY: signal() with a valid signal number and SIG_IGN; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
@@ -48,28 +55,36 @@ fn main() -> ExitCode {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("premerge: current directory: {e}");
+            let _ = writeln!(io::stderr(), "premerge: current directory: {e}");
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let stdin = io::stdin();
-    let stdout = io::stdout();
-    let mut stdin = stdin.lock();
-    let mut stdout = io::LineWriter::new(stdout.lock());
-    // Not locked for the whole run: a worker thread that writes to stderr (a panic
-    // message from a scan thread) would wait for the lock forever while the main
-    // thread waits for it.
-    let mut stderr = io::stderr();
-    let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut stdout, stderr: &mut stderr, env };
-    // A panic is never a bare exit 101: from a hook it is one warning line and git
-    // goes on (the stages guard themselves, this catches the rest); elsewhere it is an
-    // error line and exit 2.
-    premerge::stage::install_panic_hook();
     let hook = match &cli.command {
         Command::Hook(HookCmd::PrePush { .. }) => Some("pre-push"),
         Command::Hook(HookCmd::PostMerge { .. }) => Some("post-merge"),
         _ => None,
     };
+    let stdin = io::stdin();
+    let mut stdin = stdin.lock();
+    // A hook's output is for the person watching the push; when it cannot be written
+    // (`git push >/dev/full`, a terminal that hung up) the push still goes on, and the
+    // hook's exit says only what premerge decided (issue 27, D9).
+    let mut stdout: Box<dyn Write> = match hook {
+        Some(_) => Box::new(io::LineWriter::new(Lossy(io::stdout().lock()))),
+        None => Box::new(io::LineWriter::new(io::stdout().lock())),
+    };
+    // Not locked for the whole run: a worker thread that writes to stderr (a panic
+    // message from a scan thread) would wait for the lock forever while the main
+    // thread waits for it.
+    let mut stderr: Box<dyn Write> = match hook {
+        Some(_) => Box::new(Lossy(io::stderr())),
+        None => Box::new(io::stderr()),
+    };
+    let mut ctx = Ctx { cwd, stdin: &mut stdin, stdout: &mut *stdout, stderr: &mut *stderr, env };
+    // A panic is never a bare exit 101: from a hook it is one warning line and git
+    // goes on (the stages guard themselves, this catches the rest); elsewhere it is an
+    // error line and exit 2.
+    premerge::stage::install_panic_hook();
     let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         premerge::stage::inject_test_panic("command");
         dispatch(cli, &mut ctx)
@@ -84,7 +99,8 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 None => {
-                    eprintln!("premerge: internal error: {why} (a bug in premerge: please report it)");
+                    let _ =
+                        writeln!(io::stderr(), "premerge: internal error: {why} (a bug in premerge: please report it)");
                     ExitCode::from(EXIT_ERROR)
                 }
             };
@@ -96,7 +112,7 @@ fn main() -> ExitCode {
             if let Err(e) = flushed
                 && e.kind() != io::ErrorKind::BrokenPipe
             {
-                eprintln!("premerge: stdout: {e}");
+                let _ = writeln!(io::stderr(), "premerge: stdout: {e}");
                 return ExitCode::from(EXIT_ERROR);
             }
             exit.into()
@@ -113,16 +129,43 @@ fn main() -> ExitCode {
     }
 }
 
+/// An output stream whose failures are dropped: a write that cannot be done is
+/// reported as done. Only the hooks' streams are wrapped so; every other command
+/// reports an output error (exit 2), as a pipeline step's output is its result.
+struct Lossy<W>(W);
+
+impl<W: Write> Write for Lossy<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
+}
+
 /// clap's multi-line usage error as one line: `premerge: usage: <what>; <tip>; try
 /// '<command> --help'`.
 fn usage_line(rendered: &str) -> String {
     let mut what = String::new();
     let mut tips = Vec::new();
     let mut command = String::from("premerge");
+    // The lines clap indents under its error line (the missing arguments' names),
+    // up to the first blank line (issue 27, D16: the names were lost).
+    let mut listing = false;
     for line in rendered.lines() {
         let t = line.trim();
+        if listing && line.starts_with([' ', '\t']) && !t.is_empty() {
+            what.push_str(if what.ends_with(':') { " " } else { ", " });
+            what.push_str(t);
+            continue;
+        }
+        listing = false;
         if let Some(rest) = t.strip_prefix("error:") {
             what = rest.trim().to_string();
+            listing = true;
         } else if let Some(rest) = t.strip_prefix("tip:") {
             tips.push(rest.trim().to_string());
         } else if let Some(rest) = t.strip_prefix("Usage:") {

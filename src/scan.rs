@@ -231,7 +231,17 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
             (Some(_), _) | (None, Some(_)) => memory::cycle(opts.issue, diff.head.as_deref()),
             (None, None) => format!("worktree-{}", repo.head_oid().unwrap_or_else(|| "unborn".into())),
         };
-        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref())?;
+        // A store that cannot be written (a damaged `premerge.db`, a full disk) costs
+        // the memories, said in one warning, never the findings (issue 27, D3).
+        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref()).unwrap_or_else(|e| {
+            MemoryOutcome {
+                warnings: vec![format!(
+                    "guard memories not written: {e:#} (signal only: the findings stand; \
+                     PREMERGE_INVARIANT_MEMORY=0 skips the memories)"
+                )],
+                ..MemoryOutcome::default()
+            }
+        });
     }
     Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
 }
@@ -311,6 +321,14 @@ fn write_memories(
     let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
     let planned = memory::plan(findings, cycle, opts.issue, commit);
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
+    // The memories are committed: an event log that cannot take their lines (a FIFO, a
+    // full disk) is one warning, never "not written" for rows that were.
+    let mut log_failed: Option<String> = None;
+    let mut log = |ev: &crate::events::Event| {
+        if let Err(e) = crate::store::append_event(&state.path, ev) {
+            log_failed.get_or_insert_with(|| format!("event log: {e:#} (the memories are stored)"));
+        }
+    };
     for (m, write) in planned.iter().zip(writes) {
         let event = |id: i64| crate::events::GuardMemory {
             id,
@@ -323,11 +341,11 @@ fn write_memories(
         match write {
             db::Write::Duplicate(id) => {
                 out.duplicates += 1;
-                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryDuplicateSkipped(event(id)))?;
+                log(&crate::events::Event::GuardMemoryDuplicateSkipped(event(id)));
             }
             db::Write::Written(id) => {
                 out.written += 1;
-                crate::store::append_event(&state.path, &crate::events::Event::GuardMemoryWritten(event(id)))?;
+                log(&crate::events::Event::GuardMemoryWritten(event(id)));
                 let earlier = db::earlier_cycles(&conn, &m.file, &m.symbol, &m.cycle)?;
                 if earlier > 0 {
                     out.repeated.push(json!({
@@ -344,10 +362,7 @@ fn write_memories(
                             let why = e.to_string();
                             db::set_backend(&conn, id, &format!("failed: {why}"))?;
                             let ev = crate::events::GuardMemory { error: Some(why.clone()), ..event(id) };
-                            crate::store::append_event(
-                                &state.path,
-                                &crate::events::Event::GuardMemoryBackendFailed(ev),
-                            )?;
+                            log(&crate::events::Event::GuardMemoryBackendFailed(ev));
                             out.warnings.push(format!(
                                 "memory backend failed for {} `{}`: {why} (kept in the embedded store)",
                                 m.file, m.symbol
@@ -358,6 +373,7 @@ fn write_memories(
             }
         }
     }
+    out.warnings.extend(log_failed);
     Ok(out)
 }
 

@@ -121,7 +121,7 @@ fn report(pending: &[PendingHalt]) -> String {
 pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     // Wherever `proposal emit` works, drain works: the same root and events directory,
     // with or without a repository (an explicit `--root` outside one).
-    let w = super::proposal::locate(ctx, &args.root)?;
+    let w = super::proposal_place(ctx, &args.root)?;
     let (root, run_dir) = (w.root, w.events_dir);
     store::proposals::check_root(&root)?;
     let pending = pending_halts(&root, &store::read_events(&run_dir)?);

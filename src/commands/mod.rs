@@ -249,3 +249,50 @@ pub fn dispatch(cli: Cli, ctx: &mut Ctx) -> CmdResult {
         Command::Status(a) => status::run(a, ctx),
     }
 }
+
+/// Where `proposal` and `drain` find proposals and their events: the same place for
+/// both, with or without a repository (an explicit `--root` outside one).
+pub(crate) struct ProposalPlace {
+    pub(crate) root: PathBuf,
+    pub(crate) events_dir: PathBuf,
+    pub(crate) generator: Option<crate::stripe::emit::GeneratorCfg>,
+    pub(crate) mode: crate::config::Mode,
+}
+
+pub(crate) fn proposal_place(ctx: &Ctx, args: &crate::cli::RootArgs) -> Result<ProposalPlace> {
+    // With an explicit root, a repository is not needed: outside one, the configuration
+    // is the defaults and the environment, and events go to `--run-dir`, else
+    // PREMERGE_RUN_DIR, else the proposal root itself.
+    let repo = match (ctx.repo(), &args.root) {
+        (Ok(repo), _) => repo,
+        (Err(_), Some(r)) => {
+            let cfg = load_config_without_repo()?;
+            let root = crate::store::run_dir::utf8_path(ctx.cwd.join(r), "proposal root")?.into_std_path_buf();
+            let events_dir = match (&args.run_dir, ctx.env.var_os("PREMERGE_RUN_DIR")) {
+                (Some(d), _) => ctx.cwd.join(d),
+                (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
+                _ => root.clone(),
+            };
+            return Ok(ProposalPlace {
+                root,
+                events_dir,
+                generator: crate::stripe::emit::GeneratorCfg::from_config(&cfg),
+                mode: cfg.proposal.halt_mode,
+            });
+        }
+        (Err(e), None) => return Err(e),
+    };
+    let cfg = load_config(&repo)?;
+    let root = match &args.root {
+        Some(r) => ctx.cwd.join(r),
+        None => crate::store::proposals::default_root(&repo, &cfg)?,
+    };
+    let root = crate::store::run_dir::utf8_path(root, "proposal root")?.into_std_path_buf();
+    let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
+    Ok(ProposalPlace {
+        root,
+        events_dir,
+        generator: crate::stripe::emit::GeneratorCfg::from_config(&cfg),
+        mode: cfg.proposal.halt_mode,
+    })
+}

@@ -18,10 +18,9 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 pub use crate::cli::RootArgs;
-use crate::config::Mode;
 use crate::error::{CmdResult, Exit, input_error};
-use crate::store::proposals::{RootScan, STATES, default_root, read_proposal, resolve, resolve_open, scan_root};
-use crate::stripe::emit::{GeneratorCfg, Outcome, emit};
+use crate::store::proposals::{RootScan, STATES, read_proposal, resolve, resolve_open, scan_root};
+use crate::stripe::emit::{Outcome, emit};
 use crate::stripe::proposal as doc;
 use crate::stripe::{Evidence, StripeId, validate_scope, validate_signal};
 
@@ -94,46 +93,6 @@ pub struct RejectArgs {
 // ---------------------------------------------------------------------------
 // Commands
 
-pub(crate) struct Where {
-    pub(crate) root: PathBuf,
-    pub(crate) events_dir: PathBuf,
-    generator: Option<GeneratorCfg>,
-    mode: Mode,
-}
-
-pub(crate) fn locate(ctx: &Ctx, args: &RootArgs) -> Result<Where> {
-    // With an explicit root, a repository is not needed: outside one, the configuration
-    // is the defaults and the environment, and events go to `--run-dir`, else
-    // PREMERGE_RUN_DIR, else the proposal root itself.
-    let repo = match (ctx.repo(), &args.root) {
-        (Ok(repo), _) => repo,
-        (Err(_), Some(r)) => {
-            let cfg = super::load_config_without_repo()?;
-            let root = crate::store::run_dir::utf8_path(ctx.cwd.join(r), "proposal root")?.into_std_path_buf();
-            let events_dir = match (&args.run_dir, ctx.env.var_os("PREMERGE_RUN_DIR")) {
-                (Some(d), _) => ctx.cwd.join(d),
-                (None, Some(d)) if !d.is_empty() => ctx.cwd.join(d),
-                _ => root.clone(),
-            };
-            return Ok(Where {
-                root,
-                events_dir,
-                generator: GeneratorCfg::from_config(&cfg),
-                mode: cfg.proposal.halt_mode,
-            });
-        }
-        (Err(e), None) => return Err(e),
-    };
-    let cfg = super::load_config(&repo)?;
-    let root = match &args.root {
-        Some(r) => ctx.cwd.join(r),
-        None => default_root(&repo, &cfg)?,
-    };
-    let root = crate::store::run_dir::utf8_path(root, "proposal root")?.into_std_path_buf();
-    let events_dir = ctx.run_dir(&repo, args.run_dir.as_deref())?.into_std_path_buf();
-    Ok(Where { root, events_dir, generator: GeneratorCfg::from_config(&cfg), mode: cfg.proposal.halt_mode })
-}
-
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
     match cmd {
         Cmd::Emit(a) => run_emit(a, ctx),
@@ -161,7 +120,7 @@ fn run_emit(a: EmitArgs, ctx: &mut Ctx) -> CmdResult {
     validate_scope(&a.scope).map_err(|e| input_error("--scope", e))?;
     validate_signal(&a.signal).map_err(|e| input_error("--signal", e))?;
     let rows = read_evidence(ctx, &a.evidence)?;
-    let w = locate(ctx, &a.root)?;
+    let w = super::proposal_place(ctx, &a.root)?;
     let out =
         emit(&w.root, &w.events_dir, &a.scope, &a.signal, &rows, a.workflow.as_deref(), w.generator.as_ref(), w.mode)?;
     for warning in &out.warnings {
@@ -175,7 +134,7 @@ fn run_emit(a: EmitArgs, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn run_list(a: ListArgs, ctx: &mut Ctx) -> CmdResult {
-    let w = locate(ctx, &a.root)?;
+    let w = super::proposal_place(ctx, &a.root)?;
     let RootScan { listed, unparseable: bad, totals } = scan_root(&w.root)?;
     for b in &bad {
         ctx.warn(format!("{}: unparseable proposal skipped: {}", b.path, b.reason));
@@ -215,7 +174,7 @@ fn run_list(a: ListArgs, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn run_show(a: IdArgs, ctx: &mut Ctx) -> CmdResult {
-    let w = locate(ctx, &a.root)?;
+    let w = super::proposal_place(ctx, &a.root)?;
     let found = resolve(&w.root, &a.id, &STATES)?;
     let open: Vec<_> = found.iter().filter(|(s, _)| *s == "open").collect();
     let path = match (found.len(), open.len()) {
@@ -239,7 +198,7 @@ fn run_show(a: IdArgs, ctx: &mut Ctx) -> CmdResult {
 }
 
 fn run_apply(a: IdArgs, ctx: &mut Ctx) -> CmdResult {
-    let w = locate(ctx, &a.root)?;
+    let w = super::proposal_place(ctx, &a.root)?;
     let (stripe, to) = resolve_open(&w.root, &w.events_dir, &a.id, "applied", None)?;
     let v = json!({"outcome": "applied", "stripe": stripe, "path": to.display().to_string()});
     ctx.stdout.write_all(crate::canonical::to_line(&v)?.as_bytes())?;
@@ -250,7 +209,7 @@ fn run_reject(a: RejectArgs, ctx: &mut Ctx) -> CmdResult {
     if a.reason.trim().is_empty() {
         return Err(input_error("--reason", "must not be empty"));
     }
-    let w = locate(ctx, &a.root)?;
+    let w = super::proposal_place(ctx, &a.root)?;
     let (stripe, to) = resolve_open(&w.root, &w.events_dir, &a.id, "rejected", Some(&a.reason))?;
     let v = json!({"outcome": "rejected", "stripe": stripe, "path": to.display().to_string()});
     ctx.stdout.write_all(crate::canonical::to_line(&v)?.as_bytes())?;

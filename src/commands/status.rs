@@ -1,5 +1,6 @@
 //! `premerge status [--wait] [--format text|json]`: the hooks' background job, its
-//! queue, and the results nobody has printed yet (printed here, once, as a hook would).
+//! queue, the results nobody has printed yet (printed here, once, as a hook would),
+//! and the scan cache's count of damaged entries.
 
 use clap::Args as ClapArgs;
 use serde_json::json;
@@ -40,7 +41,13 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     let running = bg.is_running()?;
     let pending = bg.pending_count()?;
     let state = bg.read_state();
-    let results = bg.claim_results()?;
+    // Results are claimed (moved into `shown/`) one at a time and given back when
+    // their output cannot be written: `premerge status` on a full disk or a closed
+    // stdout loses nothing (issue 27, D16). What a pipe took before its reader went
+    // away (`status | head`) was written, and counts as printed.
+    let unclaimed = bg.unclaimed()?;
+    // The scan cache's damaged entries: each was a miss (scanned again), and counted.
+    let cache = crate::store::scan_cache::health(&repo.state_dir().path);
     match args.format {
         Format::Json => {
             let job = match &state {
@@ -53,8 +60,26 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                 }),
                 None => json!({"state": if running { "running" } else { "never-ran" }}),
             };
-            let doc = json!({"schema_version": 1, "job": job, "pending": pending, "results": results});
-            ctx.stdout.write_all(crate::canonical::to_line(&doc)?.as_bytes())?;
+            let mut claimed = Vec::new();
+            let mut results = Vec::new();
+            for name in unclaimed {
+                if let Some(r) = bg.claim(&name)? {
+                    claimed.push(name);
+                    results.push(r);
+                }
+            }
+            let scan_cache = cache.map(|h| json!({"entries": h.entries, "damaged": h.damaged}));
+            let doc = json!({"schema_version": 1, "job": job, "pending": pending, "results": results,
+                             "scan_cache": scan_cache});
+            let written = crate::canonical::to_line(&doc)
+                .map_err(anyhow::Error::from)
+                .and_then(|line| Ok(ctx.stdout.write_all(line.as_bytes()).and_then(|()| ctx.stdout.flush())?));
+            if let Err(e) = written {
+                for name in &claimed {
+                    let _ = bg.unclaim(name);
+                }
+                return Err(e);
+            }
         }
         Format::Text => {
             let line = match (&state, running) {
@@ -76,11 +101,33 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
                 };
                 writeln!(ctx.stdout, "pending: {pending} range(s); {who}")?;
             }
-            if results.is_empty() {
+            if let Some(h) = cache.filter(|h| h.damaged > 0) {
+                writeln!(
+                    ctx.stdout,
+                    "scan cache: {} damaged entr{} found so far, each a miss (scanned again); {} entr{} intact",
+                    h.damaged,
+                    if h.damaged == 1 { "y" } else { "ies" },
+                    h.entries,
+                    if h.entries == 1 { "y" } else { "ies" }
+                )?;
+            }
+            ctx.stdout.flush()?;
+            let mut printed = 0;
+            for name in unclaimed {
+                let Some(r) = bg.claim(&name)? else { continue };
+                let shown = background::print_results(ctx.stdout, ctx.stderr, std::slice::from_ref(&r))
+                    .and_then(|()| ctx.stdout.flush());
+                if let Err(e) = shown {
+                    let _ = bg.unclaim(&name);
+                    return Err(e.into());
+                }
+                printed += 1;
+            }
+            if printed == 0 {
                 writeln!(ctx.stdout, "no new results")?;
             }
-            background::print_results(ctx.stdout, ctx.stderr, &results)?;
         }
     }
+    bg.prune_shown()?;
     Ok(Exit::Ok)
 }

@@ -307,7 +307,13 @@ pub(crate) fn run_job(ctx: &mut Ctx, after_pid: &[u32]) -> Result<()> {
 /// never left without a job.
 pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
     let deadline = Instant::now() + JOB_TIME_LIMIT;
+    // Asked before each entry and each write: a job whose repository was deleted
+    // (CI cleaning its workspace) stops, and what it did not write stays unwritten.
+    let gone = || bg.repository_gone();
     loop {
+        if gone() {
+            return Ok(());
+        }
         let Some(lock) = bg.try_lock()? else { return Ok(()) };
         let mut state =
             JobState { pid: std::process::id(), started_at: crate::store::now_rfc3339(), ..Default::default() };
@@ -320,6 +326,9 @@ pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
         };
         log(|pid, entries_done| crate::events::Event::BackgroundJobStarted { pid, entries_done }, 0);
         while Instant::now() < deadline {
+            if gone() {
+                return Ok(());
+            }
             let Some(next) = bg.pending()?.into_iter().next() else { break };
             let result = match next {
                 Err((id, why)) => JobResult {
@@ -343,14 +352,23 @@ pub fn drain(cwd: &Path, bg: &Background) -> Result<()> {
                         );
                         result_of(&entry, Outcome::Abandoned, Captured::default(), vec![why])
                     } else {
+                        if gone() {
+                            return Ok(());
+                        }
                         bg.write_pending(&entry)?;
                         run_entry(cwd, &entry)
                     }
                 }
             };
+            if gone() {
+                return Ok(());
+            }
             bg.finish(&result.id, &result)?;
             state.entries_done += 1;
             bg.write_state(&state)?;
+        }
+        if gone() {
+            return Ok(());
         }
         state.finished_at = crate::store::now_rfc3339();
         bg.write_state(&state)?;

@@ -17,8 +17,7 @@
 //! starts it is reported as abandoned instead. A result leaves `results/` by one
 //! atomic rename into `shown/`, so of several concurrent readers exactly one prints it.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Read;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -135,14 +134,8 @@ impl Background {
     }
 
     fn lock_file(&self) -> Result<File> {
-        fs::create_dir_all(&self.dir).with_context(|| format!("{}: cannot create directory", self.dir.display()))?;
-        let path = self.dir.join("job.lock");
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("{}: cannot open lock file", path.display()))
+        super::create_dirs(&self.dir)?;
+        super::open_lock_file(&self.dir.join("job.lock"), super::MODE_SHARED)
     }
 
     /// Take the job lock without waiting: `None` when another job holds it.
@@ -155,6 +148,15 @@ impl Background {
                 Err(anyhow!("{}: cannot lock: {e}", self.dir.join("job.lock").display()))
             }
         }
+    }
+
+    /// Whether the repository this directory belongs to is gone: its git common
+    /// directory (the state directory's parent) holds no `HEAD` any more. The job asks
+    /// before each entry and each write, and stops rather than write into a deleted
+    /// workspace (issue 27, D12).
+    pub(crate) fn repository_gone(&self) -> bool {
+        let Some(common) = self.dir.parent().and_then(Path::parent) else { return false };
+        fs::symlink_metadata(common.join("HEAD")).is_err()
     }
 
     /// Whether a job holds the lock right now. Without a directory nothing ever ran.
@@ -188,8 +190,15 @@ impl Background {
         if waiting >= MAX_PENDING {
             bail!(
                 "{}: {waiting} entries already wait for the background job (at most {MAX_PENDING}); \
-                 this range was not scanned: run `premerge status --wait`, then `premerge scan` on it",
-                self.sub("pending").display()
+                 not scanned: {}; run `premerge status --wait`, then {}",
+                self.sub("pending").display(),
+                entry
+                    .ranges
+                    .iter()
+                    .map(|r| format!("{}..{}", r.base.as_deref().unwrap_or("(root)"), r.head))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                scan_commands(&entry.ranges)
             );
         }
         self.write_pending(entry)
@@ -240,39 +249,61 @@ impl Background {
     /// Take every result nobody has printed yet, oldest first: each is moved into
     /// `shown/` by one rename, so a result is returned to exactly one caller.
     pub(crate) fn claim_results(&self) -> Result<Vec<JobResult>> {
-        let results = self.sub("results");
-        let names = names(&results)?;
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let shown = self.sub("shown");
-        fs::create_dir_all(&shown).with_context(|| format!("{}: cannot create directory", shown.display()))?;
         let mut out = Vec::new();
-        for name in names {
-            let to = shown.join(&name);
-            match fs::rename(results.join(&name), &to) {
-                Ok(()) => {}
-                // Another reader claimed it first.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => bail!("{}: cannot move into shown/: {e}", results.join(&name).display()),
-            }
-            match read_json::<JobResult>(&to) {
-                Ok(r) => out.push(r),
-                Err(e) => out.push(JobResult {
-                    schema_version: 1,
-                    id: name.trim_end_matches(".json").to_string(),
-                    hook: String::new(),
-                    ranges: Vec::new(),
-                    queued_at: String::new(),
-                    finished_at: String::new(),
-                    outcome: Outcome::Failed,
-                    stdout: Vec::new(),
-                    warnings: vec![format!("result file unreadable: {e:#}")],
-                }),
-            }
+        for name in self.unclaimed()? {
+            out.extend(self.claim(&name)?);
         }
-        self.prune_shown()?;
+        if !out.is_empty() {
+            self.prune_shown()?;
+        }
         Ok(out)
+    }
+
+    /// The file names of the results nobody has printed yet, oldest first.
+    pub(crate) fn unclaimed(&self) -> Result<Vec<String>> {
+        names(&self.sub("results"))
+    }
+
+    /// Claim the result `name` (a name [`Background::unclaimed`] gave): moved into
+    /// `shown/` by one rename, so of several readers exactly one gets it; `None` when
+    /// another reader claimed it first. A caller that then cannot print it gives it
+    /// back with [`Background::unclaim`].
+    pub(crate) fn claim(&self, name: &str) -> Result<Option<JobResult>> {
+        check_id(name.trim_end_matches(".json"))?;
+        let results = self.sub("results");
+        let shown = self.sub("shown");
+        super::create_dirs(&shown)?;
+        let to = shown.join(name);
+        match fs::rename(results.join(name), &to) {
+            Ok(()) => {}
+            // Another reader claimed it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => bail!("{}: cannot move into shown/: {e}", results.join(name).display()),
+        }
+        Ok(Some(match read_json::<JobResult>(&to) {
+            Ok(r) => r,
+            Err(e) => JobResult {
+                schema_version: 1,
+                id: name.trim_end_matches(".json").to_string(),
+                hook: String::new(),
+                ranges: Vec::new(),
+                queued_at: String::new(),
+                finished_at: String::new(),
+                outcome: Outcome::Failed,
+                stdout: Vec::new(),
+                warnings: vec![format!("result file unreadable: {e:#}")],
+            },
+        }))
+    }
+
+    /// Give back a result claimed by [`Background::claim`] whose output could not be
+    /// written (a closed pipe, a full disk): it waits in `results/` again, for the
+    /// next reader.
+    pub(crate) fn unclaim(&self, name: &str) -> Result<()> {
+        check_id(name.trim_end_matches(".json"))?;
+        let from = self.sub("shown").join(name);
+        fs::rename(&from, self.sub("results").join(name))
+            .with_context(|| format!("{}: cannot move back into results/", from.display()))
     }
 
     /// The last printed results, oldest first (at most [`MAX_SHOWN`]).
@@ -281,7 +312,8 @@ impl Background {
         Ok(names(&dir)?.iter().filter_map(|n| read_json(&dir.join(n)).ok()).collect())
     }
 
-    fn prune_shown(&self) -> Result<()> {
+    /// Keep the last [`MAX_SHOWN`] printed results.
+    pub(crate) fn prune_shown(&self) -> Result<()> {
         let dir = self.sub("shown");
         let names = names(&dir)?;
         for n in names.iter().take(names.len().saturating_sub(MAX_SHOWN)) {
@@ -299,6 +331,27 @@ impl Background {
     pub(crate) fn read_state(&self) -> Option<JobState> {
         read_json(&self.dir.join("job.json")).ok()
     }
+}
+
+/// Most ranges a full queue's message names a command for: a push of more refs than
+/// this is one of many, and the rest are counted.
+const MAX_NAMED_RANGES: usize = 4;
+
+/// The `premerge scan` command of each range (a range from the root: its head alone,
+/// from its first parent), the ones beyond [`MAX_NAMED_RANGES`] counted.
+pub(crate) fn scan_commands(ranges: &[Range]) -> String {
+    let mut cmds: Vec<String> = ranges
+        .iter()
+        .take(MAX_NAMED_RANGES)
+        .map(|r| match &r.base {
+            Some(b) => format!("`premerge scan {b}..{}`", r.head),
+            None => format!("`premerge scan --head {}`", r.head),
+        })
+        .collect();
+    if ranges.len() > MAX_NAMED_RANGES {
+        cmds.push(format!("and {} more range(s)", ranges.len() - MAX_NAMED_RANGES));
+    }
+    if cmds.is_empty() { "`premerge scan` on it".to_string() } else { cmds.join(", ") }
 }
 
 /// Entry ids are premerge's own (`new_id`); anything else in a file name is refused
@@ -335,16 +388,11 @@ fn names(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Read one of the job's JSON files through the bounded reader (`src/input.rs`): a
+/// FIFO put in place of `job.json` or a result is refused on the descriptor opened
+/// with `O_NONBLOCK`, never waited on (issue 27, D11).
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let f = File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    if !f.metadata()?.is_file() {
-        bail!("{}: not a regular file", path.display());
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).with_context(|| format!("{}: cannot read", path.display()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        bail!("{}: larger than {MAX_FILE_BYTES} bytes", path.display());
-    }
+    let bytes = crate::input::read_file(path, crate::input::Kind::Artefact, MAX_FILE_BYTES)?;
     serde_json::from_slice(&bytes).with_context(|| format!("{}: not valid JSON", path.display()))
 }
 
@@ -417,8 +465,11 @@ mod tests {
         for i in 0..MAX_PENDING {
             b.enqueue(&entry(&format!("{i:03}-1"))).unwrap();
         }
-        let e = b.enqueue(&entry("999-1")).unwrap_err();
-        assert!(e.to_string().contains("was not scanned"), "{e}");
+        let e = b.enqueue(&entry("999-1")).unwrap_err().to_string();
+        // Regression (issue 27, D16): the message names the range and the command for it.
+        let (base, head) = ("a".repeat(40), "b".repeat(40));
+        assert!(e.contains(&format!("not scanned: {base}..{head}")), "{e}");
+        assert!(e.contains(&format!("then `premerge scan {base}..{head}`")), "{e}");
     }
 
     #[test]
@@ -440,6 +491,39 @@ mod tests {
         assert!(b.is_running().unwrap());
         drop(held);
         assert!(!b.is_running().unwrap());
+    }
+
+    /// Regression (issue 27, D11): a FIFO in place of `job.json` or a result is
+    /// refused at once, never waited on for a writer.
+    #[test]
+    fn a_fifo_among_the_jobs_files_is_refused_not_waited_on() {
+        let (_d, b) = bg();
+        b.finish("1-1", &result("1-1")).unwrap();
+        for path in [b.dir.join("job.json"), b.dir.join("results").join("2-1.json")] {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: mkfifo with a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        assert_eq!(b.read_state(), None);
+        // The FIFO is not listed as a result; the real one is claimed.
+        let claimed = b.claim_results().unwrap();
+        assert_eq!(claimed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["1-1"]);
+        assert!(b.write_state(&JobState::default()).is_ok(), "the state is written over the FIFO by a rename");
+        assert_eq!(b.read_state(), Some(JobState::default()));
+    }
+
+    /// A result claimed and given back waits for the next reader.
+    #[test]
+    fn a_result_given_back_is_claimed_again() {
+        let (_d, b) = bg();
+        b.finish("1-1", &result("1-1")).unwrap();
+        let names = b.unclaimed().unwrap();
+        assert_eq!(names, ["1-1.json"]);
+        assert!(b.claim(&names[0]).unwrap().is_some());
+        assert!(b.claim(&names[0]).unwrap().is_none(), "claimed once");
+        b.unclaim(&names[0]).unwrap();
+        assert_eq!(b.claim_results().unwrap().len(), 1);
+        assert!(b.unclaim("../x.json").is_err(), "a name is never a path");
     }
 
     #[test]

@@ -209,40 +209,40 @@ impl Default for EventRow {
 
 /// Insert an event (plain INSERT) and count it in the daily aggregate, atomically.
 pub(crate) fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
-    let tx = conn.transaction()?;
-    tx.execute(
-        "INSERT INTO gate_events (ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked,
-           stop_hook_active, stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-        params![
-            e.ts,
-            e.session_id,
-            e.mode,
-            e.decision,
-            e.rule,
-            e.failure_kind,
-            e.short_circuit,
-            e.blocked as i64,
-            e.stop_hook_active as i64,
-            e.stop_reason_source,
-            e.stop_reason,
-            e.authority,
-            e.rationale,
-            e.detail,
-            e.evidence,
-            e.reminder,
-            i64::try_from(e.latency_ms).unwrap_or(i64::MAX),
-        ],
-    )?;
-    let id = tx.last_insert_rowid();
-    let day = e.ts.get(..10).unwrap_or(&e.ts);
-    tx.execute(
-        "INSERT INTO gate_daily (day, mode, decision, failures, count) VALUES (?1, ?2, ?3, ?4, 1)
-         ON CONFLICT (day, mode, decision) DO UPDATE SET count = count + 1, failures = failures + excluded.failures",
-        params![day, e.mode, e.decision, e.failure_kind.is_some() as i64],
-    )?;
-    tx.commit()?;
-    Ok(id)
+    super::tx::immediate(conn, |tx| {
+        tx.execute(
+            "INSERT INTO gate_events (ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked,
+               stop_hook_active, stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                e.ts,
+                e.session_id,
+                e.mode,
+                e.decision,
+                e.rule,
+                e.failure_kind,
+                e.short_circuit,
+                e.blocked as i64,
+                e.stop_hook_active as i64,
+                e.stop_reason_source,
+                e.stop_reason,
+                e.authority,
+                e.rationale,
+                e.detail,
+                e.evidence,
+                e.reminder,
+                i64::try_from(e.latency_ms).unwrap_or(i64::MAX),
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        let day = e.ts.get(..10).unwrap_or(&e.ts);
+        tx.execute(
+            "INSERT INTO gate_daily (day, mode, decision, failures, count) VALUES (?1, ?2, ?3, ?4, 1)
+             ON CONFLICT (day, mode, decision) DO UPDATE SET count = count + 1, failures = failures + excluded.failures",
+            params![day, e.mode, e.decision, e.failure_kind.is_some() as i64],
+        )?;
+        Ok(id)
+    })
 }
 
 /// The last `tail` events, oldest first.

@@ -151,50 +151,53 @@ impl Inventories {
             use rayon::prelude::*;
             added.into_par_iter().map(|(key, encode)| (key, encode().filter(|b| b.len() <= MAX_ROW_BYTES))).collect()
         };
-        let tx = conn.transaction()?;
-        let now: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(u), 0) + 1 FROM
-               (SELECT MAX(used) AS u FROM inventories UNION ALL SELECT MAX(used) FROM paths)",
-            [],
-            |r| r.get(0),
-        )?;
-        {
-            let mut put = tx.prepare(
-                "INSERT INTO inventories (grammar, oid, used, body) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (grammar, oid) DO UPDATE SET used = excluded.used, body = excluded.body",
+        // IMMEDIATE: the generation is read and then written; a hook and the background
+        // job saving at once wait for each other instead of one losing its rows.
+        super::tx::immediate(conn, |tx| {
+            let now: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(u), 0) + 1 FROM
+                   (SELECT MAX(used) AS u FROM inventories UNION ALL SELECT MAX(used) FROM paths)",
+                [],
+                |r| r.get(0),
             )?;
-            for ((grammar, oid), body) in added {
-                if let Some(body) = body {
-                    put.execute(params![grammar, oid, now, body])?;
+            {
+                let mut put = tx.prepare(
+                    "INSERT INTO inventories (grammar, oid, used, body) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (grammar, oid) DO UPDATE SET used = excluded.used, body = excluded.body",
+                )?;
+                for ((grammar, oid), body) in added {
+                    if let Some(body) = body {
+                        put.execute(params![grammar, oid, now, body])?;
+                    }
+                }
+                let mut offered = tx.prepare(
+                    "INSERT INTO paths (path, used) VALUES (?1, ?2) ON CONFLICT (path) DO UPDATE SET used = excluded.used",
+                )?;
+                for path in &pending.paths {
+                    offered.execute(params![path, now])?;
+                }
+                let mut touch = tx.prepare("UPDATE inventories SET used = ?3 WHERE grammar = ?1 AND oid = ?2")?;
+                for (grammar, oid) in &pending.hits {
+                    touch.execute(params![grammar, oid, now])?;
                 }
             }
-            let mut offered = tx.prepare(
-                "INSERT INTO paths (path, used) VALUES (?1, ?2) ON CONFLICT (path) DO UPDATE SET used = excluded.used",
-            )?;
-            for path in &pending.paths {
-                offered.execute(params![path, now])?;
+            let rows: i64 = tx.query_row("SELECT COUNT(*) FROM inventories", [], |r| r.get(0))?;
+            if rows > self.max_rows {
+                tx.execute(
+                    "DELETE FROM inventories WHERE (grammar, oid) IN
+                       (SELECT grammar, oid FROM inventories ORDER BY used, grammar, oid LIMIT ?1)",
+                    [rows - self.max_rows],
+                )?;
             }
-            let mut touch = tx.prepare("UPDATE inventories SET used = ?3 WHERE grammar = ?1 AND oid = ?2")?;
-            for (grammar, oid) in &pending.hits {
-                touch.execute(params![grammar, oid, now])?;
+            let paths: i64 = tx.query_row("SELECT COUNT(*) FROM paths", [], |r| r.get(0))?;
+            if paths > self.max_rows {
+                tx.execute(
+                    "DELETE FROM paths WHERE path IN (SELECT path FROM paths ORDER BY used, path LIMIT ?1)",
+                    [paths - self.max_rows],
+                )?;
             }
-        }
-        let rows: i64 = tx.query_row("SELECT COUNT(*) FROM inventories", [], |r| r.get(0))?;
-        if rows > self.max_rows {
-            tx.execute(
-                "DELETE FROM inventories WHERE (grammar, oid) IN
-                   (SELECT grammar, oid FROM inventories ORDER BY used, grammar, oid LIMIT ?1)",
-                [rows - self.max_rows],
-            )?;
-        }
-        let paths: i64 = tx.query_row("SELECT COUNT(*) FROM paths", [], |r| r.get(0))?;
-        if paths > self.max_rows {
-            tx.execute(
-                "DELETE FROM paths WHERE path IN (SELECT path FROM paths ORDER BY used, path LIMIT ?1)",
-                [paths - self.max_rows],
-            )?;
-        }
-        tx.commit()
+            Ok(())
+        })
     }
 
     /// How many inventories the file holds (for tests).
@@ -256,10 +259,10 @@ fn connect(path: &Path, ruleset: &str) -> anyhow::Result<Connection> {
         _ => {}
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        super::create_dirs(dir)?;
     }
     let open = || -> rusqlite::Result<Connection> {
-        let conn = Connection::open(path)?;
+        let mut conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_WAIT)?;
         // A cache: losing the last transaction to a power cut is acceptable, an fsync
         // per scan on the hook's path is not.
@@ -267,9 +270,17 @@ fn connect(path: &Path, ruleset: &str) -> anyhow::Result<Connection> {
         conn.execute_batch(SCHEMA)?;
         let stored: Option<String> = conn.query_row("SELECT ruleset FROM build", [], |r| r.get(0)).optional()?;
         if stored.as_deref() != Some(ruleset) {
-            conn.execute_batch("BEGIN; DELETE FROM inventories; DELETE FROM build;")?;
-            conn.execute("INSERT INTO build (ruleset) VALUES (?1)", [ruleset])?;
-            conn.execute_batch("COMMIT;")?;
+            // Read again under the write lock: another build's scan may have just
+            // emptied and claimed the store.
+            super::tx::immediate(&mut conn, |tx| {
+                let stored: Option<String> = tx.query_row("SELECT ruleset FROM build", [], |r| r.get(0)).optional()?;
+                if stored.as_deref() != Some(ruleset) {
+                    tx.execute("DELETE FROM inventories", [])?;
+                    tx.execute("DELETE FROM build", [])?;
+                    tx.execute("INSERT INTO build (ruleset) VALUES (?1)", [ruleset])?;
+                }
+                Ok::<_, rusqlite::Error>(())
+            })?;
         }
         Ok(conn)
     };

@@ -39,14 +39,17 @@ pub fn insert(conn: &mut Connection, m: &NewMemory, created_at: &str) -> Result<
 
 /// Write memories in one transaction (one sync to disk however many there are),
 /// skipping each whose `(cycle, file, symbol)` already has one. Answers in order.
+/// IMMEDIATE ([`super::tx::immediate`]): the duplicate check reads what a concurrent
+/// hook may be writing, so the write lock is taken first and a second hook waits for
+/// the first instead of losing its memories to "database is locked".
 pub(crate) fn insert_all(conn: &mut Connection, memories: &[NewMemory], created_at: &str) -> Result<Vec<Write>> {
-    let tx = conn.transaction()?;
-    let mut out = Vec::with_capacity(memories.len());
-    for m in memories {
-        out.push(insert_one(&tx, m, created_at)?);
-    }
-    tx.commit()?;
-    Ok(out)
+    super::tx::immediate(conn, |tx| {
+        let mut out = Vec::with_capacity(memories.len());
+        for m in memories {
+            out.push(insert_one(tx, m, created_at)?);
+        }
+        Ok(out)
+    })
 }
 
 fn insert_one(tx: &rusqlite::Transaction, m: &NewMemory, created_at: &str) -> Result<Write> {

@@ -14,7 +14,8 @@ pub(crate) mod inventories;
 pub mod memory_db;
 pub mod proposals;
 pub mod run_dir;
-pub(crate) mod scan_cache;
+pub mod scan_cache;
+pub(crate) mod tx;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -22,7 +23,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use rusqlite::Connection;
 
 /// An open connection to `premerge.db`, as the store hands it out: callers outside
@@ -59,8 +60,7 @@ impl StateDir {
 
     /// Create the directory if needed.
     pub(crate) fn ensure(&self) -> Result<&Path> {
-        fs::create_dir_all(&self.path)
-            .with_context(|| format!("{}: cannot create state directory", self.path.display()))?;
+        create_dirs(&self.path).context("cannot create state directory")?;
         Ok(&self.path)
     }
 
@@ -135,7 +135,7 @@ pub(crate) fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    create_dirs(dir)?;
     remove_stale_temporaries(dir);
     let mut tmp = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
@@ -149,6 +149,40 @@ pub(crate) fn atomic_write_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<
         // A directory fsync makes the rename durable; some file systems refuse it, which
         // costs durability on a crash, never correctness, so its failure is ignored.
         let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Create `dir` and its missing parents as `create_dir_all` does, except inside a
+/// state directory: from its last component named `premerge` down, directories are
+/// made one level at a time and the directory holding that component (a clone's git
+/// common directory) is never made. A background job that outlives its repository
+/// (CI deleting the workspace) then fails its writes instead of building a `.git`
+/// at the deleted path, where the next `git clone` would refuse to go (issue 27, D12).
+pub(crate) fn create_dirs(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let chain: Vec<&Path> = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).collect();
+    // `ancestors` runs from `dir` to the root: the first match is the state directory
+    // itself (a clone checked out at `.../premerge/` has another above it, whose
+    // `.git` must not be made either).
+    let Some(top) = chain.iter().position(|a| a.file_name().is_some_and(|n| n == STATE_DIR_NAME)) else {
+        return fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()));
+    };
+    for level in chain[..=top].iter().rev() {
+        match fs::create_dir(level) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let holder = chain[top].parent().unwrap_or(Path::new("."));
+                bail!(
+                    "{}: no such directory (its repository was removed?); nothing is written there",
+                    holder.display()
+                );
+            }
+            Err(e) => bail!("{}: cannot create directory: {e}", level.display()),
+        }
     }
     Ok(())
 }
@@ -189,7 +223,13 @@ pub(crate) fn ensure_real_dir(dir: &Path) -> Result<()> {
             dir.display()
         ));
     }
-    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))
+    create_dirs(dir)
+}
+
+/// Open (creating with `mode`) a lock file without blocking on a FIFO standing in its
+/// place (see [`open_append`]).
+pub(crate) fn open_lock_file(path: &Path, mode: u32) -> Result<File> {
+    open_writable(path, mode, false)
 }
 
 /// The store's one lock type: an exclusive `flock`, held until dropped. A run
@@ -211,12 +251,7 @@ impl RunLock {
     pub(crate) fn acquire_within(dir: &Path, wait: Duration) -> Result<RunLock> {
         ensure_real_dir(dir)?;
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("{}: cannot open lock file", path.display()))?;
+        let file = open_lock_file(&path, MODE_SHARED)?;
         RunLock::hold(file, path, "run directory lock", wait, Duration::from_millis(20))
     }
 
@@ -264,27 +299,48 @@ pub fn append_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
     let path = dir.join(EVENTS_FILE);
     let line = crate::canonical::to_line(&ev)?;
     // 0600: events can quote an agent's text (the gate's fallback rows, reasons).
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(MODE_PRIVATE)
-        .open(&path)
-        .with_context(|| format!("{}: cannot open event log", path.display()))?;
+    let mut f = open_append(&path, MODE_PRIVATE).context("cannot open event log")?;
     f.write_all(line.as_bytes()).with_context(|| format!("{}: append failed", path.display()))?;
     Ok(())
+}
+
+/// Open `path` for appending (created with `mode` when missing) without ever
+/// blocking: `O_NONBLOCK`, so a FIFO standing there fails the open (no reader) instead
+/// of waiting for one, and the descriptor is checked with `fstat` to be a regular file
+/// before a byte is written (issue 27, D11: a FIFO at `events.jsonl` hung `plan`, a
+/// push and the background job). On a regular file `O_NONBLOCK` changes nothing.
+pub(crate) fn open_append(path: &Path, mode: u32) -> Result<File> {
+    open_writable(path, mode, true)
+}
+
+/// [`open_append`]'s open, appending or not (a lock file is opened for writing only).
+fn open_writable(path: &Path, mode: u32, append: bool) -> Result<File> {
+    let f = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(false)
+        .mode(mode)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            // What opening a FIFO with no reader for writing answers under O_NONBLOCK.
+            Some(libc::ENXIO) => anyhow!("{}: is a FIFO; premerge writes only to a regular file", path.display()),
+            _ => anyhow!("{}: cannot open for writing: {e}", path.display()),
+        })?;
+    let meta = f.metadata().with_context(|| format!("{}: cannot examine", path.display()))?;
+    if let Some(what) = crate::input::not_regular(&meta.file_type()) {
+        bail!("{}: is {what}; premerge writes only to a regular file", path.display());
+    }
+    Ok(f)
 }
 
 /// [`append_event`] for events that may hold an agent's text: the file is created
 /// with mode 0600 and an existing file is set to 0600.
 pub(crate) fn append_private_event(dir: &Path, event: &crate::events::Event) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    create_dirs(dir)?;
     let path = dir.join(EVENTS_FILE);
-    let f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("{}: cannot open event log", path.display()))?;
+    let f = open_append(&path, MODE_PRIVATE).context("cannot open event log")?;
     f.set_permissions(fs::Permissions::from_mode(0o600))
         .with_context(|| format!("{}: cannot set mode 0600", path.display()))?;
     drop(f);
@@ -360,15 +416,9 @@ pub fn open_db(path: &Path) -> Result<Connection> {
 /// exclusive lock file beside the database, so concurrent first opens of a fresh
 /// database wait for one another instead of failing with "database is locked".
 pub(crate) fn open_db_within(path: &Path, busy: Duration) -> Result<Connection> {
-    if !path.exists() {
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .with_context(|| format!("{}: cannot create database", path.display()))?;
-    }
+    // Created (or found) as a regular file first: SQLite's own open would wait forever
+    // on a FIFO standing there, and a device is nobody's database.
+    drop(open_writable(path, MODE_PRIVATE, false)?);
     // The mode is enforced on every open: the database holds agent transcripts' verdicts
     // and memories, which are nobody else's business on a shared machine.
     fs::set_permissions(path, fs::Permissions::from_mode(0o600))
@@ -397,13 +447,7 @@ fn migration_lock(db: &Path) -> Result<File> {
     let mut name = db.as_os_str().to_owned();
     name.push(".migrate-lock");
     let path = PathBuf::from(name);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("{}: cannot open lock file", path.display()))?;
+    let file = open_lock_file(&path, MODE_PRIVATE)?;
     let start = Instant::now();
     loop {
         match file.try_lock() {
@@ -432,14 +476,15 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     for (i, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         // IMMEDIATE: the write lock is taken first, and the version read again under
         // it, so a migration another connection finished meanwhile is not run twice.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let now: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if now as usize > i {
-            continue;
-        }
-        tx.execute_batch(sql).with_context(|| format!("migration {name}"))?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+        tx::immediate(conn, |tx| {
+            let now: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            if now as usize > i {
+                return Ok(());
+            }
+            tx.execute_batch(sql).with_context(|| format!("migration {name}"))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            Ok::<_, anyhow::Error>(())
+        })?;
     }
     Ok(())
 }
@@ -550,6 +595,36 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &parent_link).unwrap();
         RunLock::acquire(&parent_link.join("run")).unwrap();
         append_event(&parent_link.join("run"), &ev).unwrap();
+    }
+
+    /// Regression (issue 27, D12): a state directory is made only inside a git
+    /// directory that exists, even for a clone whose own directory is named
+    /// `premerge` (this project's CI checkout).
+    #[test]
+    fn a_state_directory_is_never_made_where_the_repository_was() {
+        let d = tempfile::tempdir().unwrap();
+        let gone = d.path().join("premerge").join(".git");
+        let state = gone.join(STATE_DIR_NAME).join("background").join("pending");
+        let e = create_dirs(&state).unwrap_err().to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        assert!(!d.path().join("premerge").exists(), "nothing was made");
+        assert!(atomic_write(&state.join("x.json"), b"{}").is_err());
+        assert!(
+            append_event(
+                &gone.join(STATE_DIR_NAME),
+                &crate::events::Event::BackgroundJobFinished { pid: 1, entries_done: 0 }
+            )
+            .is_err()
+        );
+        assert!(StateDir::new(&gone).ensure().is_err());
+        assert!(!d.path().join("premerge").exists(), "nothing was made");
+        // With the git directory there, every level is made; elsewhere, as create_dir_all.
+        fs::create_dir_all(&gone).unwrap();
+        create_dirs(&state).unwrap();
+        assert!(state.is_dir());
+        let plain = d.path().join("a").join("b");
+        create_dirs(&plain).unwrap();
+        assert!(plain.is_dir());
     }
 
     #[test]

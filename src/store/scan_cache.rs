@@ -5,10 +5,16 @@
 //!
 //! One file, `<state>/scan-cache`, read once at the start of a scan and, when the scan
 //! added or used entries, written back atomically ([`super::atomic_write`]) at its end.
-//! Its first line names the format and the rule set that produced the entries; every
-//! other line is one entry, `KEY GENERATION FINDINGS-JSON`. The cache is a signal's
-//! helper, so it never fails a scan: an unreadable, oversized, foreign or torn file is
-//! an empty cache, a damaged line a miss, a failed write a cache that was not updated.
+//! Its first line names the format and the rule set that produced the entries, the
+//! newest generation and how many damaged entries readers have dropped so far; every
+//! other line is one entry, `KEY GENERATION SUM FINDINGS-JSON`, where `SUM` is the
+//! first 8 bytes (16 hex digits) of the SHA-256 of `KEY FINDINGS-JSON`. The sum is
+//! checked when an entry is used, so a flipped bit or an edit that keeps the line
+//! valid (emptied findings, shifted lines) is a miss, scanned again, not a wrong
+//! answer (issue 27, D14); each damaged entry is counted in the header, and
+//! `premerge status` shows the count. The cache is a signal's helper, so it never
+//! fails a scan: an unreadable, oversized, foreign or torn file is an empty cache, a
+//! damaged line a miss, a failed write a cache that was not updated.
 //!
 //! Bounded: at most [`MAX_ENTRIES`] entries, the least recently used ones (by the
 //! generation of the last scan that stored or read them) evicted first; an entry larger
@@ -44,7 +50,13 @@ pub(crate) const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The first word of the header line; the second is the format's version.
 const MAGIC: &str = "premerge-scan-cache";
-const FORMAT: u32 = 1;
+/// 2: a sum per entry and the damaged count in the header (1 had neither; its files
+/// are read as foreign, an empty cache, once).
+const FORMAT: u32 = 2;
+
+/// Hex digits of an entry's sum: 8 bytes of SHA-256, as the inventory store keeps.
+/// A random edit passes with odds of 2^-64.
+const SUM_HEX: usize = 16;
 
 /// The identity of the rules that produced the findings: the format, premerge's
 /// version, whether the change window is on (it can scan a file whose untouched part
@@ -84,10 +96,25 @@ pub(crate) fn key(path: &str, old_oid: Option<&str>, new_oid: &str) -> String {
     hex(&h.finalize()[..20])
 }
 
-/// One entry as read: the generation that last used it and its findings, still as text
-/// (decoded on a hit only).
+/// The sum of an entry: see the module comment.
+fn sum(key: &str, findings: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(key.as_bytes());
+    h.update(b" ");
+    h.update(findings.as_bytes());
+    hex(&h.finalize()[..SUM_HEX / 2])
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// One entry as read: the generation that last used it, its sum and its findings,
+/// still as text (checked and decoded on a hit only, so a scan pays for the entries
+/// it uses, not for the whole file).
 struct Stored {
     generation: u64,
+    sum: String,
     findings: String,
 }
 
@@ -96,8 +123,10 @@ struct State {
     stored: BTreeMap<String, Stored>,
     /// Keys read this scan.
     hits: BTreeSet<String>,
-    /// Entries stored this scan.
-    added: BTreeMap<String, String>,
+    /// Entries stored this scan: key -> (sum, findings).
+    added: BTreeMap<String, (String, String)>,
+    /// Entries found damaged this scan (at reading, or at use).
+    damaged: u64,
 }
 
 /// The cache of one scan; see the module comment.
@@ -106,9 +135,9 @@ pub(crate) struct ScanCache {
     ruleset: String,
     /// The newest generation in the file read (0 for none).
     generation: u64,
+    /// Damaged entries earlier scans dropped (the header's count).
+    damaged_before: u64,
     state: Mutex<State>,
-    /// Entries dropped as damaged while reading (a count for tests and diagnostics).
-    pub damaged: usize,
 }
 
 impl ScanCache {
@@ -127,7 +156,8 @@ impl ScanCache {
     /// [`ScanCache::open`] with a given rule set.
     pub(crate) fn open_with(dir: &Path, ruleset: String) -> ScanCache {
         let path = dir.join(CACHE_FILE);
-        let mut cache = ScanCache { path, ruleset, generation: 0, state: Mutex::new(State::default()), damaged: 0 };
+        let mut cache =
+            ScanCache { path, ruleset, generation: 0, damaged_before: 0, state: Mutex::new(State::default()) };
         if let Some(text) = read_regular(&cache.path) {
             cache.load(&text);
         }
@@ -138,27 +168,27 @@ impl ScanCache {
         let mut lines = text.split('\n');
         let header: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
         let format = FORMAT.to_string();
-        let [magic, format_read, ruleset, generation] = header.as_slice() else { return };
+        let [magic, format_read, ruleset, generation, damaged] = header.as_slice() else { return };
         if *magic != MAGIC || *format_read != format || *ruleset != self.ruleset {
             return;
         }
-        let Ok(generation) = generation.parse::<u64>() else { return };
+        let (Ok(generation), Ok(damaged)) = (generation.parse::<u64>(), damaged.parse::<u64>()) else { return };
         self.generation = generation;
-        let stored = &mut self.state.get_mut().unwrap_or_else(|e| e.into_inner()).stored;
+        self.damaged_before = damaged;
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         for line in lines.filter(|l| !l.is_empty()) {
-            let mut parts = line.splitn(3, ' ');
-            let (Some(key), Some(generation), Some(findings)) = (parts.next(), parts.next(), parts.next()) else {
-                self.damaged += 1;
-                continue;
-            };
-            let key_ok = key.len() == 40 && key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-            match generation.parse::<u64>() {
-                Ok(g) if key_ok && g <= self.generation => {
-                    stored.insert(key.to_string(), Stored { generation: g, findings: findings.to_string() });
+            match parse_line(line, generation) {
+                Some((key, stored)) => {
+                    state.stored.insert(key.to_string(), stored);
                 }
-                _ => self.damaged += 1,
+                None => state.damaged += 1,
             }
         }
+    }
+
+    /// Damaged entries counted so far: the file's count plus this scan's.
+    pub(crate) fn damaged(&self) -> u64 {
+        self.damaged_before.saturating_add(self.state.lock().unwrap_or_else(|e| e.into_inner()).damaged)
     }
 
     /// How many entries the cache holds (read and added).
@@ -181,31 +211,33 @@ impl ScanCache {
     pub(crate) fn save(&self) -> anyhow::Result<bool> {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let stale_hit = s.hits.iter().any(|k| s.stored.get(k).is_some_and(|e| e.generation < self.generation));
-        if s.added.is_empty() && !stale_hit {
+        // Damage found is written too: the damaged lines go, and their count stays.
+        if s.added.is_empty() && !stale_hit && s.damaged == 0 {
             return Ok(false);
         }
         let now = self.generation + 1;
-        let mut all: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+        let mut all: BTreeMap<&str, (u64, &str, &str)> = BTreeMap::new();
         for (k, e) in &s.stored {
             let g = if s.hits.contains(k) { now } else { e.generation };
-            all.insert(k, (g, &e.findings));
+            all.insert(k, (g, &e.sum, &e.findings));
         }
-        for (k, f) in &s.added {
-            all.insert(k, (now, f));
+        for (k, (sum, f)) in &s.added {
+            all.insert(k, (now, sum, f));
         }
         if all.len() > MAX_ENTRIES {
             // Newest generation first; among equals, byte order of the key.
-            let mut order: Vec<(&str, u64)> = all.iter().map(|(k, (g, _))| (*k, *g)).collect();
+            let mut order: Vec<(&str, u64)> = all.iter().map(|(k, (g, _, _))| (*k, *g)).collect();
             order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
             for (k, _) in order.drain(MAX_ENTRIES..) {
                 all.remove(k);
             }
         }
-        let mut out = format!("{MAGIC} {FORMAT} {} {now}\n", self.ruleset);
-        out.reserve(all.iter().map(|(k, (_, f))| k.len() + f.len() + 24).sum());
-        for (k, (g, f)) in all {
+        let damaged = self.damaged_before.saturating_add(s.damaged);
+        let mut out = format!("{MAGIC} {FORMAT} {} {now} {damaged}\n", self.ruleset);
+        out.reserve(all.iter().map(|(k, (_, _, f))| k.len() + f.len() + 24 + SUM_HEX).sum());
+        for (k, (g, sum, f)) in all {
             use std::fmt::Write as _;
-            let _ = writeln!(out, "{k} {g} {f}");
+            let _ = writeln!(out, "{k} {g} {sum} {f}");
         }
         super::atomic_write_private(&self.path, out.as_bytes())?;
         Ok(true)
@@ -214,18 +246,26 @@ impl ScanCache {
 
 impl FindingsCache for ScanCache {
     fn get(&self, key: &str) -> Option<Vec<RawFinding>> {
-        let text = {
+        let (text, want) = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let text = s.added.get(key).or_else(|| s.stored.get(key).map(|e| &e.findings))?.clone();
+            let found = match s.added.get(key) {
+                // Computed by this process: nothing to check.
+                Some((_, f)) => (f.clone(), None),
+                None => s.stored.get(key).map(|e| (e.findings.clone(), Some(e.sum.clone())))?,
+            };
             s.hits.insert(key.to_string());
-            text
+            found
         };
-        let decoded = decode(&text);
+        let decoded = match want {
+            Some(want) if sum(key, &text) != want => None,
+            _ => decode(&text),
+        };
         if decoded.is_none() {
-            // A damaged entry: a miss, and not kept.
+            // A damaged entry: a miss, counted, and not kept.
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             s.hits.remove(key);
             s.stored.remove(key);
+            s.damaged += 1;
         }
         decoded
     }
@@ -233,9 +273,61 @@ impl FindingsCache for ScanCache {
     fn put(&self, key: &str, findings: &[RawFinding]) {
         let text = encode(findings);
         if text.len() <= MAX_ENTRY_BYTES {
-            self.state.lock().unwrap_or_else(|e| e.into_inner()).added.insert(key.to_string(), text);
+            let sum = sum(key, &text);
+            self.state.lock().unwrap_or_else(|e| e.into_inner()).added.insert(key.to_string(), (sum, text));
         }
     }
+}
+
+/// One entry line, `KEY GENERATION SUM FINDINGS`, as stored (its sum not yet
+/// checked); `None` when the line is not one premerge writes, or names a generation
+/// after the file's own (`newest`).
+fn parse_line(line: &str, newest: u64) -> Option<(&str, Stored)> {
+    let mut parts = line.splitn(4, ' ');
+    let (key, generation, sum, findings) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if !is_lower_hex(key, 40) || !is_lower_hex(sum, SUM_HEX) {
+        return None;
+    }
+    let generation = generation.parse::<u64>().ok().filter(|g| *g <= newest)?;
+    Some((key, Stored { generation, sum: sum.to_string(), findings: findings.to_string() }))
+}
+
+/// What a cache file holds, as `premerge status` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Health {
+    /// Entries whose sum matches and whose findings decode.
+    pub entries: u64,
+    /// Damaged entries: dropped by earlier scans (the header's count) plus the lines
+    /// that are damaged now.
+    pub damaged: u64,
+}
+
+/// Check every entry of the cache file in `dir` (missing, unreadable or foreign: `None`).
+/// For `premerge status`, which may take the time a scan would not.
+pub(crate) fn health(dir: &Path) -> Option<Health> {
+    inspect(&read_regular(&dir.join(CACHE_FILE))?)
+}
+
+/// [`health`] of a cache file's text, whatever its rule set: every line read and
+/// checked the way a scan reads and uses it. Public for the fuzz target
+/// (`tests/it/fuzz.rs`), which feeds it arbitrary text.
+pub fn inspect(text: &str) -> Option<Health> {
+    let header: Vec<&str> = text.split('\n').next().unwrap_or("").split(' ').collect();
+    let [magic, format, ruleset, _, _] = header.as_slice() else { return None };
+    if *magic != MAGIC || *format != FORMAT.to_string() {
+        return None;
+    }
+    let mut cache = ScanCache {
+        path: PathBuf::new(),
+        ruleset: ruleset.to_string(),
+        generation: 0,
+        damaged_before: 0,
+        state: Mutex::new(State::default()),
+    };
+    cache.load(text);
+    let keys: Vec<String> = cache.state.get_mut().unwrap_or_else(|e| e.into_inner()).stored.keys().cloned().collect();
+    let entries = keys.iter().filter(|k| cache.get(k).is_some()).count() as u64;
+    Some(Health { entries, damaged: cache.damaged() })
 }
 
 /// Only a regular file of at most [`MAX_FILE_BYTES`], as UTF-8.
@@ -317,16 +409,18 @@ mod tests {
         c.save().unwrap();
         let path = dir.path().join(CACHE_FILE);
         let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str(&format!("{bad_rule} 1 [[1,\"no-such-rule\",\"s\",\"b\",\"a\",false]]\n"));
-        text.push_str(&format!("{bad_json} 1 [[1,\n"));
+        let line = |k: &str, g: u64, f: &str| format!("{k} {g} {} {f}\n", sum(k, f));
+        text.push_str(&line(&bad_rule, 1, "[[1,\"no-such-rule\",\"s\",\"b\",\"a\",false]]"));
+        text.push_str(&line(&bad_json, 1, "[[1,"));
         text.push_str("not a line at all\n");
-        text.push_str(&format!("{} 99 []\n", key("d.rs", None, "1")));
+        text.push_str(&line(&key("d.rs", None, "1"), 99, "[]"));
         std::fs::write(&path, &text).unwrap();
         let c = ScanCache::open_with(dir.path(), "r".into());
-        assert_eq!(c.damaged, 2, "a line without three fields and one from a future generation");
+        assert_eq!(c.damaged(), 2, "a line without four fields and one from a future generation");
         assert_eq!(c.get(&good), Some(vec![finding("A.x")]));
         assert_eq!(c.get(&bad_rule), None);
         assert_eq!(c.get(&bad_json), None);
+        assert_eq!(c.damaged(), 4, "and two that do not decode, found when used");
         // Garbage, a foreign header, a directory in its place: an empty cache.
         for junk in [&b"\xff\xfe garbage"[..], b"premerge-scan-cache 9 r 1\n", b""] {
             std::fs::write(&path, junk).unwrap();
@@ -355,6 +449,54 @@ mod tests {
         assert!(c.is_empty());
         c.put(&good, &[]);
         assert!(c.save().is_err(), "the write fails; the caller goes on");
+    }
+
+    /// Regression (issue 27, D14): a flipped bit, or an edit that keeps the line
+    /// valid (findings emptied, a line number shifted), was served as the file's
+    /// findings. The entry's sum makes each a miss, counted and kept in the header.
+    #[test]
+    fn an_entry_changed_on_disk_is_a_counted_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CACHE_FILE);
+        let keys: Vec<String> = (0..4).map(|i| key(&format!("f{i}.rs"), None, "1")).collect();
+        let c = ScanCache::open_with(dir.path(), "r".into());
+        for k in &keys {
+            c.put(k, &[finding("Query.limit")]);
+        }
+        c.save().unwrap();
+        assert_eq!(health(dir.path()), Some(Health { entries: 4, damaged: 0 }));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        // 1: findings emptied (D14's sed); 2: the line number shifted; 3: one bit
+        // flipped inside a text, still valid JSON and a known rule.
+        lines[1] = lines[1].split_once(" [[").unwrap().0.to_string() + " []";
+        lines[2] = lines[2].replacen("[[3,", "[[4,", 1);
+        let flipped: String = lines[3].replacen("limit: u8", "limit: u9", 1);
+        assert_ne!(flipped, lines[3]);
+        lines[3] = flipped;
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        assert_eq!(health(dir.path()), Some(Health { entries: 1, damaged: 3 }));
+        let c = ScanCache::open_with(dir.path(), "r".into());
+        let served: Vec<_> = keys.iter().map(|k| c.get(k)).collect();
+        let by_line = |l: &str| keys.iter().position(|k| l.starts_with(k.as_str())).unwrap();
+        for (i, l) in lines.iter().enumerate().skip(1) {
+            let want = if i == 4 { Some(vec![finding("Query.limit")]) } else { None };
+            assert_eq!(served[by_line(l)], want, "line {i}: {l}");
+        }
+        assert_eq!(c.damaged(), 3);
+        // The scan stores what it found again; the count stays in the file.
+        for k in &keys {
+            c.put(k, &[finding("Query.limit")]);
+        }
+        assert!(c.save().unwrap());
+        assert_eq!(health(dir.path()), Some(Health { entries: 4, damaged: 3 }));
+        // Damage found alone is written too (the line goes, the count stays).
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("[[3,", "[[5,", 1)).unwrap();
+        let c = ScanCache::open_with(dir.path(), "r".into());
+        assert_eq!(keys.iter().filter(|k| c.get(k).is_none()).count(), 1);
+        assert!(c.save().unwrap());
+        assert_eq!(health(dir.path()), Some(Health { entries: 3, damaged: 4 }));
     }
 
     #[test]

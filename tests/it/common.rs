@@ -359,7 +359,7 @@ pub fn snapshot_settings(scratch: &[&Path]) -> insta::Settings {
     s.add_filter(r"premerge-demo-[A-Za-z0-9]{6}", "premerge-demo-[RANDOM]");
     s.add_filter(r"\bloop-[0-9a-f]{8}\b", "loop-[ID]");
     // The scan cache's header names the build that wrote it (the executable's size and time).
-    s.add_filter(r"premerge-scan-cache 1 [0-9a-f]{32}", "premerge-scan-cache 1 [BUILD]");
+    s.add_filter(r"premerge-scan-cache (\d+) [0-9a-f]{32}", "premerge-scan-cache $1 [BUILD]");
     s.add_filter(r"(?m)( failure=\S+) [0-9]+ms$", "$1 [N]ms");
     let path_var = std::env::var("PATH").unwrap_or_default();
     let redact = move |v: insta::internals::Content, _: insta::internals::ContentPath<'_>| -> String {

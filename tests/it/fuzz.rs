@@ -707,3 +707,66 @@ fn open_findings_double_slash_path_stays_relative() {
         }
     }
 }
+
+const CACHE_TOKENS: &[&str] = &[
+    "premerge-scan-cache 2 ",
+    "premerge-scan-cache 1 ",
+    " 0 ",
+    " 99 ",
+    "[]",
+    "[[",
+    "]]",
+    "\"rust-integer-widened\"",
+    "\"no-such-rule\"",
+    "0000000000000000",
+    "ffffffffffffffff",
+    "0123456789abcdef0123456789abcdef01234567",
+];
+
+/// The scan cache's reader (issue 27, D14): whatever the file holds, reading it never
+/// panics, serves at most one entry per line, and counts what it cannot serve; an
+/// entry whose key, sum or findings changed by one byte is never served.
+#[test]
+fn fuzz_scan_cache() {
+    use premerge::store::scan_cache::inspect;
+    let entry_lines = |text: &str| text.split('\n').skip(1).filter(|l| !l.is_empty()).count() as u64;
+    fuzz("scan_cache", CACHE_TOKENS, None, |text| {
+        if let Some(h) = inspect(text) {
+            assert!(h.entries <= entry_lines(text), "scan_cache: more entries served than lines in {text:?}");
+        }
+    });
+    // Every seed is whole: each line served, nothing counted beyond the header's count.
+    let seeds = seeds("scan_cache");
+    for seed in &seeds {
+        let h = inspect(seed).expect("a seed is a cache file");
+        let header_count: u64 = seed.lines().next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+        assert_eq!((h.entries, h.damaged), (entry_lines(seed), header_count), "{seed}");
+    }
+    // One byte of one entry changed anywhere but its generation: that entry is a miss.
+    let mut runner = runner();
+    let strat = (select(seeds), any::<usize>(), any::<usize>(), 1u8..=255);
+    runner
+        .run(&strat, |(seed, line, at, delta)| {
+            let mut lines: Vec<Vec<u8>> = seed.lines().map(|l| l.as_bytes().to_vec()).collect();
+            let n = lines.len() - 1;
+            let line = 1 + line % n;
+            let gen_field = {
+                let l = &lines[line];
+                let first = l.iter().position(|b| *b == b' ').unwrap();
+                let second = first + 1 + l[first + 1..].iter().position(|b| *b == b' ').unwrap();
+                first..=second
+            };
+            let at = at % lines[line].len();
+            if gen_field.contains(&at) {
+                return Ok(());
+            }
+            lines[line][at] = lines[line][at].wrapping_add(delta);
+            let Ok(text) = String::from_utf8(lines.join(&b'\n')) else { return Ok(()) };
+            // A newline made by the edit splits the entry: still never served whole.
+            let h = inspect(&(text + "\n")).expect("the header is untouched");
+            prop_assert!(h.entries < n as u64, "a changed entry was served: line {line}, byte {at}");
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("fuzz target scan_cache (one byte changed): {e}"));
+    eprintln!("fuzz target scan_cache: {} cases, no panic", cases());
+}

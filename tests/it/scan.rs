@@ -892,16 +892,24 @@ fn the_scan_cache_serves_identical_findings_and_ignores_damage() {
     let text = fs::read_to_string(&cache).expect("the first scan writes the cache");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "a header and the one Rust file: {text}");
-    assert!(lines[0].starts_with("premerge-scan-cache 1 "), "{text}");
+    assert!(lines[0].starts_with("premerge-scan-cache 2 "), "{text}");
     let warm = r.premerge(&args).expect_code(0).stdout.clone();
     assert_eq!(warm, cold, "a cache hit gives the same output");
 
-    // The entry, altered: the scan reports what the cache holds.
+    // The entry, altered with its sum made again (what only premerge's own writer
+    // does): the scan reports what the cache holds.
     let (key, rest) = lines[1].split_once(' ').unwrap();
     let generation = rest.split_once(' ').unwrap().0;
+    let entry = |findings: &str| {
+        use sha2::Digest;
+        let sum = sha2::Sha256::digest(format!("{key} {findings}").as_bytes());
+        let sum: String = sum[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{key} {generation} {sum} {findings}")
+    };
     let forged = format!(
-        "{}\n{key} {generation} [[3,\"rust-integer-widened\",\"Forged.limit\",\"limit: u8\",\"limit: u64\",false]]\n",
-        lines[0]
+        "{}\n{}\n",
+        lines[0],
+        entry("[[3,\"rust-integer-widened\",\"Forged.limit\",\"limit: u8\",\"limit: u64\",false]]")
     );
     fs::write(&cache, &forged).unwrap();
     let served = r.premerge(&args).expect_code(0).json();
@@ -911,10 +919,10 @@ fn the_scan_cache_serves_identical_findings_and_ignores_damage() {
 
     // Damaged: a rule id no build knows, a torn line, garbage, another format.
     let damaged = [
-        format!("{}\n{key} {generation} [[3,\"no-such-rule\",\"A.b\",\"x\",\"y\",false]]\n", lines[0]),
-        format!("{}\n{key} {generation} [[3,\"rust-int", lines[0]),
+        format!("{}\n{}\n", lines[0], entry("[[3,\"no-such-rule\",\"A.b\",\"x\",\"y\",false]]")),
+        format!("{}\n{}", lines[0], entry("[[3,\"rust-int")),
         "\u{0}\u{1} not a cache".to_string(),
-        format!("premerge-scan-cache 999 {}", &lines[0]["premerge-scan-cache 1 ".len()..]),
+        format!("premerge-scan-cache 999 {}", &lines[0]["premerge-scan-cache 2 ".len()..]),
     ];
     for junk in damaged {
         fs::write(&cache, &junk).unwrap();
