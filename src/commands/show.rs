@@ -23,6 +23,29 @@ pub enum Cmd {
     Waves(WavesArgs),
     /// Summarise an attempt: classified counts, blocked-on drops by reason, allowed set.
     Attempt(AttemptArgs),
+    /// Every attempt of a loop's run directory: a timeline (html: one self-contained page).
+    Loop(LoopArgs),
+}
+
+/// Output formats of `show loop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum LoopFormat {
+    /// One line per attempt.
+    #[default]
+    Text,
+    /// One JSON object: the loop and each attempt as `show attempt --format json` has it.
+    Json,
+    /// One self-contained page (inline style, no script, nothing loaded from anywhere).
+    Html,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LoopArgs {
+    #[arg(long, value_enum, default_value_t)]
+    pub format: LoopFormat,
+    /// Pipeline run directory (default: this worktree's latest fix loop's).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -79,8 +102,65 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
             };
             ctx.stdout.write_all(out.as_bytes())?;
         }
+        Cmd::Loop(a) => show_loop(a, ctx)?,
     }
     Ok(Exit::Ok)
+}
+
+/// The largest attempt a run directory holds (two digits in the artefacts' names).
+const MAX_ATTEMPT: u32 = 99;
+
+/// Every attempt of the run directory (each with a `classified-NN.json`), in order.
+fn show_loop(a: LoopArgs, ctx: &mut Ctx) -> Result<()> {
+    let repo = ctx.repo()?;
+    let run_dir = ctx.run_dir(&repo, a.run_dir.as_deref())?;
+    let attempts: Vec<u32> =
+        (1..=MAX_ATTEMPT).filter(|n| crate::store::run_dir::artefact(&run_dir, "classified", *n).is_file()).collect();
+    if attempts.is_empty() {
+        return Err(crate::error::input_error(run_dir.as_str(), "no attempt here (no classified-NN.json): run premerge plan first"));
+    }
+    let views = attempts.iter().map(|n| attempt_view(&run_dir, *n)).collect::<Result<Vec<_>>>()?;
+    // The loop that owns the run directory, when this worktree's record names it.
+    let place = crate::store::fix_loop::LoopPlace::of_repo(&repo);
+    let owner = match crate::store::fix_loop::read(&place) {
+        crate::store::fix_loop::LoopRecord::Loop(l)
+            if crate::store::fix_loop::canonical_run_dir(run_dir.as_std_path()).is_ok_and(|c| c == l.run_dir) =>
+        {
+            Some(l)
+        }
+        _ => None,
+    };
+    let title = owner.as_ref().map_or_else(|| "(run directory)".to_string(), |l| l.id.clone());
+    let out = match a.format {
+        LoopFormat::Html => crate::report::html::loop_page(&title, run_dir.as_str(), &views),
+        LoopFormat::Json => crate::canonical::to_line(&serde_json::json!({
+            "schema_version": 1,
+            "loop": owner.as_ref().map(|l| serde_json::json!({"id": l.id, "state": l.state, "attempt": l.attempt})),
+            "run_dir": run_dir.as_str(),
+            "attempts": views.iter().map(attempt_json).collect::<Vec<_>>(),
+        }))?,
+        LoopFormat::Text => {
+            let mut t = format!("fix loop {} in {}\n", text::plain(&title), text::plain(run_dir.as_str()));
+            for v in &views {
+                let fence = match &v.fence {
+                    None => "fence not run".to_string(),
+                    Some(f) if f.refused => format!("fence refused {} stray path(s)", f.strays.len()),
+                    Some(_) => "fence ok".to_string(),
+                };
+                t.push_str(&format!(
+                    "attempt {}: {} finding(s), {} carried, {} wave(s), {fence}, {}\n",
+                    crate::store::nn(v.attempt),
+                    v.totals[0],
+                    v.totals[3],
+                    v.wave_count,
+                    v.converge.as_deref().unwrap_or("not decided")
+                ));
+            }
+            t
+        }
+    };
+    ctx.stdout.write_all(out.as_bytes())?;
+    Ok(())
 }
 
 /// Who needs this file changed and why: `from src/a.rs: reason; from src/b.rs: reason`

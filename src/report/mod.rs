@@ -10,6 +10,7 @@
 //! file system, git, process or clock.
 
 pub mod github;
+pub mod html;
 pub mod markdown;
 pub mod rules;
 pub mod sarif;

@@ -28,6 +28,7 @@ mod managers;
 mod report_formats;
 mod review;
 mod scan;
+mod show_loop;
 mod schemas;
 mod stripes;
 mod waves;
