@@ -273,6 +273,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
             suggestions_carried: doc.counts.suggestions_carried,
         },
     )?;
+    if waves::fences_everything(&doc.counts, plan.waves.len()) {
+        ctx.warn(format_args!(
+            "plan: every finding of attempt {} was dropped as invalid: the allowed set is empty, so while the fix loop is open its fence refuses every changed path (fix the findings and plan again, or premerge loop close)",
+            args.attempt
+        ));
+    }
     writeln!(ctx.stdout, "{line}")?;
     Ok(Exit::Ok)
 }

@@ -117,7 +117,10 @@ fn show_loop(a: LoopArgs, ctx: &mut Ctx) -> Result<()> {
     let attempts: Vec<u32> =
         (1..=MAX_ATTEMPT).filter(|n| crate::store::run_dir::artefact(&run_dir, "classified", *n).is_file()).collect();
     if attempts.is_empty() {
-        return Err(crate::error::input_error(run_dir.as_str(), "no attempt here (no classified-NN.json): run premerge plan first"));
+        return Err(crate::error::input_error(
+            run_dir.as_str(),
+            "no attempt here (no classified-NN.json): run premerge plan first",
+        ));
     }
     let views = attempts.iter().map(|n| attempt_view(&run_dir, *n)).collect::<Result<Vec<_>>>()?;
     // The loop that owns the run directory, when this worktree's record names it.

@@ -140,7 +140,8 @@ fn card(s: &mut String, v: &AttemptView) {
         }
         s.push_str("</ul>\n");
     }
-    for (what, drops) in [("blocked-on rows dropped", &v.blocked_on_dropped), ("findings dropped", &v.findings_dropped)] {
+    for (what, drops) in [("blocked-on rows dropped", &v.blocked_on_dropped), ("findings dropped", &v.findings_dropped)]
+    {
         if drops.is_empty() {
             continue;
         }

@@ -602,8 +602,9 @@ pub fn count(findings: &[ClassifiedFinding]) -> Counts {
 }
 
 /// The `PREMERGE_TRIAGE` summary line (without a newline). `JOINED=` and `INVALID=`
-/// (findings dropped, every reason) are appended only when non-zero, so a clean
-/// attempt's line is what it always was.
+/// (findings dropped, every reason) are appended only when non-zero, and `ALLOWED=0`
+/// only when every finding was invalid ([`fences_everything`]), so a clean attempt's
+/// line is what it always was.
 pub fn triage_line(attempt: u32, counts: &Counts, waves: usize) -> String {
     let mut line = format!(
         "PREMERGE_TRIAGE TOTAL={} BLOCKER={} SUGGESTION={} WAVES={} ATTEMPT={} BLOCKED={} DROPPED={}",
@@ -622,7 +623,17 @@ pub fn triage_line(attempt: u32, counts: &Counts, waves: usize) -> String {
     if invalid > 0 {
         line.push_str(&format!(" INVALID={invalid}"));
     }
+    if fences_everything(counts, waves) {
+        line.push_str(" ALLOWED=0");
+    }
     line
+}
+
+/// Whether an attempt's findings were all dropped as invalid, leaving a plan that
+/// allows no file: the open loop's fence then refuses every changed path (probe D16),
+/// which the triage line and a note on stderr say.
+pub fn fences_everything(counts: &Counts, waves: usize) -> bool {
+    waves == 0 && counts.findings_dropped.values().sum::<usize>() > 0
 }
 
 #[cfg(test)]
@@ -782,6 +793,13 @@ mod tests {
         assert_eq!(
             triage_line(2, &c, 1),
             "PREMERGE_TRIAGE TOTAL=5 BLOCKER=3 SUGGESTION=2 WAVES=1 ATTEMPT=2 BLOCKED=1 DROPPED=2"
+        );
+        // Every finding invalid: nothing allowed, and the line says so.
+        let all_invalid = Counts { findings_dropped: [("invalid_finding".to_string(), 2)].into(), ..Counts::default() };
+        assert!(triage_line(1, &all_invalid, 0).ends_with(" INVALID=2 ALLOWED=0"));
+        assert!(
+            !triage_line(1, &Counts::default(), 0).contains("ALLOWED"),
+            "a clean round allows nothing and says nothing"
         );
     }
 }

@@ -28,7 +28,7 @@ mod managers;
 mod report_formats;
 mod review;
 mod scan;
-mod show_loop;
 mod schemas;
+mod show_loop;
 mod stripes;
 mod waves;

@@ -22,8 +22,10 @@ fn three_attempts() -> (TestRepo, std::path::PathBuf) {
     r.commit_all("base");
     let run = r.dir.path().join("run");
     let rd = run.to_str().unwrap().to_string();
-    let finding = |f: &str| json!({"file": f, "line": 1, "summary": format!("unchecked input in {f}"),
-                                    "failure_scenario": "x", "category": "bug", "severity": "blocker"});
+    let finding = |f: &str| {
+        json!({"file": f, "line": 1, "summary": format!("unchecked input in {f}"),
+                                    "failure_scenario": "x", "category": "bug", "severity": "blocker"})
+    };
     let plan = |n: &str, doc: serde_json::Value| {
         r.write("findings.json", doc.to_string());
         let f = r.root.join("findings.json");
@@ -119,7 +121,8 @@ fn the_loop_page_renders_one_card_per_attempt_in_its_decisions_colour() {
     fs::write(&file, html).unwrap();
     let png = dir.path().join("loop.png");
     let log = screenshot(&file, &png, &dir.path().join("profile"));
-    let decoder = png::Decoder::new(std::io::BufReader::new(fs::File::open(&png).unwrap_or_else(|e| panic!("{e}: {log}"))));
+    let decoder =
+        png::Decoder::new(std::io::BufReader::new(fs::File::open(&png).unwrap_or_else(|e| panic!("{e}: {log}"))));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();
