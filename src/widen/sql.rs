@@ -14,13 +14,14 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
-    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, ObjectName, ObjectNamePart, ObjectType,
+    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, Ident, ObjectName, ObjectNamePart, ObjectType,
     Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use super::sql_constraints::{self as constraints, Added, Verdict};
 use super::sql_model::*;
 use super::sql_types::{TypeLoosening, type_loosening};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
@@ -37,6 +38,7 @@ const ENUM_TO_TEXT: RuleId = RuleId::SqlEnumToText;
 const NUMERIC_WIDENED: RuleId = RuleId::SqlNumericWidened;
 const TYPE_TO_TEXT: RuleId = RuleId::SqlTypeToText;
 const UNIQUE_INDEX_DROPPED: RuleId = RuleId::SqlUniqueIndexDropped;
+const CONSTRAINT_DROPPED: RuleId = RuleId::SqlConstraintDropped;
 
 pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
@@ -128,6 +130,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         severity: Severity::High,
         message: "{symbol} is no longer guaranteed unique (was {before})",
         invariant: "No two rows shared the indexed values, so a lookup by them returned at most one row.",
+    },
+    RuleDef {
+        id: CONSTRAINT_DROPPED,
+        languages: SQL,
+        family: Family::CheckRemoved,
+        description: "`ALTER TABLE ... DROP CONSTRAINT name` drops a constraint whose kind neither the file, nor an earlier migration, nor its name tells (a name such as `<table>_<column>_key` or `fk_...` is reported under its own kind's rule); a constraint added back under its name in the same migration is not reported.",
+        severity: Severity::High,
+        message: "{symbol}: the constraint was dropped ({after}); whatever it enforced no longer holds",
+        invariant: "Every row satisfied the dropped constraint, whatever its kind (a check, a key, a reference or an exclusion).",
     },
 ];
 
@@ -535,13 +546,16 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
     // Each retyped column's last new type: a column retyped twice is judged once, its
     // final type against the type it had before this file.
     let mut retyped: BTreeMap<(String, String), Retype> = BTreeMap::new();
-    for stmt in new {
+    // What the migration adds: a constraint dropped and added back is judged on the two
+    // definitions (`sql_constraints`).
+    let added = Added::of(new);
+    for (n, stmt) in new.iter().enumerate() {
         match stmt {
             Statement::AlterTable { name, operations, .. } => {
                 let table = object_key(name);
                 // What the file says so far, else what the old version said.
                 let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
-                for op in operations {
+                for (m, op) in operations.iter().enumerate() {
                     let count = seen.entry(op_key(name, op)).or_default();
                     if *count > 0 {
                         *count -= 1;
@@ -564,7 +578,10 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                         );
                         continue;
                     }
-                    out.extend(loosening_op(&shown, &table, op, &view));
+                    if let AlterTableOperation::DropPrimaryKey = op {
+                        out.extend(dropped_primary_key(&shown, &table, object_line(name), &view, (&added, (n, m))));
+                    }
+                    out.extend(loosening_op(&shown, &table, op, &view, (&added, (n, m))));
                     out.extend(redefined_column(&shown, &table, op, &view));
                 }
             }
@@ -575,7 +592,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                 } else {
                     let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
                     for name in names {
-                        out.extend(dropped_unique_index(name, &view));
+                        out.extend(dropped_unique_index(name, &view, (&added, (n, 0))));
                     }
                 }
             }
@@ -604,10 +621,24 @@ struct Retype {
     data_type: DataType,
 }
 
-/// `DROP INDEX name` of a unique index the file or an earlier migration created.
-fn dropped_unique_index(name: &ObjectName, view: &Lookup<'_>) -> Option<RawFinding> {
+/// `DROP INDEX name` of a unique index the file or an earlier migration created, or of
+/// one whose name says it is unique (`constraints::unique_by_name`) where no index of
+/// that name is known; not when the migration creates an index or key at least as
+/// strict (`constraints::Added`).
+fn dropped_unique_index(
+    name: &ObjectName,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
     let key = index_key(name);
-    let index = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key))?;
+    let Some(index) = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)) else {
+        return guessed_unique_index(name, view, added, at);
+    };
+    if let Some((old, table)) = constraints::old_unique_index([view.first, view.second], &key)
+        && added.verdict(Some(&table), Some(&key), at, Some(&old)) == Verdict::Kept
+    {
+        return None;
+    }
     if view.unique_over(&index.table, &index.columns, Some(&key)) {
         return None;
     }
@@ -678,7 +709,13 @@ fn redefined_column(shown: &str, table: &str, op: &AlterTableOperation, view: &L
     out
 }
 
-fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Lookup<'_>) -> Option<RawFinding> {
+fn loosening_op(
+    shown: &str,
+    table: &str,
+    op: &AlterTableOperation,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
     match op {
         AlterTableOperation::AlterColumn { column_name, op: col_op } => {
             let col = ident_key(column_name);
@@ -699,6 +736,11 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
         }
         AlterTableOperation::DropConstraint { name, .. } | AlterTableOperation::DropForeignKey { name } => {
             let key = ident_key(name);
+            let old = constraints::old_constraint([view.first, view.second], table, &key);
+            let verdict = added.verdict(Some(table), Some(&key), at, old.as_ref());
+            if verdict == Verdict::Kept {
+                return None;
+            }
             let guessed = || {
                 // MySQL's DROP FOREIGN KEY says the kind itself.
                 let kind = match op {
@@ -712,7 +754,9 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                     columns: BTreeSet::new(),
                 })
             };
-            let known = view.constraint(table, &key).or_else(guessed)?;
+            let Some(known) = view.constraint(table, &key).or_else(guessed) else {
+                return unknown_constraint_dropped(shown, table, name, op, added);
+            };
             // A constraint whose columns the file drops goes with them.
             if !known.columns.is_empty()
                 && known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
@@ -727,14 +771,136 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
             };
             // A constraint declared on a column belongs to that column.
             let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
-            let after = match op {
-                AlterTableOperation::DropForeignKey { .. } => format!("DROP FOREIGN KEY {name}"),
+            let after = match (op, &verdict) {
+                // Added back weaker: what it became is the new definition.
+                (_, Verdict::Weaker(text)) => text.clone(),
+                (AlterTableOperation::DropForeignKey { .. }, _) => format!("DROP FOREIGN KEY {name}"),
                 _ => format!("DROP CONSTRAINT {name}"),
             };
-            Some(finding(rule, &symbol, ident_line(name), &known.text, &after))
+            // Added back weaker: what it was is the old definition, where one is known.
+            let before = match (&verdict, old) {
+                (Verdict::Weaker(_), Some(old)) => old.text,
+                _ => known.text,
+            };
+            Some(finding(rule, &symbol, ident_line(name), &before, &after))
         }
+        AlterTableOperation::DropIndex { name } => dropped_mysql_index(shown, table, name, view, (added, at)),
         _ => None,
     }
+}
+
+/// `DROP CONSTRAINT name` of a constraint nothing tells the kind of (no definition in
+/// the file or an earlier migration, a name without a kind's suffix or prefix): every
+/// constraint restricts rows, so dropping one loosens the table whatever it was. Not
+/// when the migration drops the table too.
+fn unknown_constraint_dropped(
+    shown: &str,
+    table: &str,
+    name: &Ident,
+    op: &AlterTableOperation,
+    added: &Added,
+) -> Option<RawFinding> {
+    if added.drops_table(table) || !matches!(op, AlterTableOperation::DropConstraint { .. }) {
+        return None;
+    }
+    let symbol = format!("{shown}.{}", name.value);
+    Some(finding(
+        CONSTRAINT_DROPPED,
+        &symbol,
+        ident_line(name),
+        &format!("CONSTRAINT {name}"),
+        &format!("DROP CONSTRAINT {name}"),
+    ))
+}
+
+/// `DROP INDEX name` (PostgreSQL, SQLite, Prisma's migrations) of an index no earlier
+/// statement shows, reported as a unique index dropped when its name says it is one
+/// (`User_email_key`, `users_email_unique`, `uq_users_email`) and no plain index of
+/// that name is known, unless the migration creates a unique index of the same name
+/// again.
+fn guessed_unique_index(name: &ObjectName, view: &Lookup<'_>, added: &Added, at: (usize, usize)) -> Option<RawFinding> {
+    let key = index_key(name);
+    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
+    if plain || !constraints::unique_by_name(&key) || added.verdict(None, Some(&key), at, None) == Verdict::Kept {
+        return None;
+    }
+    let shown = name.0.last().map_or(String::new(), |p| p.to_string());
+    let symbol = shown.trim_matches(|c| c == '"' || c == '`').to_string();
+    let line = name.0.last().and_then(|p| match p {
+        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
+        _ => None,
+    });
+    Some(finding(
+        UNIQUE_INDEX_DROPPED,
+        &symbol,
+        line.unwrap_or(1),
+        &format!("UNIQUE INDEX {shown}"),
+        &format!("DROP INDEX {name}"),
+    ))
+}
+
+/// MySQL's `ALTER TABLE t DROP INDEX name` (or `DROP KEY name`): a unique key of the
+/// table by that name (`UNIQUE KEY name (...)`), a unique index created by name, or
+/// an index whose name says it is unique; a plain index is no finding.
+fn dropped_mysql_index(
+    shown: &str,
+    table: &str,
+    name: &Ident,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
+    let key = ident_key(name);
+    let symbol = format!("{shown}.{}", name.value);
+    let after = format!("DROP INDEX {name}");
+    if let Some(known) = view.constraint(table, &key).filter(|k| k.kind == ConstraintKind::Unique) {
+        let old = constraints::old_constraint([view.first, view.second], table, &key);
+        if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
+            return None;
+        }
+        let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
+        return Some(finding(UNIQUE_DROPPED, &symbol, ident_line(name), &known.text, &after));
+    }
+    let index = (view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)))
+        .filter(|i| i.table == table);
+    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
+    let before = match index {
+        Some(i) => i.text.clone(),
+        None if !plain && constraints::unique_by_name(&key) => format!("UNIQUE INDEX {name}"),
+        None => return None,
+    };
+    let old = constraints::old_unique_index([view.first, view.second], &key).map(|(d, _)| d);
+    if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
+        return None;
+    }
+    if let Some(i) = index
+        && view.unique_over(table, &i.columns, Some(&key))
+    {
+        return None;
+    }
+    Some(finding(UNIQUE_INDEX_DROPPED, &symbol, ident_line(name), &before, &after))
+}
+
+/// MySQL's `ALTER TABLE t DROP PRIMARY KEY`, unless the migration adds a primary or
+/// unique key over a subset of the old key's columns (or, the old key unknown, any
+/// primary key: the usual way to change one).
+fn dropped_primary_key(
+    shown: &str,
+    table: &str,
+    line: u32,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
+    let old = constraints::old_primary_key([view.first, view.second], table);
+    match &old {
+        Some(o) if added.verdict(Some(table), None, at, Some(o)) == Verdict::Kept => return None,
+        None if added.adds_primary_key(table) => return None,
+        _ => {}
+    }
+    if added.drops_table(table) {
+        return None;
+    }
+    let before = old.map_or_else(|| "PRIMARY KEY".to_string(), |o| o.text);
+    Some(finding(PRIMARY_KEY_DROPPED, shown, line, &before, "DROP PRIMARY KEY"))
 }
 
 /// PostgreSQL's default constraint names end in `_check`, `_key`, `_pkey`, `_fkey`;
