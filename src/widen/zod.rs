@@ -453,7 +453,9 @@ fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name
         _ if FORMATS.contains(&name) => {
             slot.formats.insert(name.to_string());
         }
-        _ if REFINEMENTS.contains(&name) => {
+        // A transform that reports issues (`ctx.addIssue(...)`) refuses input as a
+        // refinement does.
+        _ if REFINEMENTS.contains(&name) || (name == "transform" && text(args, src).contains("addIssue")) => {
             let args = text(args, src);
             slot.refinements.push((format!("{name}{}", compact(args)), elide(&format!(".{name}{args}"))));
         }
