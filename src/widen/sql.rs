@@ -14,14 +14,17 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
-    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, Ident, ObjectName, ObjectNamePart, ObjectType,
+    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, ObjectName, ObjectNamePart, ObjectType,
     Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
-use super::sql_constraints::{self as constraints, Added, Verdict};
+use super::sql_constraints::{
+    self as constraints, Added, Verdict, dropped_mysql_index, dropped_primary_key, guessed_unique_index,
+    unknown_constraint_dropped,
+};
 use super::sql_model::*;
 use super::sql_types::{TypeLoosening, type_loosening};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
@@ -72,7 +75,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: PRIMARY_KEY_DROPPED,
         languages: SQL,
         family: Family::CheckRemoved,
-        description: "A PRIMARY KEY is removed or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
+        description: "A PRIMARY KEY is removed (MySQL's `DROP PRIMARY KEY` included, unless the migration adds one back over the same or fewer columns) or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
         severity: Severity::High,
         message: "{symbol} no longer identifies rows alone: primary key {before} became {after}",
         invariant: "Every row was identified by a unique, non-NULL key.",
@@ -126,7 +129,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: UNIQUE_INDEX_DROPPED,
         languages: SQL,
         family: Family::CheckRemoved,
-        description: "A unique index (`CREATE UNIQUE INDEX name`, in this file or an earlier migration) is dropped by `DROP INDEX name`, or removed from a schema file, with no unique key over its columns left.",
+        description: "A unique index (`CREATE UNIQUE INDEX name`, in this file or an earlier migration, or an index whose name says it is unique: `_key`, `_unique`, `uq_`...) is dropped by `DROP INDEX name` (MySQL: `ALTER TABLE ... DROP INDEX name`), or removed from a schema file, with no unique key over its columns left and none created again in the same migration.",
         severity: Severity::High,
         message: "{symbol} is no longer guaranteed unique (was {before})",
         invariant: "No two rows shared the indexed values, so a lookup by them returned at most one row.",
@@ -654,11 +657,11 @@ fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
     norm(&format!("{table} {op}"))
 }
 
-struct Lookup<'a> {
-    first: &'a Schema,
-    second: &'a Schema,
+pub(super) struct Lookup<'a> {
+    pub(super) first: &'a Schema,
+    pub(super) second: &'a Schema,
     /// `(table, column)` pairs the new version drops anywhere in the file.
-    dropped: &'a BTreeSet<(String, String)>,
+    pub(super) dropped: &'a BTreeSet<(String, String)>,
 }
 
 impl Lookup<'_> {
@@ -666,13 +669,13 @@ impl Lookup<'_> {
         self.first.column(table, column).or_else(|| self.second.column(table, column))
     }
 
-    fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
+    pub(super) fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
     }
 
     /// Whether a unique key, primary key or unique index (other than `except`) still
     /// covers a subset of `columns`, so values over them stay unique.
-    fn unique_over(&self, table: &str, columns: &BTreeSet<String>, except: Option<&str>) -> bool {
+    pub(super) fn unique_over(&self, table: &str, columns: &BTreeSet<String>, except: Option<&str>) -> bool {
         [self.first, self.second].into_iter().any(|s| s.unique_over(table, columns, except))
     }
 
@@ -789,120 +792,6 @@ fn loosening_op(
     }
 }
 
-/// `DROP CONSTRAINT name` of a constraint nothing tells the kind of (no definition in
-/// the file or an earlier migration, a name without a kind's suffix or prefix): every
-/// constraint restricts rows, so dropping one loosens the table whatever it was. Not
-/// when the migration drops the table too.
-fn unknown_constraint_dropped(
-    shown: &str,
-    table: &str,
-    name: &Ident,
-    op: &AlterTableOperation,
-    added: &Added,
-) -> Option<RawFinding> {
-    if added.drops_table(table) || !matches!(op, AlterTableOperation::DropConstraint { .. }) {
-        return None;
-    }
-    let symbol = format!("{shown}.{}", name.value);
-    Some(finding(
-        CONSTRAINT_DROPPED,
-        &symbol,
-        ident_line(name),
-        &format!("CONSTRAINT {name}"),
-        &format!("DROP CONSTRAINT {name}"),
-    ))
-}
-
-/// `DROP INDEX name` (PostgreSQL, SQLite, Prisma's migrations) of an index no earlier
-/// statement shows, reported as a unique index dropped when its name says it is one
-/// (`User_email_key`, `users_email_unique`, `uq_users_email`) and no plain index of
-/// that name is known, unless the migration creates a unique index of the same name
-/// again.
-fn guessed_unique_index(name: &ObjectName, view: &Lookup<'_>, added: &Added, at: (usize, usize)) -> Option<RawFinding> {
-    let key = index_key(name);
-    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
-    if plain || !constraints::unique_by_name(&key) || added.verdict(None, Some(&key), at, None) == Verdict::Kept {
-        return None;
-    }
-    let shown = name.0.last().map_or(String::new(), |p| p.to_string());
-    let symbol = shown.trim_matches(|c| c == '"' || c == '`').to_string();
-    let line = name.0.last().and_then(|p| match p {
-        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
-        _ => None,
-    });
-    Some(finding(
-        UNIQUE_INDEX_DROPPED,
-        &symbol,
-        line.unwrap_or(1),
-        &format!("UNIQUE INDEX {shown}"),
-        &format!("DROP INDEX {name}"),
-    ))
-}
-
-/// MySQL's `ALTER TABLE t DROP INDEX name` (or `DROP KEY name`): a unique key of the
-/// table by that name (`UNIQUE KEY name (...)`), a unique index created by name, or
-/// an index whose name says it is unique; a plain index is no finding.
-fn dropped_mysql_index(
-    shown: &str,
-    table: &str,
-    name: &Ident,
-    view: &Lookup<'_>,
-    (added, at): (&Added, (usize, usize)),
-) -> Option<RawFinding> {
-    let key = ident_key(name);
-    let symbol = format!("{shown}.{}", name.value);
-    let after = format!("DROP INDEX {name}");
-    if let Some(known) = view.constraint(table, &key).filter(|k| k.kind == ConstraintKind::Unique) {
-        let old = constraints::old_constraint([view.first, view.second], table, &key);
-        if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
-            return None;
-        }
-        let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
-        return Some(finding(UNIQUE_DROPPED, &symbol, ident_line(name), &known.text, &after));
-    }
-    let index = (view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)))
-        .filter(|i| i.table == table);
-    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
-    let before = match index {
-        Some(i) => i.text.clone(),
-        None if !plain && constraints::unique_by_name(&key) => format!("UNIQUE INDEX {name}"),
-        None => return None,
-    };
-    let old = constraints::old_unique_index([view.first, view.second], &key).map(|(d, _)| d);
-    if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
-        return None;
-    }
-    if let Some(i) = index
-        && view.unique_over(table, &i.columns, Some(&key))
-    {
-        return None;
-    }
-    Some(finding(UNIQUE_INDEX_DROPPED, &symbol, ident_line(name), &before, &after))
-}
-
-/// MySQL's `ALTER TABLE t DROP PRIMARY KEY`, unless the migration adds a primary or
-/// unique key over a subset of the old key's columns (or, the old key unknown, any
-/// primary key: the usual way to change one).
-fn dropped_primary_key(
-    shown: &str,
-    table: &str,
-    line: u32,
-    view: &Lookup<'_>,
-    (added, at): (&Added, (usize, usize)),
-) -> Option<RawFinding> {
-    let old = constraints::old_primary_key([view.first, view.second], table);
-    match &old {
-        Some(o) if added.verdict(Some(table), None, at, Some(o)) == Verdict::Kept => return None,
-        None if added.adds_primary_key(table) => return None,
-        _ => {}
-    }
-    if added.drops_table(table) {
-        return None;
-    }
-    let before = old.map_or_else(|| "PRIMARY KEY".to_string(), |o| o.text);
-    Some(finding(PRIMARY_KEY_DROPPED, shown, line, &before, "DROP PRIMARY KEY"))
-}
-
 /// PostgreSQL's default constraint names end in `_check`, `_key`, `_pkey`, `_fkey`;
 /// the common hand-written prefixes (`chk_`, `uq_`, `pk_`, `fk_`) say the same.
 fn kind_by_name(name: &str) -> Option<ConstraintKind> {
@@ -926,7 +815,7 @@ fn kind_by_name(name: &str) -> Option<ConstraintKind> {
 // ---------------------------------------------------------------------------------
 // Small helpers.
 
-fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
+pub(super) fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
     RawFinding {
         line: line.max(1),
         rule,

@@ -12,9 +12,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{AlterTableOperation, Statement};
+use sqlparser::ast::{AlterTableOperation, Ident, ObjectName, ObjectNamePart, Statement};
 
-use super::sql_model::{ConstraintKind, Owner, Schema, Table, index_key, norm, object_key, one_line};
+use super::sql::{Lookup, finding};
+use super::sql_model::{
+    ConstraintKind, Owner, Schema, Table, ident_key, ident_line, index_key, norm, object_key, one_line,
+};
+use super::{RawFinding, RuleId};
 
 /// One constraint's definition, as far as the file shows it.
 #[derive(Debug, Clone)]
@@ -249,4 +253,123 @@ pub(super) fn unique_by_name(name: &str) -> bool {
     let prefixes = ["uq_", "uk_", "ux_", "unique_", "uniq_", "uix_"];
     // `_pkey` ends in `_key` too, but a primary key's index is never dropped alone.
     !n.ends_with("_pkey") && (suffixes.iter().any(|s| n.ends_with(s)) || prefixes.iter().any(|p| n.starts_with(p)))
+}
+
+/// `DROP CONSTRAINT name` of a constraint nothing tells the kind of (no definition in
+/// the file or an earlier migration, a name without a kind's suffix or prefix): every
+/// constraint restricts rows, so dropping one loosens the table whatever it was. Not
+/// when the migration drops the table too.
+pub(super) fn unknown_constraint_dropped(
+    shown: &str,
+    table: &str,
+    name: &Ident,
+    op: &AlterTableOperation,
+    added: &Added,
+) -> Option<RawFinding> {
+    if added.drops_table(table) || !matches!(op, AlterTableOperation::DropConstraint { .. }) {
+        return None;
+    }
+    let symbol = format!("{shown}.{}", name.value);
+    Some(finding(
+        RuleId::SqlConstraintDropped,
+        &symbol,
+        ident_line(name),
+        &format!("CONSTRAINT {name}"),
+        &format!("DROP CONSTRAINT {name}"),
+    ))
+}
+
+/// `DROP INDEX name` (PostgreSQL, SQLite, Prisma's migrations) of an index no earlier
+/// statement shows, reported as a unique index dropped when its name says it is one
+/// (`User_email_key`, `users_email_unique`, `uq_users_email`) and no plain index of
+/// that name is known, unless the migration creates a unique index of the same name
+/// again.
+pub(super) fn guessed_unique_index(
+    name: &ObjectName,
+    view: &Lookup<'_>,
+    added: &Added,
+    at: (usize, usize),
+) -> Option<RawFinding> {
+    let key = index_key(name);
+    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
+    if plain || !unique_by_name(&key) || added.verdict(None, Some(&key), at, None) == Verdict::Kept {
+        return None;
+    }
+    let shown = name.0.last().map_or(String::new(), |p| p.to_string());
+    let symbol = shown.trim_matches(|c| c == '"' || c == '`').to_string();
+    let line = name.0.last().and_then(|p| match p {
+        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
+        _ => None,
+    });
+    Some(finding(
+        RuleId::SqlUniqueIndexDropped,
+        &symbol,
+        line.unwrap_or(1),
+        &format!("UNIQUE INDEX {shown}"),
+        &format!("DROP INDEX {name}"),
+    ))
+}
+
+/// MySQL's `ALTER TABLE t DROP INDEX name` (or `DROP KEY name`): a unique key of the
+/// table by that name (`UNIQUE KEY name (...)`), a unique index created by name, or
+/// an index whose name says it is unique; a plain index is no finding.
+pub(super) fn dropped_mysql_index(
+    shown: &str,
+    table: &str,
+    name: &Ident,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
+    let key = ident_key(name);
+    let symbol = format!("{shown}.{}", name.value);
+    let after = format!("DROP INDEX {name}");
+    if let Some(known) = view.constraint(table, &key).filter(|k| k.kind == ConstraintKind::Unique) {
+        let old = old_constraint([view.first, view.second], table, &key);
+        if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
+            return None;
+        }
+        let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
+        return Some(finding(RuleId::SqlUniqueDropped, &symbol, ident_line(name), &known.text, &after));
+    }
+    let index = (view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)))
+        .filter(|i| i.table == table);
+    let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
+    let before = match index {
+        Some(i) => i.text.clone(),
+        None if !plain && unique_by_name(&key) => format!("UNIQUE INDEX {name}"),
+        None => return None,
+    };
+    let old = old_unique_index([view.first, view.second], &key).map(|(d, _)| d);
+    if added.verdict(Some(table), Some(&key), at, old.as_ref()) == Verdict::Kept {
+        return None;
+    }
+    if let Some(i) = index
+        && view.unique_over(table, &i.columns, Some(&key))
+    {
+        return None;
+    }
+    Some(finding(RuleId::SqlUniqueIndexDropped, &symbol, ident_line(name), &before, &after))
+}
+
+/// MySQL's `ALTER TABLE t DROP PRIMARY KEY`, unless the migration adds a primary or
+/// unique key over a subset of the old key's columns (or, the old key unknown, any
+/// primary key: the usual way to change one).
+pub(super) fn dropped_primary_key(
+    shown: &str,
+    table: &str,
+    line: u32,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
+    let old = old_primary_key([view.first, view.second], table);
+    match &old {
+        Some(o) if added.verdict(Some(table), None, at, Some(o)) == Verdict::Kept => return None,
+        None if added.adds_primary_key(table) => return None,
+        _ => {}
+    }
+    if added.drops_table(table) {
+        return None;
+    }
+    let before = old.map_or_else(|| "PRIMARY KEY".to_string(), |o| o.text);
+    Some(finding(RuleId::SqlPrimaryKeyDropped, shown, line, &before, "DROP PRIMARY KEY"))
 }
