@@ -21,7 +21,7 @@ use super::engine::InventoryCache;
 use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
-use super::{DetectError, Language, RawFinding, RuleDef, go, python, rust, schema, sql, ts};
+use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,7 +532,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 8] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -540,6 +540,8 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 6] {
         ("Go", Detector::rules(&go::GoDetector)),
         ("SQL", SQL.rules()),
         ("JSON Schema (JSON, YAML, OpenAPI)", SCHEMA.rules()),
+        ("TypeScript and JavaScript: zod schemas", zod::RULES),
+        ("Go: validation struct tags", go_tags::RULES),
     ]
 }
 
@@ -580,12 +582,32 @@ pub(crate) fn run_known(
 ) -> Result<Vec<RawFinding>, DetectError> {
     caught(lang, path, || match lang {
         Language::Rust => run_with(&rust::RustDetector, path, before, after, parse, known),
-        Language::Typescript | Language::Javascript => run_with(&ts::ScriptDetector, path, before, after, parse, known),
+        Language::Typescript | Language::Javascript => {
+            let found = run_with(&ts::ScriptDetector, path, before, after, parse, known)?;
+            // Declared constraints: a pass of their own, only where a file mentions them.
+            also(found, zod::may_hold(before, after).then(|| zod::detect(path, before, after)))
+        }
         Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
-        Language::Go => run_with(&go::GoDetector, path, before, after, parse, known),
+        Language::Go => {
+            let found = run_with(&go::GoDetector, path, before, after, parse, known)?;
+            also(found, go_tags::may_hold(before, after).then(|| go_tags::detect(before, after)))
+        }
         Language::Sql => run_with(&SQL, path, before, after, parse, None),
         Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse, None),
     })
+}
+
+/// A language's findings with those of a declared-constraint pass (`None`: the pass's
+/// prefilter found nothing to read), sorted and deduplicated as one answer.
+fn also(
+    mut found: Vec<RawFinding>,
+    more: Option<Result<Vec<RawFinding>, DetectError>>,
+) -> Result<Vec<RawFinding>, DetectError> {
+    if let Some(more) = more {
+        found.extend(more?);
+        return Ok(syntax::finish(found));
+    }
+    Ok(found)
 }
 
 /// `detect`, with a panic inside it turned into the file's error.

@@ -16,12 +16,14 @@ pub(crate) mod detector;
 pub(crate) mod elide;
 pub mod engine;
 pub mod go;
+pub(crate) mod go_tags;
 pub mod migrations;
 pub(crate) mod python;
 pub mod rule;
 pub mod rust;
 pub mod schema;
 pub mod sql;
+mod sql_constraints;
 mod sql_model;
 mod sql_types;
 mod stored;
@@ -30,6 +32,7 @@ pub mod syntax;
 mod testing;
 pub mod ts;
 pub mod window;
+pub(crate) mod zod;
 
 use serde::Serialize;
 

@@ -62,6 +62,13 @@ rule_ids! {
     TsReadonlyRemoved => "ts-readonly-removed",
     TsThrowGuardRemoved => "ts-throw-guard-removed",
     TsTypeErased => "ts-type-erased",
+    // TypeScript and JavaScript: zod schemas
+    TsZodBoundLoosened => "ts-zod-bound-loosened",
+    TsZodEnumWidened => "ts-zod-enum-widened",
+    TsZodFormatRemoved => "ts-zod-format-removed",
+    TsZodOptionalAdded => "ts-zod-optional-added",
+    TsZodRefinementRemoved => "ts-zod-refinement-removed",
+    TsZodStrictRemoved => "ts-zod-strict-removed",
     // Python
     PyAssertRemoved => "py-assert-removed",
     PyConstrainedTypeErased => "py-constrained-type-erased",
@@ -80,6 +87,11 @@ rule_ids! {
     GoPanicRemoved => "go-panic-removed",
     GoPointerWidened => "go-pointer-widened",
     GoTypeErased => "go-type-erased",
+    // Go: validation struct tags
+    GoTagBoundLoosened => "go-tag-bound-loosened",
+    GoTagCheckRemoved => "go-tag-check-removed",
+    GoTagOneofWidened => "go-tag-oneof-widened",
+    GoTagRequiredRemoved => "go-tag-required-removed",
     // SQL
     SqlCheckRemoved => "sql-check-removed",
     SqlEnumToText => "sql-enum-to-text",
@@ -91,6 +103,7 @@ rule_ids! {
     SqlNumericWidened => "sql-numeric-widened",
     SqlTypeToText => "sql-type-to-text",
     SqlUniqueIndexDropped => "sql-unique-index-dropped",
+    SqlConstraintDropped => "sql-constraint-dropped",
     // JSON Schema, OpenAPI
     SchemaAdditionalPropertiesAllowed => "schema-additional-properties-allowed",
     SchemaConstDropped => "schema-const-dropped",

@@ -21,6 +21,10 @@ use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialec
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use super::sql_constraints::{
+    self as constraints, Added, Verdict, dropped_mysql_index, dropped_primary_key, guessed_unique_index,
+    unknown_constraint_dropped,
+};
 use super::sql_model::*;
 use super::sql_types::{TypeLoosening, type_loosening};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
@@ -37,6 +41,7 @@ const ENUM_TO_TEXT: RuleId = RuleId::SqlEnumToText;
 const NUMERIC_WIDENED: RuleId = RuleId::SqlNumericWidened;
 const TYPE_TO_TEXT: RuleId = RuleId::SqlTypeToText;
 const UNIQUE_INDEX_DROPPED: RuleId = RuleId::SqlUniqueIndexDropped;
+const CONSTRAINT_DROPPED: RuleId = RuleId::SqlConstraintDropped;
 
 pub(crate) const RULES: &[RuleDef] = &[
     RuleDef {
@@ -70,7 +75,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: PRIMARY_KEY_DROPPED,
         languages: SQL,
         family: Family::CheckRemoved,
-        description: "A PRIMARY KEY is removed or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
+        description: "A PRIMARY KEY is removed (MySQL's `DROP PRIMARY KEY` included, unless the migration adds one back over the same or fewer columns) or widened to more columns while the table and its columns remain (a key moved between column and table level is not reported).",
         severity: Severity::High,
         message: "{symbol} no longer identifies rows alone: primary key {before} became {after}",
         invariant: "Every row was identified by a unique, non-NULL key.",
@@ -124,10 +129,19 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: UNIQUE_INDEX_DROPPED,
         languages: SQL,
         family: Family::CheckRemoved,
-        description: "A unique index (`CREATE UNIQUE INDEX name`, in this file or an earlier migration) is dropped by `DROP INDEX name`, or removed from a schema file, with no unique key over its columns left.",
+        description: "A unique index (`CREATE UNIQUE INDEX name`, in this file or an earlier migration, or an index whose name says it is unique: `_key`, `_unique`, `uq_`...) is dropped by `DROP INDEX name` (MySQL: `ALTER TABLE ... DROP INDEX name`), or removed from a schema file, with no unique key over its columns left and none created again in the same migration.",
         severity: Severity::High,
         message: "{symbol} is no longer guaranteed unique (was {before})",
         invariant: "No two rows shared the indexed values, so a lookup by them returned at most one row.",
+    },
+    RuleDef {
+        id: CONSTRAINT_DROPPED,
+        languages: SQL,
+        family: Family::CheckRemoved,
+        description: "`ALTER TABLE ... DROP CONSTRAINT name` drops a constraint whose kind neither the file, nor an earlier migration, nor its name tells (a name such as `<table>_<column>_key` or `fk_...` is reported under its own kind's rule); a constraint added back under its name in the same migration is not reported.",
+        severity: Severity::High,
+        message: "{symbol}: the constraint was dropped ({after}); whatever it enforced no longer holds",
+        invariant: "Every row satisfied the dropped constraint, whatever its kind (a check, a key, a reference or an exclusion).",
     },
 ];
 
@@ -549,13 +563,16 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
     // Each retyped column's last new type: a column retyped twice is judged once, its
     // final type against the type it had before this file.
     let mut retyped: BTreeMap<(String, String), Retype> = BTreeMap::new();
-    for stmt in new {
+    // What the migration adds: a constraint dropped and added back is judged on the two
+    // definitions (`sql_constraints`).
+    let added = Added::of(new);
+    for (n, stmt) in new.iter().enumerate() {
         match stmt {
             Statement::AlterTable { name, operations, .. } => {
                 let table = object_key(name);
                 // What the file says so far, else what the old version said.
                 let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
-                for op in operations {
+                for (m, op) in operations.iter().enumerate() {
                     let count = seen.entry(op_key(name, op)).or_default();
                     if *count > 0 {
                         *count -= 1;
@@ -578,7 +595,10 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                         );
                         continue;
                     }
-                    out.extend(loosening_op(&shown, &table, op, &view));
+                    if let AlterTableOperation::DropPrimaryKey = op {
+                        out.extend(dropped_primary_key(&shown, &table, object_line(name), &view, (&added, (n, m))));
+                    }
+                    out.extend(loosening_op(&shown, &table, op, &view, (&added, (n, m))));
                     out.extend(redefined_column(&shown, &table, op, &view));
                 }
             }
@@ -589,7 +609,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                 } else {
                     let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
                     for name in names {
-                        out.extend(dropped_unique_index(name, &view));
+                        out.extend(dropped_unique_index(name, &view, (&added, (n, 0))));
                     }
                 }
             }
@@ -618,10 +638,24 @@ struct Retype {
     data_type: DataType,
 }
 
-/// `DROP INDEX name` of a unique index the file or an earlier migration created.
-fn dropped_unique_index(name: &ObjectName, view: &Lookup<'_>) -> Option<RawFinding> {
+/// `DROP INDEX name` of a unique index the file or an earlier migration created, or of
+/// one whose name says it is unique (`constraints::unique_by_name`) where no index of
+/// that name is known; not when the migration creates an index or key at least as
+/// strict (`constraints::Added`).
+fn dropped_unique_index(
+    name: &ObjectName,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
     let key = index_key(name);
-    let index = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key))?;
+    let Some(index) = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)) else {
+        return guessed_unique_index(name, view, added, at);
+    };
+    if let Some((old, table)) = constraints::old_unique_index([view.first, view.second], &key)
+        && added.verdict(Some(&table), Some(&key), at, Some(&old)) == Verdict::Kept
+    {
+        return None;
+    }
     if view.unique_over(&index.table, &index.columns, Some(&key)) {
         return None;
     }
@@ -637,11 +671,11 @@ fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {
     norm(&format!("{table} {op}"))
 }
 
-struct Lookup<'a> {
-    first: &'a Schema,
-    second: &'a Schema,
+pub(super) struct Lookup<'a> {
+    pub(super) first: &'a Schema,
+    pub(super) second: &'a Schema,
     /// `(table, column)` pairs the new version drops anywhere in the file.
-    dropped: &'a BTreeSet<(String, String)>,
+    pub(super) dropped: &'a BTreeSet<(String, String)>,
 }
 
 impl Lookup<'_> {
@@ -649,13 +683,13 @@ impl Lookup<'_> {
         self.first.column(table, column).or_else(|| self.second.column(table, column))
     }
 
-    fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
+    pub(super) fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
     }
 
     /// Whether a unique key, primary key or unique index (other than `except`) still
     /// covers a subset of `columns`, so values over them stay unique.
-    fn unique_over(&self, table: &str, columns: &BTreeSet<String>, except: Option<&str>) -> bool {
+    pub(super) fn unique_over(&self, table: &str, columns: &BTreeSet<String>, except: Option<&str>) -> bool {
         [self.first, self.second].into_iter().any(|s| s.unique_over(table, columns, except))
     }
 
@@ -692,7 +726,13 @@ fn redefined_column(shown: &str, table: &str, op: &AlterTableOperation, view: &L
     out
 }
 
-fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Lookup<'_>) -> Option<RawFinding> {
+fn loosening_op(
+    shown: &str,
+    table: &str,
+    op: &AlterTableOperation,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
     match op {
         AlterTableOperation::AlterColumn { column_name, op: col_op } => {
             let col = ident_key(column_name);
@@ -713,6 +753,11 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
         }
         AlterTableOperation::DropConstraint { name, .. } | AlterTableOperation::DropForeignKey { name } => {
             let key = ident_key(name);
+            let old = constraints::old_constraint([view.first, view.second], table, &key);
+            let verdict = added.verdict(Some(table), Some(&key), at, old.as_ref());
+            if verdict == Verdict::Kept {
+                return None;
+            }
             let guessed = || {
                 // MySQL's DROP FOREIGN KEY says the kind itself.
                 let kind = match op {
@@ -726,7 +771,9 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
                     columns: BTreeSet::new(),
                 })
             };
-            let known = view.constraint(table, &key).or_else(guessed)?;
+            let Some(known) = view.constraint(table, &key).or_else(guessed) else {
+                return unknown_constraint_dropped(shown, table, name, op, added);
+            };
             // A constraint whose columns the file drops goes with them.
             if !known.columns.is_empty()
                 && known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
@@ -741,12 +788,20 @@ fn loosening_op(shown: &str, table: &str, op: &AlterTableOperation, view: &Looku
             };
             // A constraint declared on a column belongs to that column.
             let symbol = format!("{shown}.{}", known.column.as_deref().unwrap_or(&name.value));
-            let after = match op {
-                AlterTableOperation::DropForeignKey { .. } => format!("DROP FOREIGN KEY {name}"),
+            let after = match (op, &verdict) {
+                // Added back weaker: what it became is the new definition.
+                (_, Verdict::Weaker(text)) => text.clone(),
+                (AlterTableOperation::DropForeignKey { .. }, _) => format!("DROP FOREIGN KEY {name}"),
                 _ => format!("DROP CONSTRAINT {name}"),
             };
-            Some(finding(rule, &symbol, ident_line(name), &known.text, &after))
+            // Added back weaker: what it was is the old definition, where one is known.
+            let before = match (&verdict, old) {
+                (Verdict::Weaker(_), Some(old)) => old.text,
+                _ => known.text,
+            };
+            Some(finding(rule, &symbol, ident_line(name), &before, &after))
         }
+        AlterTableOperation::DropIndex { name } => dropped_mysql_index(shown, table, name, view, (added, at)),
         _ => None,
     }
 }
@@ -774,7 +829,7 @@ fn kind_by_name(name: &str) -> Option<ConstraintKind> {
 // ---------------------------------------------------------------------------------
 // Small helpers.
 
-fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
+pub(super) fn finding(rule: RuleId, symbol: &str, line: u32, before: &str, after: &str) -> RawFinding {
     RawFinding {
         line: line.max(1),
         rule,

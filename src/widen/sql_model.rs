@@ -26,6 +26,9 @@ pub(super) struct Schema {
     /// Unique indexes (`CREATE UNIQUE INDEX`), by the index name's last part (index
     /// names are per schema, and `DROP INDEX` names them without the table).
     pub(super) unique_indexes: BTreeMap<String, UniqueIndex>,
+    /// Names of the other indexes (plain or partial), so that a name that looks like a
+    /// unique index's (`sql_constraints::unique_by_name`) is not taken for one.
+    pub(super) plain_indexes: BTreeSet<String>,
 }
 
 /// A `CREATE UNIQUE INDEX`: what `DROP INDEX` by its name takes away.
@@ -140,6 +143,9 @@ impl Schema {
                         },
                     );
                 }
+            }
+            Statement::CreateIndex(ci) => {
+                self.plain_indexes.extend(ci.name.as_ref().map(index_key));
             }
             Statement::Drop { object_type: ObjectType::Table, names, .. } => {
                 for name in names {

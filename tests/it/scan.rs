@@ -839,11 +839,13 @@ fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
     r.write("db/migrations/2_index.up.sql", "CREATE UNIQUE INDEX orders_one_qty ON orders (qty);\n");
     r.write("README.md", "# x\n");
     let base = r.commit_all("earlier migrations");
-    // Lookalike first: an unrelated, unknown constraint name says nothing.
+    // An unknown constraint name says no kind: it is a constraint dropped
+    // (`sql-constraint-dropped`), never guessed to be a check or a key.
     r.write("db/migrations/3_cleanup.up.sql", "ALTER TABLE orders DROP CONSTRAINT some_name;\n");
     let head = r.commit_all("lookalike");
     let out = scan_json(&r, &["--base", &base, "--head", &head, "--no-memory"]);
-    assert_eq!(out["findings"], json!([]), "{out}");
+    let rules: Vec<&str> = out["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+    assert_eq!(rules, ["sql-constraint-dropped"], "{out}");
     r.write(
         "db/migrations/4_relax.up.sql",
         "ALTER TABLE orders DROP CONSTRAINT qty_positive;\nALTER TABLE orders ALTER COLUMN id TYPE TEXT;\nDROP INDEX orders_one_qty;\n",
@@ -865,7 +867,8 @@ fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
         ],
         "{out}"
     );
-    // Without the history (the file alone) none of the three can be judged.
+    // Without the history (the file alone) none of the three can be judged as what it
+    // was: the check is only a constraint dropped, of no known kind.
     let alone = engine::scan_file(
         &FileInput {
             path: "db/migrations/4_relax.up.sql".into(),
@@ -874,7 +877,8 @@ fn a_new_migration_is_judged_against_the_earlier_migrations_at_the_base() {
         },
         &Policy::default(),
     );
-    assert!(alone.findings.is_empty(), "{alone:?}");
+    let rules: Vec<&str> = alone.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["sql-constraint-dropped"], "{alone:?}");
 }
 
 /// The scan cache (`<state>/scan-cache`): a second scan of the same range reads the

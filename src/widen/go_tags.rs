@@ -1,0 +1,315 @@
+//! Go struct tags read by validators: go-playground's `validate:"required,max=64"` and
+//! gin's `binding:"required"`, per struct field (`CreateUser.Name`, a field of an
+//! anonymous struct inside it `Request.Body.Name`), compared between the two versions
+//! of a file: `required` removed (or `omitempty` added), a bound (`min`, `max`, `len`,
+//! `gt`, `gte`, `lt`, `lte`) lowered, raised or removed, `oneof` gaining values, and any
+//! other check (`email`, `uuid`, `alphanum`...) removed with none added in its place.
+//!
+//! A pass of its own beside the Go detector, run only where both versions hold
+//! `validate:"` or `binding:"` (a substring test). Tags are read the way Go's
+//! `reflect.StructTag.Get` reads them; what follows a `dive` applies to a collection's
+//! items and is not compared. The walk over types is iterative (an explicit stack).
+//!
+//! Not findings: a field or type removed, a tag narrowed, a check replaced by another
+//! (what the new one admits cannot be told), a bound whose value is not a number
+//! changed (not removed), a field renamed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::Node;
+
+use super::syntax::{collapse_whitespace, field, kind_of, line, named_children, text};
+use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
+
+const GO: &[Language] = &[Language::Go];
+
+pub(crate) const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: RuleId::GoTagRequiredRemoved,
+        languages: GO,
+        family: Family::Optionality,
+        description: "A struct field's `validate` or `binding` tag no longer requires a value: `required` removed (or the tag with it), or `omitempty` added.",
+        severity: Severity::High,
+        message: "{symbol} may now be empty: tag `{before}` became `{after}`",
+        invariant: "Validated input always carried a non-zero value for this field.",
+    },
+    RuleDef {
+        id: RuleId::GoTagBoundLoosened,
+        languages: GO,
+        family: Family::NumericRange,
+        description: "A `validate` or `binding` bound admits more: `min`/`gte`/`gt` lowered or removed, `max`/`lte`/`lt` raised or removed, `len` removed.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts values outside the old bounds: tag `{before}` became `{after}`",
+        invariant: "Validated values, lengths or counts stayed within the tag's bounds, which storage and consumers may rely on.",
+    },
+    RuleDef {
+        id: RuleId::GoTagOneofWidened,
+        languages: GO,
+        family: Family::EnumErasure,
+        description: "A `validate` or `binding` tag's `oneof=...` gains values or is removed.",
+        severity: Severity::High,
+        message: "{symbol} accepts values outside its old set: tag `{before}` became `{after}`",
+        invariant: "The validated value was one of a closed set, so every consumer could handle each case.",
+    },
+    RuleDef {
+        id: RuleId::GoTagCheckRemoved,
+        languages: GO,
+        family: Family::CheckRemoved,
+        description: "A `validate` or `binding` check other than a bound, `required` or `oneof` (`email`, `uuid`, `url`, `alphanum`, `e164`...) is removed, with no other check added to the field.",
+        severity: Severity::Medium,
+        message: "{symbol} is no longer checked by `{before}`: tag became `{after}`",
+        invariant: "Validated values passed the removed check, so code using them could rely on their form.",
+    },
+];
+
+/// The tag keys whose values are validation rules.
+const KEYS: &[&str] = &["validate", "binding"];
+
+/// Whether both versions may hold a validation tag (the pass's prefilter).
+pub(crate) fn may_hold(before: &str, after: &str) -> bool {
+    let has = |s: &str| KEYS.iter().any(|k| memchr::memmem::find(s.as_bytes(), format!("{k}:\"").as_bytes()).is_some());
+    has(before) && has(after)
+}
+
+/// The tag findings of a Go file. A version that does not parse gives none (the Go
+/// detector reports the error).
+pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    if !may_hold(before, after) {
+        return Ok(Vec::new());
+    }
+    let lang: tree_sitter::Language = tree_sitter_go::LANGUAGE.into();
+    let inventory = |src: &str| -> Option<BTreeMap<String, Field>> {
+        let tree = super::syntax::with_parser(&lang, |p| p.parse(src, None)).flatten()?;
+        (!tree.root_node().has_error()).then(|| fields(tree.root_node(), src))
+    };
+    let (Some(old), Some(new)) = (inventory(before), inventory(after)) else {
+        return Ok(Vec::new());
+    };
+    Ok(compare(&old, &new))
+}
+
+/// A bound as a tag states it.
+#[derive(Debug, Clone, PartialEq)]
+struct Bound {
+    /// `NaN` when not a number (a duration, a field reference).
+    value: f64,
+    exclusive: bool,
+}
+
+/// What one field's validation tags declare (the `validate` and `binding` keys
+/// together: gin reads `binding`, the validator `validate`).
+#[derive(Debug, Default, Clone)]
+struct Field {
+    line: u32,
+    /// The validation tags as written, one line (`validate:"required,max=64"`).
+    shown: String,
+    required: bool,
+    omitempty: bool,
+    lower: Option<Bound>,
+    upper: Option<Bound>,
+    oneof: Option<BTreeSet<String>>,
+    /// Every other rule, by its text (`email`, `startswith=ab`).
+    checks: BTreeSet<String>,
+}
+
+/// Every struct field with a validation tag, by `Type.Field`.
+fn fields(root: Node, src: &str) -> BTreeMap<String, Field> {
+    let mut out = BTreeMap::new();
+    // (symbol prefix, struct_type node).
+    let mut stack: Vec<(String, Node)> = Vec::new();
+    let mut decls = vec![root];
+    while let Some(n) = decls.pop() {
+        for child in named_children(n) {
+            match kind_of(child) {
+                "type_declaration" => decls.push(child),
+                "type_spec" => {
+                    if let (Some(name), Some(ty)) = (field(child, "name"), field(child, "type"))
+                        && kind_of(ty) == "struct_type"
+                    {
+                        stack.push((text(name, src).to_string(), ty));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    while let Some((prefix, st)) = stack.pop() {
+        let decls = named_children(st)
+            .into_iter()
+            .filter(|c| kind_of(*c) == "field_declaration_list")
+            .flat_map(named_children)
+            .filter(|c| kind_of(*c) == "field_declaration");
+        for fd in decls {
+            let names: Vec<String> = named_children(fd)
+                .into_iter()
+                .filter(|c| kind_of(*c) == "field_identifier")
+                .map(|n| text(n, src).to_string())
+                .collect();
+            let ty = field(fd, "type");
+            for name in &names {
+                let symbol = format!("{prefix}.{name}");
+                if let Some(ty) = ty.filter(|t| kind_of(*t) == "struct_type") {
+                    stack.push((symbol.clone(), ty));
+                }
+                // Every field, tagged or not: a tag removed whole loosens as much as its rules.
+                let tag = field(fd, "tag").map_or("", |t| text(t, src));
+                out.insert(symbol, read_tag(tag, line(fd)));
+            }
+        }
+    }
+    out
+}
+
+/// The value of `key` in a struct tag, as `reflect.StructTag.Lookup` finds it
+/// (`key:"value"` pairs separated by spaces; escapes inside the value kept as written,
+/// which no validation rule uses).
+fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
+    let mut rest = tag.trim_matches('`');
+    loop {
+        rest = rest.trim_start();
+        let colon = rest.find(':')?;
+        let name = &rest[..colon];
+        let after = rest[colon + 1..].strip_prefix('"')?;
+        // The closing quote: the first one not escaped.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in after.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let end = end?;
+        if name == key {
+            return Some(&after[..end]);
+        }
+        rest = &after[end + 1..];
+    }
+}
+
+/// A field's validation rules from its tag (none when it has no validation key).
+fn read_tag(tag: &str, line: u32) -> Field {
+    let values: Vec<(&str, &str)> = KEYS.iter().filter_map(|k| lookup(tag, k).map(|v| (*k, v))).collect();
+    let mut f = Field {
+        line,
+        shown: collapse_whitespace(&values.iter().map(|(k, v)| format!("{k}:\"{v}\"")).collect::<Vec<_>>().join(" ")),
+        ..Field::default()
+    };
+    for (_, value) in values {
+        // What follows `dive` constrains a collection's items: not compared.
+        for rule in value.split(',').map(str::trim).take_while(|r| *r != "dive") {
+            let (name, arg) = rule.split_once('=').unwrap_or((rule, ""));
+            let number = || Some(Bound { value: arg.trim().parse().unwrap_or(f64::NAN), exclusive: false });
+            match name {
+                "required" => f.required = true,
+                "omitempty" => f.omitempty = true,
+                "min" | "gte" => f.lower = number(),
+                "gt" => f.lower = number().map(|b| Bound { exclusive: true, ..b }),
+                "max" | "lte" => f.upper = number(),
+                "lt" => f.upper = number().map(|b| Bound { exclusive: true, ..b }),
+                "len" => (f.lower, f.upper) = (number(), number()),
+                "oneof" => f.oneof = Some(arg.split_whitespace().map(str::to_string).collect()),
+                "" => {}
+                _ => {
+                    f.checks.insert(rule.to_string());
+                }
+            }
+        }
+    }
+    f
+}
+
+/// Whether `new` admits a value below (`lower`) or above the old bound.
+fn loosened(old: &Option<Bound>, new: &Option<Bound>, lower: bool) -> bool {
+    match (old, new) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(o), Some(n)) if o.value.is_nan() || n.value.is_nan() => false,
+        (Some(o), Some(n)) => {
+            let wider = if lower { n.value < o.value } else { n.value > o.value };
+            wider || (n.value == o.value && o.exclusive && !n.exclusive)
+        }
+    }
+}
+
+fn compare(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> Vec<RawFinding> {
+    let mut out = Vec::new();
+    for (symbol, a) in new {
+        let Some(b) = old.get(symbol) else {
+            continue;
+        };
+        let mut push = |rule, before: &str, after: &str| {
+            out.push(RawFinding {
+                line: a.line,
+                rule,
+                symbol: symbol.clone(),
+                before: before.to_string(),
+                after: after.to_string(),
+                in_test: false,
+            });
+        };
+        if (b.required && !a.required) || (!b.omitempty && a.omitempty) {
+            push(RuleId::GoTagRequiredRemoved, &b.shown, &a.shown);
+        }
+        if loosened(&b.lower, &a.lower, true) || loosened(&b.upper, &a.upper, false) {
+            push(RuleId::GoTagBoundLoosened, &b.shown, &a.shown);
+        }
+        let widened = match (&b.oneof, &a.oneof) {
+            (Some(o), Some(n)) => !n.is_subset(o),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if widened {
+            push(RuleId::GoTagOneofWidened, &b.shown, &a.shown);
+        }
+        let removed: Vec<&String> = b.checks.difference(&a.checks).collect();
+        if let Some(first) = removed.first()
+            && a.checks.is_subset(&b.checks)
+        {
+            out.push(RawFinding {
+                line: a.line,
+                rule: RuleId::GoTagCheckRemoved,
+                symbol: symbol.clone(),
+                before: (*first).clone(),
+                after: a.shown.clone(),
+                in_test: false,
+            });
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_read_as_reflect_reads_them() {
+        let tag = r#"`json:"name,omitempty" validate:"required,max=64" binding:"email"`"#;
+        assert_eq!(lookup(tag, "validate"), Some("required,max=64"));
+        assert_eq!(lookup(tag, "binding"), Some("email"));
+        assert_eq!(lookup(tag, "form"), None);
+        let f = read_tag(tag, 3);
+        assert!(f.required && f.upper.is_some() && f.checks.contains("email"));
+    }
+
+    #[test]
+    fn loosening_and_narrowing() {
+        let src = |tag: &str| format!("package api\n\ntype User struct {{\n\tName string `{tag}`\n}}\n");
+        let rules = |a: &str, b: &str| -> Vec<RuleId> {
+            detect(&src(a), &src(b)).unwrap().into_iter().map(|f| f.rule).collect()
+        };
+        assert_eq!(
+            rules(r#"validate:"required,max=64""#, r#"validate:"max=128""#),
+            [RuleId::GoTagBoundLoosened, RuleId::GoTagRequiredRemoved]
+        );
+        assert_eq!(rules(r#"validate:"max=128""#, r#"validate:"required,max=64""#), []);
+        assert_eq!(rules(r#"validate:"oneof=a b""#, r#"validate:"oneof=a b c""#), [RuleId::GoTagOneofWidened]);
+        assert_eq!(rules(r#"validate:"email""#, r#"validate:"url""#), []);
+    }
+}

@@ -1,0 +1,637 @@
+//! TypeScript and JavaScript zod schemas: the constraints a `const UserSchema =
+//! z.object({...})` declares for each property (`UserSchema.name`), compared between
+//! the two versions of a file: bounds (`.min`, `.max`, `.length`, `.gt`, `.positive`,
+//! `.int`...), formats (`.email`, `.url`, `.regex`...), optionality (`.optional()`,
+//! `.nullable()`, `.nullish()`, `.partial()`), closed sets (`z.enum`, `z.literal`, a
+//! union of them), unknown keys (`.strict()`) and refinements (`.refine`,
+//! `.superRefine`).
+//!
+//! A pass of its own beside the TypeScript detector, run only where both versions
+//! mention `zod` (a substring test, so files without zod cost nothing), over the whole
+//! file: schemas are top-level declarations, which the change window may leave out.
+//! The walk is iterative (an explicit stack of schema nodes and a loop down each
+//! method chain): nesting depth is input-sized.
+//!
+//! Deliberately not findings: a schema or property removed (the data it described
+//! went with it), a regular expression or a refinement rewritten (a new one in its
+//! place: what it admits cannot be told), a bound whose value is not a number literal
+//! changed (not removed), narrowing, reordering and formatting.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::Node;
+
+use super::detector::Grammar;
+use super::syntax::{collapse_whitespace, compact, field, kind_of, line, named_children, strip_parens, text};
+use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity, ts};
+
+const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
+
+pub(crate) const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: RuleId::TsZodOptionalAdded,
+        languages: BOTH,
+        family: Family::Optionality,
+        description: "A zod schema or property accepts a missing or null value it refused: `.optional()`, `.nullable()` or `.nullish()` added (or `z.optional(...)`/`z.nullable(...)` around it), or `.partial()` added to an object.",
+        severity: Severity::High,
+        message: "{symbol} may now be absent: `{before}` became `{after}`",
+        invariant: "Every parsed value had this field set, so code reading the parsed data never saw it missing.",
+    },
+    RuleDef {
+        id: RuleId::TsZodBoundLoosened,
+        languages: BOTH,
+        family: Family::NumericRange,
+        description: "A zod bound admits more: `.min`/`.gte`/`.gt`/`.positive`/`.nonnegative`/`.nonempty` lowered or removed, `.max`/`.lte`/`.lt`/`.negative`/`.nonpositive` raised or removed, `.length(n)` removed, or `.int()`, `.finite()`, `.safe()`, `.multipleOf(n)` removed.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts values outside the old bounds: `{before}` became `{after}`",
+        invariant: "Parsed values, lengths or counts stayed within the declared bounds, which storage and consumers may rely on.",
+    },
+    RuleDef {
+        id: RuleId::TsZodFormatRemoved,
+        languages: BOTH,
+        family: Family::CheckRemoved,
+        description: "A zod string format check is removed with no other format in its place: `.email()`, `.url()`, `.uuid()`, `.regex(...)`, `.datetime()`, `.startsWith(...)` and the like, or a `z.email()` base made `z.string()`.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts strings of any form: `{before}` became `{after}`",
+        invariant: "Parsed strings had the declared format, so code using them as addresses, identifiers or dates could rely on it.",
+    },
+    RuleDef {
+        id: RuleId::TsZodEnumWidened,
+        languages: BOTH,
+        family: Family::EnumErasure,
+        description: "A zod closed set admits more: `z.enum([...])`, `z.literal(...)` or a union gains a member, or becomes `z.string()`, `z.number()`, `z.any()` or `z.unknown()`.",
+        severity: Severity::High,
+        message: "{symbol} accepts values outside its old set: `{before}` became `{after}`",
+        invariant: "The parsed value was one of a closed set, so every consumer could handle each case.",
+    },
+    RuleDef {
+        id: RuleId::TsZodStrictRemoved,
+        languages: BOTH,
+        family: Family::MutabilityExposure,
+        description: "A zod object schema stops refusing unknown keys: `.strict()` (or `z.strictObject`) removed or replaced by `.passthrough()`, `.strip()` or `.catchall(...)`.",
+        severity: Severity::Medium,
+        message: "{symbol} no longer refuses unknown keys: `{before}` became `{after}`",
+        invariant: "Input with keys the schema does not name was rejected, so misspelt or unexpected fields never passed silently.",
+    },
+    RuleDef {
+        id: RuleId::TsZodRefinementRemoved,
+        languages: BOTH,
+        family: Family::CheckRemoved,
+        description: "A `.refine(...)`, `.superRefine(...)` or `.check(...)` is removed from a zod schema that still exists, with no other refinement added to it.",
+        severity: Severity::High,
+        message: "{symbol}: the refinement {before} was removed",
+        invariant: "Every parsed value passed the refinement's predicate.",
+    },
+];
+
+/// Longest `before`/`after` rendering of a schema: a chain of a dozen methods fits.
+const MAX_RENDER: usize = 160;
+
+/// Longest rendering of one method call or base inside it (an object literal or a
+/// long refinement is elided), so that the changed part stays in view.
+const MAX_PART: usize = 72;
+
+/// Whether both versions may hold a zod schema (the pass's prefilter).
+pub(crate) fn may_hold(before: &str, after: &str) -> bool {
+    let finder = memchr::memmem::Finder::new(b"zod");
+    finder.find(before.as_bytes()).is_some() && finder.find(after.as_bytes()).is_some()
+}
+
+/// The zod findings of a TypeScript or JavaScript file. A version that does not parse
+/// gives none (the TypeScript detector reports the error).
+pub(crate) fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    if !may_hold(before, after) {
+        return Ok(Vec::new());
+    }
+    let lang = Grammar::grammar(&ts::ScriptDetector, path);
+    let inventory = |src: &str| -> Option<Inventory> {
+        let tree = super::syntax::with_parser(&lang, |p| p.parse(src, None)).flatten()?;
+        (!tree.root_node().has_error()).then(|| Inventory::build(tree.root_node(), src))
+    };
+    let (Some(old), Some(new)) = (inventory(before), inventory(after)) else {
+        return Ok(Vec::new());
+    };
+    Ok(compare(&old, &new))
+}
+
+/// A bound as `.min(3)` or `.positive()` says it.
+#[derive(Debug, Clone, PartialEq)]
+struct Bound {
+    /// `NaN` when the argument is not a number literal (a date, a constant).
+    value: f64,
+    exclusive: bool,
+}
+
+/// What one schema (a top-level one or a property's) declares.
+#[derive(Debug, Default, Clone)]
+struct Slot {
+    line: u32,
+    /// The schema's chain on one line, object literals elided.
+    text: String,
+    /// The base: `string`, `number`, `object`, `enum`, `ref:Name` for another schema.
+    base: String,
+    /// A closed set's members (`z.enum`, `z.literal`, a union), compacted.
+    members: Option<BTreeSet<String>>,
+    lower: Option<Bound>,
+    upper: Option<Bound>,
+    /// `.int()`, `.finite()`, `.safe()`, `.multipleOf(n)`: flags by method name.
+    flags: BTreeSet<String>,
+    formats: BTreeSet<String>,
+    optional: bool,
+    nullable: bool,
+    partial: bool,
+    strict: bool,
+    /// Refinements: each one's text compacted (to compare) and on one line (to show).
+    refinements: Vec<(String, String)>,
+}
+
+const FORMATS: &[&str] = &[
+    "email",
+    "url",
+    "httpUrl",
+    "uuid",
+    "uuidv4",
+    "uuidv6",
+    "uuidv7",
+    "guid",
+    "cuid",
+    "cuid2",
+    "ulid",
+    "nanoid",
+    "xid",
+    "ksuid",
+    "regex",
+    "datetime",
+    "date",
+    "time",
+    "duration",
+    "ip",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "cidrv4",
+    "cidrv6",
+    "emoji",
+    "base64",
+    "base64url",
+    "jwt",
+    "e164",
+    "hostname",
+    "startsWith",
+    "endsWith",
+    "includes",
+    "hex",
+];
+
+const ENUM_BASES: &[&str] = &["enum", "nativeEnum", "literal", "union", "discriminatedUnion"];
+const OPEN_BASES: &[&str] = &["string", "number", "any", "unknown"];
+const REFINEMENTS: &[&str] = &["refine", "superRefine", "check"];
+
+#[derive(Debug, Default)]
+struct Inventory {
+    slots: BTreeMap<String, Slot>,
+}
+
+impl Inventory {
+    fn build(root: Node, src: &str) -> Inventory {
+        let names = zod_names(root, src);
+        let mut inv = Inventory::default();
+        // (symbol, schema node): every top-level `const X = ...`, then each property.
+        let mut stack: Vec<(String, Node)> = Vec::new();
+        for child in named_children(root) {
+            let decl = match kind_of(child) {
+                "export_statement" => field(child, "declaration"),
+                "lexical_declaration" | "variable_declaration" => Some(child),
+                _ => None,
+            };
+            let Some(decl) = decl.filter(|d| matches!(kind_of(*d), "lexical_declaration" | "variable_declaration"))
+            else {
+                continue;
+            };
+            for declarator in named_children(decl) {
+                if kind_of(declarator) != "variable_declarator" {
+                    continue;
+                }
+                let (Some(name), Some(value)) = (field(declarator, "name"), field(declarator, "value")) else {
+                    continue;
+                };
+                if kind_of(name) == "identifier" {
+                    stack.push((text(name, src).to_string(), value));
+                }
+            }
+        }
+        while let Some((symbol, node)) = stack.pop() {
+            let Some((slot, children)) = read_schema(node, src, &names) else {
+                continue;
+            };
+            // A schema's own declaration wins over a property of the same path.
+            if !inv.slots.contains_key(&symbol) {
+                inv.slots.insert(symbol.clone(), slot);
+            }
+            for (key, child) in children {
+                stack.push((format!("{symbol}.{key}"), child));
+            }
+        }
+        inv
+    }
+}
+
+/// The names zod is imported under (`import { z } from "zod"`, `import * as z from
+/// "zod/v4"`, a local module re-exporting it), and `z` always.
+fn zod_names(root: Node, src: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::from(["z".to_string()]);
+    for child in named_children(root) {
+        if kind_of(child) != "import_statement" {
+            continue;
+        }
+        if !field(child, "source").is_some_and(|s| text(s, src).contains("zod")) {
+            continue;
+        }
+        // The import clause's identifiers: the default, `* as z`, `{ z as zod }`.
+        let mut stack = named_children(child);
+        while let Some(n) = stack.pop() {
+            match kind_of(n) {
+                "identifier" => {
+                    names.insert(text(n, src).to_string());
+                }
+                "import_specifier" => {
+                    if let Some(n) = field(n, "alias").or_else(|| field(n, "name")) {
+                        names.insert(text(n, src).to_string());
+                    }
+                }
+                "import_clause" | "named_imports" | "namespace_import" => stack.extend(named_children(n)),
+                _ => {}
+            }
+        }
+    }
+    names
+}
+
+/// One schema expression: its slot, and the property schemas under it (by key). `None`
+/// when the expression is no zod schema.
+fn read_schema<'t>(node: Node<'t>, src: &str, names: &BTreeSet<String>) -> Option<(Slot, Vec<(String, Node<'t>)>)> {
+    let mut slot = Slot { line: line(node), ..Slot::default() };
+    let mut children = Vec::new();
+    // The method calls from the outermost in, then the base.
+    let mut methods: Vec<(String, Node<'t>, String)> = Vec::new();
+    let mut cur = strip_parens(node);
+    let base_text;
+    loop {
+        match kind_of(cur) {
+            "call_expression" => {
+                let func = field(cur, "function")?;
+                let args = field(cur, "arguments")?;
+                match kind_of(func) {
+                    "member_expression" => {
+                        let object = strip_parens(field(func, "object")?);
+                        let property = text(field(func, "property")?, src).to_string();
+                        let is_base = kind_of(object) == "identifier" && names.contains(text(object, src));
+                        if !is_base {
+                            let part = elide(&src[field(func, "property")?.start_byte()..cur.end_byte()]);
+                            methods.push((property, args, format!(".{part}")));
+                            cur = object;
+                            continue;
+                        }
+                        let first = named_children(args).into_iter().next();
+                        // `z.optional(x)`, `z.nullable(x)`: a flag on `x`'s schema.
+                        if let ("optional" | "nullable" | "nullish", Some(inner)) = (property.as_str(), first) {
+                            slot.optional |= property != "nullable";
+                            slot.nullable |= property != "optional";
+                            methods.push((String::new(), args, format!("{}.{property}(…)", text(object, src))));
+                            cur = strip_parens(inner);
+                            continue;
+                        }
+                        // An object's properties are slots of their own: its text shows `{…}`.
+                        base_text = match first {
+                            Some(obj) if kind_of(obj) == "object" => format!("{}.{property}({{…}})", text(object, src)),
+                            _ => elide(text(cur, src)),
+                        };
+                        read_base(&mut slot, &mut children, &property, args, src, names);
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+            "identifier" => {
+                slot.base = format!("ref:{}", text(cur, src));
+                base_text = text(cur, src).to_string();
+                break;
+            }
+            "as_expression" | "satisfies_expression" | "non_null_expression" => {
+                cur = strip_parens(cur.named_child(0)?);
+            }
+            _ => return None,
+        }
+    }
+    // A reference to something that is not a schema and carries no zod method is
+    // not a schema.
+    if slot.base.starts_with("ref:") && methods.is_empty() {
+        return None;
+    }
+    let mut rendered = base_text;
+    for (name, args, part) in methods.iter().rev() {
+        if name.is_empty() {
+            rendered = format!("{part}{rendered}");
+            continue;
+        }
+        rendered.push_str(part);
+        read_method(&mut slot, &mut children, name, *args, src);
+    }
+    // `z\n  .object(...)\n  .strict()` reads `z.object(...).strict()`.
+    slot.text = cap(&rendered.replace(" .", "."), MAX_RENDER);
+    Some((slot, children))
+}
+
+/// What a base call (`z.string()`, `z.object({...})`, `z.enum([...])`) declares.
+fn read_base<'t>(
+    slot: &mut Slot,
+    children: &mut Vec<(String, Node<'t>)>,
+    base: &str,
+    args: Node<'t>,
+    src: &str,
+    names: &BTreeSet<String>,
+) {
+    let first = args.named_child(0);
+    slot.base = base.to_string();
+    if FORMATS.contains(&base) {
+        // zod 4's `z.email()`: a string with a format.
+        slot.formats.insert(base.to_string());
+        slot.base = "string".to_string();
+    }
+    match base {
+        "object" | "strictObject" | "looseObject" => {
+            slot.base = "object".to_string();
+            slot.strict = base == "strictObject";
+            if let Some(obj) = first {
+                properties(obj, src, children);
+            }
+        }
+        "array" => {
+            if let Some(item) = first {
+                children.push(("[]".to_string(), item));
+            }
+        }
+        "enum" => slot.members = first.filter(|a| kind_of(*a) == "array").map(|a| members(a, src, names)),
+        "literal" => slot.members = first.map(|a| BTreeSet::from([member(a, src, names)])),
+        "union" | "discriminatedUnion" => {
+            // `z.discriminatedUnion("kind", [...])`: the list is the second argument.
+            let list = named_children(args).into_iter().find(|a| kind_of(*a) == "array");
+            slot.members = list.map(|a| members(a, src, names));
+        }
+        _ => {}
+    }
+}
+
+/// The `key: schema` pairs of an object literal.
+fn properties<'t>(obj: Node<'t>, src: &str, children: &mut Vec<(String, Node<'t>)>) {
+    if kind_of(obj) != "object" {
+        return;
+    }
+    for pair in named_children(obj) {
+        if kind_of(pair) != "pair" {
+            continue;
+        }
+        let (Some(key), Some(value)) = (field(pair, "key"), field(pair, "value")) else {
+            continue;
+        };
+        let key = text(key, src).trim_matches(|c| c == '"' || c == '\'' || c == '`').to_string();
+        children.push((key, value));
+    }
+}
+
+/// The members of a closed set's list: each literal as written (`z.literal(x)` as `x`),
+/// compacted, quotes unified.
+fn members(list: Node, src: &str, names: &BTreeSet<String>) -> BTreeSet<String> {
+    named_children(list).into_iter().map(|m| member(m, src, names)).collect()
+}
+
+fn member(node: Node, src: &str, names: &BTreeSet<String>) -> String {
+    let mut node = strip_parens(node);
+    // `z.literal("a")` is the member `"a"`.
+    if kind_of(node) == "call_expression"
+        && let Some(func) = field(node, "function")
+        && kind_of(func) == "member_expression"
+        && field(func, "object").is_some_and(|o| names.contains(text(o, src)))
+        && field(func, "property").is_some_and(|p| text(p, src) == "literal")
+        && let Some(arg) = field(node, "arguments").and_then(|a| a.named_child(0))
+    {
+        node = arg;
+    }
+    compact(text(node, src)).replace('\'', "\"")
+}
+
+/// What one method of a chain declares.
+fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name: &str, args: Node<'t>, src: &str) {
+    let first = args.named_child(0);
+    let number = || first.map_or(f64::NAN, |a| number_literal(text(a, src)));
+    let bound = |value, exclusive| Some(Bound { value, exclusive });
+    match name {
+        "optional" => slot.optional = true,
+        "nullable" => slot.nullable = true,
+        "nullish" => (slot.optional, slot.nullable) = (true, true),
+        "partial" => slot.partial = true,
+        "strict" => slot.strict = true,
+        "passthrough" | "strip" | "catchall" | "loose" => slot.strict = false,
+        "extend" => {
+            if let Some(obj) = first {
+                properties(obj, src, children);
+            }
+        }
+        "min" | "gte" => slot.lower = bound(number(), false),
+        "gt" => slot.lower = bound(number(), true),
+        "nonempty" => slot.lower = bound(1.0, false),
+        "positive" => slot.lower = bound(0.0, true),
+        "nonnegative" => slot.lower = bound(0.0, false),
+        "max" | "lte" => slot.upper = bound(number(), false),
+        "lt" => slot.upper = bound(number(), true),
+        "negative" => slot.upper = bound(0.0, true),
+        "nonpositive" => slot.upper = bound(0.0, false),
+        "length" => (slot.lower, slot.upper) = (bound(number(), false), bound(number(), false)),
+        "int" | "finite" | "safe" | "multipleOf" | "step" => {
+            slot.flags.insert(name.to_string());
+        }
+        _ if FORMATS.contains(&name) => {
+            slot.formats.insert(name.to_string());
+        }
+        // A transform that reports issues (`ctx.addIssue(...)`) refuses input as a
+        // refinement does.
+        _ if REFINEMENTS.contains(&name) || (name == "transform" && text(args, src).contains("addIssue")) => {
+            let args = text(args, src);
+            slot.refinements.push((format!("{name}{}", compact(args)), elide(&format!(".{name}{args}"))));
+        }
+        _ => {}
+    }
+}
+
+/// A number literal's value (`64`, `1_000`, `0.5`, `-1`, `1e3`); `NaN` for anything else.
+fn number_literal(s: &str) -> f64 {
+    s.trim().replace('_', "").parse().unwrap_or(f64::NAN)
+}
+
+/// Text on one line, the inside of a long object or array literal elided
+/// (`z.object({…})`). Reads only the ends of a long text: the walk renders every
+/// nested schema, so the cost stays linear in the file.
+fn elide(s: &str) -> String {
+    if s.len() <= MAX_PART {
+        return collapse_whitespace(s);
+    }
+    if let (Some(open), Some(close)) = (s.find(['{', '[']), s.rfind(['}', ']']))
+        && open < close
+        && open < MAX_PART
+        && s.len() - close < MAX_PART
+    {
+        return format!("{}…{}", collapse_whitespace(&s[..=open]), collapse_whitespace(&s[close..]));
+    }
+    let mut end = (MAX_PART * 4).min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    cap(&collapse_whitespace(&s[..end]), MAX_PART)
+}
+
+fn cap(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
+/// Whether `new` admits a value below (`lower`) or above the old bound.
+fn bound_loosened(old: &Option<Bound>, new: &Option<Bound>, lower: bool) -> bool {
+    let (Some(o), n) = (old, new) else {
+        return false;
+    };
+    let Some(n) = n else {
+        return true;
+    };
+    if o.value.is_nan() || n.value.is_nan() {
+        // Not numbers: only a removal is judged.
+        return false;
+    }
+    let wider = if lower { n.value < o.value } else { n.value > o.value };
+    wider || (n.value == o.value && o.exclusive && !n.exclusive)
+}
+
+fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
+    let mut out = Vec::new();
+    for (symbol, a) in &new.slots {
+        let Some(b) = old.slots.get(symbol) else {
+            continue;
+        };
+        let mut push = |rule, before: &str, after: &str| {
+            out.push(RawFinding {
+                line: a.line,
+                rule,
+                symbol: symbol.clone(),
+                before: before.to_string(),
+                after: after.to_string(),
+                in_test: false,
+            });
+        };
+        if (a.optional && !b.optional) || (a.nullable && !b.nullable) || (a.partial && !b.partial) {
+            push(RuleId::TsZodOptionalAdded, &b.text, &a.text);
+        }
+        let closed_before = ENUM_BASES.contains(&b.base.as_str());
+        let gained = match (&b.members, &a.members) {
+            (Some(o), Some(n)) => !n.is_subset(o),
+            _ => closed_before && OPEN_BASES.contains(&a.base.as_str()) && a.formats.is_empty(),
+        };
+        if gained {
+            push(RuleId::TsZodEnumWidened, &b.text, &a.text);
+        }
+        if b.base == a.base {
+            let flags_lost = !b.flags.is_subset(&a.flags);
+            if bound_loosened(&b.lower, &a.lower, true) || bound_loosened(&b.upper, &a.upper, false) || flags_lost {
+                push(RuleId::TsZodBoundLoosened, &b.text, &a.text);
+            }
+            let lost = !b.formats.is_subset(&a.formats);
+            if lost && a.formats.is_subset(&b.formats) {
+                push(RuleId::TsZodFormatRemoved, &b.text, &a.text);
+            }
+        }
+        if b.strict && !a.strict {
+            push(RuleId::TsZodStrictRemoved, &b.text, &a.text);
+        }
+        let mut kept: Vec<&String> = a.refinements.iter().map(|r| &r.0).collect();
+        let mut removed = Vec::new();
+        for (r, shown) in &b.refinements {
+            match kept.iter().position(|k| *k == r) {
+                Some(i) => {
+                    kept.remove(i);
+                }
+                None => removed.push(shown),
+            }
+        }
+        // A refinement added in its place is a reworded one: not judged.
+        if let (Some(first), true) = (removed.first(), kept.is_empty()) {
+            push(RuleId::TsZodRefinementRemoved, first, "");
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(before: &str, after: &str) -> Vec<(RuleId, String)> {
+        detect("src/schema.ts", before, after).unwrap().into_iter().map(|f| (f.rule, f.symbol)).collect()
+    }
+
+    const HEAD: &str = "import { z } from \"zod\";\n";
+
+    #[test]
+    fn each_loosening_is_found_on_its_property() {
+        let before = format!(
+            "{HEAD}export const User = z.object({{\n  name: z.string().min(1).max(64),\n  email: z.string().email(),\n  role: z.enum([\"admin\", \"user\"]),\n  age: z.number().int().positive(),\n}}).strict();\n"
+        );
+        let after = format!(
+            "{HEAD}export const User = z.object({{\n  name: z.string().min(1).max(256).optional(),\n  email: z.string(),\n  role: z.enum([\"admin\", \"user\", \"guest\"]),\n  age: z.number().nonnegative(),\n}}).passthrough();\n"
+        );
+        let got = found(&before, &after);
+        let want = [
+            (RuleId::TsZodStrictRemoved, "User"),
+            (RuleId::TsZodBoundLoosened, "User.age"),
+            (RuleId::TsZodFormatRemoved, "User.email"),
+            (RuleId::TsZodOptionalAdded, "User.name"),
+            (RuleId::TsZodBoundLoosened, "User.name"),
+            (RuleId::TsZodEnumWidened, "User.role"),
+        ];
+        for (rule, symbol) in want {
+            assert!(got.contains(&(rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
+        }
+        assert_eq!(got.len(), want.len(), "{got:?}");
+    }
+
+    #[test]
+    fn narrowing_and_rewording_are_not_findings() {
+        let before = format!(
+            "{HEAD}const S = z.object({{ a: z.string().max(64).optional(), b: z.enum([\"x\", \"y\"]), c: z.string().regex(/^a+$/) }}).refine((v) => v.a !== v.c);\n"
+        );
+        let after = format!(
+            "{HEAD}const S = z.object({{\n  a: z.string().max(32),\n  b: z.enum([\"x\"]),\n  c: z.string().regex(/^a*$/),\n}}).refine((v) => v.a !== v.c, {{ message: \"same\" }});\n"
+        );
+        assert_eq!(found(&before, &after), []);
+    }
+
+    #[test]
+    fn deep_nesting_is_walked_without_recursion() {
+        let depth = 3000;
+        let nested = |leaf: &str| {
+            let mut s = String::from(leaf);
+            for _ in 0..depth {
+                s = format!("z.object({{ a: {s} }})");
+            }
+            format!("{HEAD}const Deep = {s};\n")
+        };
+        // The parse itself may refuse a tree this deep; the walk must not overflow.
+        let _ = detect("src/deep.ts", &nested("z.string().max(1)"), &nested("z.string()"));
+    }
+
+    #[test]
+    fn files_without_zod_are_not_parsed() {
+        assert!(!may_hold("const a = 1;", "const a = 2;"));
+        assert_eq!(found("const S = z.string().max(1);", "const S = z.string();"), []);
+    }
+}
