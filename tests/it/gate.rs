@@ -869,3 +869,116 @@ fn agent_docs_through_a_claude_md_link_with_crlf_restore_byte_for_byte() {
     assert!(std::fs::symlink_metadata(r.root.join("CLAUDE.md")).unwrap().file_type().is_symlink());
     assert_eq!(std::fs::read_to_string(r.root.join("AGENTS.md")).unwrap(), agents);
 }
+
+/// `premerge` in `r` with the clock at `now` (RFC 3339).
+fn premerge_at(r: &TestRepo, now: &str, args: &[&str]) -> Run {
+    let mut c = r.premerge_cmd(args);
+    c.env("PREMERGE_FAKE_NOW", now);
+    run_with_stdin(&mut c, b"")
+}
+
+#[test]
+fn show_prints_one_events_annotations_with_their_dwell() {
+    let r = planned();
+    evaluate(&r, &stop("s1", DRIFT));
+    evaluate(&r, &stop("s2", DRIFT));
+    let none = r.premerge(&["gate", "show", "1"]);
+    assert!(none.expect_code(0).stdout.contains("annotations: none"), "{}", none.stdout);
+    assert!(none.stdout.starts_with("#1 ") && none.stdout.contains("stop reason (payload): Step one is done"));
+    // Shown at :00, annotated at :20: a dwell of 20 s, counted.
+    premerge_at(&r, "2026-01-02T03:10:00Z", &["gate", "show", "1"]).expect_code(0);
+    let a = premerge_at(
+        &r,
+        "2026-01-02T03:10:20Z",
+        &["gate", "annotate", "1", "--verdict", "correct", "--rationale", "steps were left"],
+    );
+    assert!(a.expect_code(0).stdout.contains("dwell 20.0 s"), "{}", a.stdout);
+    // Event 2 shown and annotated within 3 s: recorded, not counted for enforce.
+    premerge_at(&r, "2026-01-02T03:11:00Z", &["gate", "show", "2"]).expect_code(0);
+    let hasty = premerge_at(
+        &r,
+        "2026-01-02T03:11:03Z",
+        &["gate", "annotate", "2", "--verdict", "correct", "--rationale", "looks right"],
+    );
+    assert!(hasty.expect_code(0).stdout.contains("not counted for enforce"), "{}", hasty.stdout);
+    let j = r.premerge(&["gate", "show", "1", "--format", "json"]).json();
+    assert_eq!(j["event"]["id"], 1);
+    assert_eq!(j["annotations"][0]["dwell_ms"], 20_000);
+    assert_eq!(j["annotations"][0]["rationale"], "steps were left");
+    let j2 = r.premerge(&["gate", "show", "2", "--format", "json"]).json();
+    assert_eq!(j2["annotations"][0]["dwell_ms"], 3_000);
+    let text = r.premerge(&["gate", "show", "1"]);
+    assert!(text.stdout.contains("correct: steps were left (dwell 20.0 s)"), "{}", text.stdout);
+    let s = r.premerge(&["gate", "status", "--format", "json"]).json();
+    assert_eq!((s["annotated"]["correct"].as_i64(), s["annotated"]["hasty"].as_i64()), (Some(1), Some(1)));
+    // A dwell a review tool measured itself is taken as given.
+    let given =
+        r.premerge(&["gate", "annotate", "2", "--verdict", "correct", "--rationale", "re-read", "--dwell-secs", "40"]);
+    assert!(given.expect_code(0).stdout.contains("dwell 40.0 s"), "{}", given.stdout);
+    let missing = r.premerge(&["gate", "show", "99"]);
+    assert!(
+        missing.expect_code(2).stderr.contains("premerge: gate show: event 99: does not exist"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn the_kill_switch_logs_the_stored_mode() {
+    let r = planned();
+    r.git(&["config", "--unset", "premerge.gate.mode"]);
+    r.premerge(&["gate", "set", "--mode", "enforce"]).expect_code(0);
+    r.premerge(&["gate", "kill-switch", "--set"]).expect_code(0);
+    assert_allowed(&evaluate(&r, &stop("k1", DRIFT)));
+    let e = last_event(&r);
+    assert_eq!((e["mode"].as_str(), e["short_circuit"].as_str()), (Some("enforce"), Some("kill_switch")));
+    let log = r.premerge(&["gate", "log", "--tail", "1"]);
+    assert!(log.stdout.contains("mode=enforce") && log.stdout.contains("short_circuit=kill_switch"), "{}", log.stdout);
+}
+
+#[test]
+fn an_empty_object_payload_is_logged_as_missing_fields() {
+    let r = planned();
+    assert_allowed(&evaluate(&r, b"{}"));
+    let e = last_event(&r);
+    let detail = e["detail"].as_str().unwrap();
+    assert_eq!(e["failure_kind"], "malformed_payload");
+    assert!(detail.contains("missing field `session_id`") && !detail.contains("not valid JSON"), "{detail}");
+    assert_allowed(&evaluate(&r, b"{not json"));
+    assert!(last_event(&r)["detail"].as_str().unwrap().contains("not valid JSON"));
+}
+
+#[test]
+fn install_agent_hook_keeps_the_key_order_of_settings() {
+    let r = TestRepo::new();
+    let before = "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(cargo test)\"\n    ]\n  },\n  \"model\": \"opus\",\n  \"env\": {\n    \"ZED\": \"1\",\n    \"ALPHA\": \"2\"\n  }\n}\n";
+    r.write(".claude/settings.json", before);
+    r.premerge(&["gate", "install-agent-hook", "--program", "premerge"]).expect_code(0);
+    let after = std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap();
+    // The user's part is unchanged, line for line; the hooks come after it.
+    let user_part = before.trim_end().trim_end_matches('}').trim_end();
+    assert!(after.starts_with(user_part), "{after}");
+    assert!(after.find("\"hooks\"").unwrap() > after.find("\"ALPHA\"").unwrap(), "{after}");
+    r.premerge(&["gate", "uninstall-agent-hook"]).expect_code(0);
+    assert_eq!(std::fs::read_to_string(r.root.join(".claude/settings.json")).unwrap(), before);
+}
+
+#[test]
+fn compaction_without_a_plan_does_not_send_the_agent_to_one() {
+    let r = TestRepo::new();
+    r.write("a.txt", "x\n");
+    r.commit_all("base");
+    let out = session_start(&r, "c1", "compact");
+    assert!(out.stdout.contains("no committed plan file found"), "{}", out.stdout);
+    assert!(!out.stdout.contains("Re-read the plan"), "{}", out.stdout);
+    assert!(out.stdout.contains("Continue your work"), "{}", out.stdout);
+}
+
+#[test]
+fn a_hyphenated_drift_phrase_in_a_plan_step_is_elided() {
+    let r = TestRepo::new();
+    r.write("docs/plans/work.md", "- [ ] Step 1: if stuck, try a fresh-session approach\n");
+    r.commit_all("plan");
+    let out = session_start(&r, "c1", "compact");
+    assert!(out.stdout.contains("try a [...] approach") && !out.stdout.contains("fresh-session"), "{}", out.stdout);
+}
