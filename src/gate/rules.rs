@@ -245,7 +245,7 @@ pub fn validate(v: &Verdict, evidence: &Evidence) -> Result<(), Failure> {
     {
         return invalid(format!("incremental_commit_sha `{}` is not a commit of this session", clip(sha)));
     }
-    if v.rule == Rule::U2PlanFileNextStepExplicit && plan.is_some_and(|a| a.unchecked_count == 0) {
+    if v.rule == Rule::U2PlanFileNextStepExplicit && plan.is_some_and(|a| a.open_steps() == 0) {
         return invalid("the cited plan file has no unchecked step".to_string());
     }
     Ok(())
