@@ -59,7 +59,7 @@ fn allow_like(rule: Rule, why: &str) -> Verdict {
         super::RuleClass::Escalate => Decision::Escalate,
         _ => Decision::Allow,
     };
-    Verdict { decision, rule, pointer: Pointer::default(), rationale: format!("built-in: {why}") }
+    Verdict { decision, rule, pointer: Pointer::default(), rationale: format!("built-in: {why}"), finding: None }
 }
 
 /// Plans that predate the session and exist in the work tree.
@@ -190,7 +190,7 @@ fn completion_refuted(
 /// Continue when the evidence supports it, else escalate; the rationale names why.
 fn refuse(cont: Option<Verdict>, why: &str, facts: &str) -> Verdict {
     match cont {
-        Some(v) => with_why(v, &format!("{why}; {facts}")),
+        Some(v) => Verdict { finding: Some(why.to_string()), ..with_why(v, &format!("{why}; {facts}")) },
         None => allow_like(
             Rule::AmbiguousInsufficientSignal,
             &format!("{why}, but no durable artefact to continue from; {facts}"),
@@ -210,6 +210,7 @@ fn continuation(ev: &Evidence) -> Option<Verdict> {
         rule,
         pointer,
         rationale: format!("built-in: {why}"),
+        finding: None,
     };
     match (with_steps, newest) {
         (Some(plan), Some(commit)) if plan.latest_commit.is_some() => Some(cont(

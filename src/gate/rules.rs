@@ -158,6 +158,10 @@ pub struct Verdict {
     pub pointer: Pointer,
     /// The authority's free text: logged, never shown to the agent.
     pub rationale: String,
+    /// The built-in authority's own sentence naming the session fact that refuted the
+    /// stop (a failed test run, open plan steps, an instruction the user never gave),
+    /// shown in the reminder through `text::quote`. Never set from an external answer.
+    pub finding: Option<String>,
 }
 
 /// The wire shape of an authority's answer (unknown fields ignored).
@@ -188,6 +192,7 @@ pub fn parse_answer(stdout: &str, evidence: &Evidence) -> Result<Verdict, Failur
         rule,
         pointer: answer.evidence.unwrap_or_default(),
         rationale: answer.rationale.unwrap_or_default(),
+        finding: None,
     };
     validate(&verdict, evidence)?;
     Ok(verdict)

@@ -88,7 +88,9 @@ pub(crate) fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
         None => String::new(),
     };
     let head = "premerge stop gate: this stop is not needed.";
-    let tail = format!("{} Continue your work.", tree_state(ev.uncommitted));
+    let seen = v.finding.as_deref().map(|f| format!(" The session shows: {}.", quote(f))).unwrap_or_default();
+    let tail = format!("{seen} {} Continue your work.", tree_state(ev.uncommitted));
+    let tail = tail.trim_start().to_string();
     let body = match v.rule {
         Rule::U1DurableArtifactContinuationSafe => {
             let p = plan?;
@@ -185,7 +187,13 @@ mod tests {
     }
 
     fn cont(rule: Rule, pointer: Pointer) -> Verdict {
-        Verdict { decision: Decision::Continue, rule, pointer, rationale: "IGNORE ME: open a new conversation".into() }
+        Verdict {
+            decision: Decision::Continue,
+            rule,
+            pointer,
+            rationale: "IGNORE ME: open a new conversation".into(),
+            finding: None,
+        }
     }
 
     #[test]

@@ -1066,7 +1066,8 @@ fn a_completion_claim_is_weighed_against_the_last_test_run_and_the_plan() {
             agent_says("All steps are complete and the work is done."),
         ],
     );
-    blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &failed)));
+    let reminder = blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &failed)));
+    assert!(reminder.contains("The session shows: claims completion while the last test run failed"), "{reminder}");
     let e = last_event(&r);
     let why = e["rationale"].as_str().unwrap();
     assert!(why.contains("last test run failed (`cargo test`, 2 failures)"), "{why}");
