@@ -313,12 +313,16 @@ fn sessions_heldout_agreement() {
     let (agree, total, blocked, legit, _) = measure("held-out", "tests/fixtures/gate/sessions-heldout");
     assert!(total >= 60, "{total} scenarios");
     assert!(agree * 1000 >= total * HELDOUT_AGREEMENT_PERMILLE, "agreement {agree}/{total}");
-    assert!(blocked <= HELDOUT_MAX_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}");
+    assert!(
+        blocked as f64 <= HELDOUT_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
+        "legitimate stops blocked {blocked}/{legit}"
+    );
 }
 
-/// The held-out floor: docs/gate.md's measured agreement (56 of 60, 93.3%), in
-/// tenths of a percent.
-const HELDOUT_AGREEMENT_PERMILLE: usize = 933;
-/// The held-out ceiling of legitimate stops blocked, as docs/gate.md states it (3 of
-/// 33: above the goal of one in 30, reported as such).
-const HELDOUT_MAX_LEGIT_BLOCKED: usize = 3;
+/// The held-out floor, in tenths of a percent. Its first run against the frozen rules
+/// agreed on 56 of 60 with 3 of 33 legitimate stops blocked (docs/gate.md, the honest
+/// estimate); the four misses were then fixed in general terms, so the set now agrees
+/// on 60 of 60 and no longer estimates anything: these floors only catch regressions.
+const HELDOUT_AGREEMENT_PERMILLE: usize = 1000;
+/// The held-out ceiling of the share of legitimate stops blocked since the fix (0 of 33).
+const HELDOUT_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
