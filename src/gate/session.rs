@@ -31,7 +31,8 @@ pub const MAX_QUOTE_CHARS: usize = 160;
 pub const MAX_PENDING_CALLS: usize = 4096;
 
 /// What the user asked for about stopping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InstructionKind {
     /// Stop at a point ("stop after step 2", "then stop").
     Stop,
@@ -55,7 +56,7 @@ impl InstructionKind {
 }
 
 /// A user instruction still in force when the agent stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Instruction {
     pub kind: InstructionKind,
     /// The user's words (bounded, one line).
@@ -63,7 +64,7 @@ pub struct Instruction {
 }
 
 /// A test or build command and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CommandRun {
     pub command: String,
     /// Exit status 0 and no failure in its output.
@@ -72,8 +73,8 @@ pub struct CommandRun {
     pub failures: Option<u64>,
 }
 
-/// What the transcript shows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the transcript shows (also sent to an external authority as `session`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SessionFacts {
     /// Entries read (lines that parsed as a JSON object).
     pub entries: usize,
@@ -97,7 +98,7 @@ pub struct SessionFacts {
     pub work_edits: usize,
     /// Edits of a plan file.
     pub plan_edits: usize,
-    /// The text of the agent's last message with text.
+    /// The text of the agent's last message with text (its end, bounded like a stop reason).
     pub last_assistant_text: Option<String>,
 }
 
@@ -706,7 +707,7 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
                     if let Some(Content::Text(t)) = msg.content
                         && !t.trim().is_empty()
                     {
-                        f.last_assistant_text = Some(t);
+                        f.last_assistant_text = Some(super::payload::bound_reason(&t));
                     }
                     continue;
                 };
@@ -727,7 +728,7 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
                     }
                 }
                 if !text.is_empty() {
-                    f.last_assistant_text = Some(text.join("\n"));
+                    f.last_assistant_text = Some(super::payload::bound_reason(&text.join("\n")));
                 }
             }
             _ => f.skipped += 1,

@@ -53,9 +53,11 @@ fn parse(existing: &str) -> Result<Value, SettingsError> {
 }
 
 /// The key order of every object of a settings text, by position. `serde_json::Value`
-/// sorts keys (premerge's canonical JSON depends on that), so the user's order is read
-/// separately and given back when the file is written: a committed settings file then
-/// changes only where a hook was added or removed.
+/// sorts keys (premerge's canonical JSON depends on that, so its `preserve_order`
+/// feature is not an option), so the user's order is read separately and given back
+/// when the file is written: a committed settings file then changes only where a hook
+/// was added or removed. Reading nests as deep as the JSON does, which serde_json's
+/// own recursion limit (128 levels) bounds, as it bounds the `Value` parse beside it.
 #[derive(Debug, Default)]
 enum Shape {
     Object(Vec<(String, Shape)>),

@@ -1117,3 +1117,34 @@ fn a_torn_or_foreign_transcript_never_fails_the_stop() {
     assert_allowed(&run);
     assert_eq!(last_event(&r)["rule"], "U_AMBIGUOUS_INSUFFICIENT_SIGNAL");
 }
+
+#[test]
+fn an_external_authority_receives_what_the_transcript_shows() {
+    let r = planned();
+    let seen = r.dir.path().join("authority-stdin.json");
+    let answer = r#"{"decision":"allow","rule":"U_LEGIT_COMPLETION","rationale":"ok"}"#;
+    with_authority(
+        &r,
+        &["sh", "-c", "cat > \"$1\"; printf '%s' \"$2\"", "authority", seen.to_str().unwrap(), answer],
+        2000,
+    );
+    let path = transcript(
+        &r,
+        &[
+            user_says("Do step two, then stop."),
+            tool_call("t1", "Bash", json!({"command": "cargo test"})),
+            tool_output("t1", true, "Exit code 101\ntest result: FAILED. 3 passed; 1 failed"),
+            agent_says("Step two is done."),
+        ],
+    );
+    assert_allowed(&evaluate(&r, &stop_with_transcript("s1", &path)));
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let session = &input["session"];
+    assert_eq!(session["instruction"]["kind"], "stop", "{input}");
+    assert_eq!(session["last_test"], json!({"command": "cargo test", "ok": false, "failures": 1}), "{input}");
+    assert_eq!(input["stop_reason"]["text"], "Step two is done.");
+    // Without a transcript, `session` is null.
+    evaluate(&r, &stop("s2", "Done."));
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["session"], Value::Null, "{input}");
+}
