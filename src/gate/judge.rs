@@ -163,7 +163,13 @@ fn judge(
     };
     row.evidence = serde_json::to_string(&evidence).ok();
     let plan_paths: Vec<&str> = evidence.plan_files.iter().map(|a| a.path.as_str()).collect();
-    let facts = transcript.as_deref().map(|t| session::read(t, &plan_paths));
+    // A transcript that shows neither a user turn nor a tool call says nothing about
+    // the session (garbage, another tool's format): judged as if there were none, so
+    // an unreadable file never refutes a claim.
+    let facts = transcript
+        .as_deref()
+        .map(|t| session::read(t, &plan_paths))
+        .filter(|f| f.user_turns + f.tool_calls > 0 || f.instruction.is_some());
     let verdict = match authority(&cfg, conn, &p.session_id, reason.text.as_deref(), &evidence, facts.as_ref(), row) {
         Ok(v) => v,
         Err(f) => return fail(row, f),

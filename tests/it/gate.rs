@@ -1116,6 +1116,13 @@ fn a_torn_or_foreign_transcript_never_fails_the_stop() {
     let run = evaluate(&r, &stop_with_transcript("s1", path.to_str().unwrap()));
     assert_allowed(&run);
     assert_eq!(last_event(&r)["rule"], "U_AMBIGUOUS_INSUFFICIENT_SIGNAL");
+    // A file that shows no user turn and no tool call refutes nothing: the message is
+    // judged on its words, as without a transcript.
+    std::fs::write(&path, "{\"type\":\"summary\",\"summary\":\"x\"}\n{\"type\":\"system\"}\n").unwrap();
+    let mut p: Value = serde_json::from_slice(&stop_with_transcript("s2", path.to_str().unwrap())).unwrap();
+    p["last_assistant_message"] = json!("All steps are complete and the work is done.");
+    assert_allowed(&evaluate(&r, p.to_string().as_bytes()));
+    assert_eq!(last_event(&r)["rule"], "U_LEGIT_COMPLETION");
 }
 
 #[test]
