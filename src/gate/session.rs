@@ -665,6 +665,7 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
     let mut f = SessionFacts::default();
     let mut pending: HashMap<String, Call> = HashMap::new();
     let mut in_force: Option<Instruction> = None;
+    let mut latest = Latest::default();
     for line in jsonl.lines() {
         if line.trim().is_empty() {
             continue;
@@ -696,7 +697,7 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
                         "tool_result" => {
                             let call = b.tool_use_id.as_deref().and_then(|id| pending.remove(id));
                             let output = b.content.map(|c| c.0).unwrap_or_default();
-                            tool_result(&mut f, call, b.is_error.unwrap_or(false), &output);
+                            tool_result(&mut f, &mut latest, call, b.is_error.unwrap_or(false), output);
                         }
                         _ => {}
                     }
@@ -735,6 +736,7 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
         }
     }
     f.instruction = in_force;
+    latest.settle(&mut f);
     f
 }
 
@@ -794,23 +796,41 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
     }
 }
 
-fn tool_result(f: &mut SessionFacts, call: Option<Call>, is_error: bool, output: &str) {
-    let failed = is_error || exit_code_nonzero(output);
+/// The newest test and build results, kept raw: only the last of each is ever
+/// judged, so its output is read for failures once, at the end (a long session runs
+/// the tests hundreds of times).
+#[derive(Default)]
+struct Latest {
+    test: Option<(String, bool, String)>,
+    build: Option<(String, bool, String)>,
+}
+
+impl Latest {
+    fn settle(self, f: &mut SessionFacts) {
+        if let Some((command, failed, output)) = self.test {
+            let failures = failure_count(&output);
+            let ok = !failed && failures.unwrap_or(0) == 0 && !output_says_failed(&output);
+            f.last_test = Some(CommandRun { command, ok, failures });
+        }
+        if let Some((command, failed, output)) = self.build {
+            let ok = !failed && !output_says_failed(&output);
+            f.last_build = Some(CommandRun { command, ok, failures: None });
+        }
+    }
+}
+
+fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is_error: bool, output: String) {
+    let failed = is_error || exit_code_nonzero(&output);
     if failed {
         f.tool_errors += 1;
-        f.last_error = Some(first_line(output));
+        f.last_error = Some(first_line(&output));
     }
     match call {
         Some(Call::Test(command)) => {
-            let failures = failure_count(output);
-            let ok = !failed && failures.unwrap_or(0) == 0 && !output_says_failed(output);
             f.test_runs += 1;
-            f.last_test = Some(CommandRun { command, ok, failures });
+            latest.test = Some((command, failed, output));
         }
-        Some(Call::Build(command)) => {
-            let ok = !failed && !output_says_failed(output);
-            f.last_build = Some(CommandRun { command, ok, failures: None });
-        }
+        Some(Call::Build(command)) => latest.build = Some((command, failed, output)),
         Some(Call::Commit) if !failed => f.commits += 1,
         _ => {}
     }
