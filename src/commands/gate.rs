@@ -50,6 +50,17 @@ pub enum Cmd {
     Log(LogArgs),
     /// Record an operator's verdict on an evaluation.
     Annotate(AnnotateArgs),
+    /// Show one evaluation with its annotations; the dwell of the next annotation
+    /// of the event is measured from this showing.
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Event id (from `premerge gate log`).
+    pub event: i64,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +137,10 @@ pub struct AnnotateArgs {
     pub verdict: VerdictArg,
     #[arg(long)]
     pub rationale: String,
+    /// How long the event was looked at, when a review tool measured it; otherwise
+    /// the time since `premerge gate show <event>` is recorded.
+    #[arg(long, value_name = "SECONDS")]
+    pub dwell_secs: Option<u32>,
 }
 
 pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
@@ -182,11 +197,81 @@ pub fn run(cmd: Cmd, ctx: &mut Ctx) -> CmdResult {
                 VerdictArg::Incorrect => "incorrect",
             };
             let conn = repo.state_dir().open_db()?;
-            let id = db::annotate(&conn, a.event, verdict, &a.rationale, &crate::store::now_rfc3339())?;
-            writeln!(ctx.stdout, "annotation {id} recorded on event {}: {verdict}", a.event)?;
+            let dwell = a.dwell_secs.map(|s| i64::from(s) * 1000);
+            let now = crate::store::now_rfc3339();
+            let (id, dwell) = db::annotate(&conn, a.event, verdict, &a.rationale, &now, now_ms(), dwell)?;
+            writeln!(ctx.stdout, "annotation {id} recorded on event {}: {verdict}, {}", a.event, dwell_text(dwell))?;
             Ok(Exit::Ok)
         }
+        Cmd::Show(a) => show(a, ctx),
     }
+}
+
+/// The current time in unix milliseconds (the dwell clock).
+fn now_ms() -> i64 {
+    i64::try_from(crate::store::now().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// An annotation's dwell as `gate annotate` and `gate show` print it.
+fn dwell_text(dwell: Option<i64>) -> String {
+    match dwell {
+        None => "dwell unknown (the event was not shown with `premerge gate show`)".to_string(),
+        Some(ms) if ms < db::MIN_DWELL_MS => {
+            format!("dwell {:.1} s (under {} s: not counted for enforce)", ms as f64 / 1000.0, db::MIN_DWELL_MS / 1000)
+        }
+        Some(ms) => format!("dwell {:.1} s", ms as f64 / 1000.0),
+    }
+}
+
+/// `gate show <event>`: the event, what the gate read, and its annotations.
+fn show(a: ShowArgs, ctx: &mut Ctx) -> CmdResult {
+    let repo = ctx.repo()?;
+    let conn = repo.state_dir().open_db()?;
+    let Some(e) = db::event(&conn, a.event)? else {
+        return Err(crate::error::input_error(
+            format!("gate show: event {}", a.event),
+            "does not exist (see `premerge gate log`)",
+        ));
+    };
+    let notes = db::annotations(&conn, a.event)?;
+    db::record_view(&conn, a.event, now_ms())?;
+    match a.format {
+        Format::Json => {
+            let v = json!({"schema_version": 1, "event": e, "annotations": notes});
+            ctx.stdout.write_all(crate::canonical::to_line(&v)?.as_bytes())?;
+        }
+        Format::Text => {
+            let esc = |s: &str| crate::input::escape_for_message(s);
+            let o = &mut ctx.stdout;
+            writeln!(o, "{}", log_line(&e))?;
+            writeln!(o, "stop reason ({}): {}", e.stop_reason_source, esc(e.stop_reason.as_deref().unwrap_or("-")))?;
+            writeln!(o, "authority: {}", e.authority)?;
+            writeln!(o, "rationale: {}", esc(e.rationale.as_deref().unwrap_or("-")))?;
+            if let Some(d) = &e.detail {
+                writeln!(o, "detail: {}", esc(d))?;
+            }
+            if let Some(r) = &e.reminder {
+                writeln!(o, "reminder: {}", esc(r))?;
+            }
+            if notes.is_empty() {
+                writeln!(o, "annotations: none")?;
+            } else {
+                writeln!(o, "annotations:")?;
+            }
+            for n in &notes {
+                writeln!(
+                    o,
+                    "  #{} {} {}: {} ({})",
+                    n.id,
+                    n.created_at,
+                    n.verdict,
+                    esc(&n.rationale),
+                    dwell_text(n.dwell_ms)
+                )?;
+            }
+        }
+    }
+    Ok(Exit::Ok)
 }
 
 // ---------------------------------------------------------------------------
@@ -390,6 +475,14 @@ fn status(a: StatusArgs, ctx: &mut Ctx) -> CmdResult {
                 annotated.would_block_correct,
                 annotated.would_block_incorrect
             )?;
+            if annotated.hasty > 0 {
+                writeln!(
+                    o,
+                    "  not counted: {} annotated within {} s of `gate show`",
+                    annotated.hasty,
+                    db::MIN_DWELL_MS / 1000
+                )?;
+            }
             match &suggestion {
                 Some(line) => writeln!(o, "suggestion: {line}")?,
                 None if effective == "shadow" => writeln!(
@@ -413,27 +506,29 @@ fn log(a: LogArgs, ctx: &mut Ctx) -> CmdResult {
     for e in db::events(&conn, a.tail)? {
         match a.format {
             Format::Json => ctx.stdout.write_all(crate::canonical::to_line(&e)?.as_bytes())?,
-            Format::Text => {
-                let session: String = e.session_id.as_deref().unwrap_or("-").chars().take(12).collect();
-                let session = crate::input::escape_for_message(&session);
-                writeln!(
-                    ctx.stdout,
-                    "#{} {} session={} mode={} decision={}{} rule={} failure={}{} {}ms",
-                    e.id,
-                    e.ts,
-                    session,
-                    e.mode,
-                    e.decision.as_str(),
-                    if e.blocked { " (blocked)" } else { "" },
-                    e.rule.as_deref().unwrap_or("-"),
-                    e.failure_kind.map_or("-", FailureKind::as_str),
-                    e.short_circuit.as_deref().map(|s| format!(" short_circuit={s}")).unwrap_or_default(),
-                    e.latency_ms
-                )?;
-            }
+            Format::Text => writeln!(ctx.stdout, "{}", log_line(&e))?,
         }
     }
     Ok(Exit::Ok)
+}
+
+/// One event as a `gate log` line.
+fn log_line(e: &db::EventRow) -> String {
+    let session: String = e.session_id.as_deref().unwrap_or("-").chars().take(12).collect();
+    let session = crate::input::escape_for_message(&session);
+    format!(
+        "#{} {} session={} mode={} decision={}{} rule={} failure={}{} {}ms",
+        e.id,
+        e.ts,
+        session,
+        e.mode,
+        e.decision.as_str(),
+        if e.blocked { " (blocked)" } else { "" },
+        e.rule.as_deref().unwrap_or("-"),
+        e.failure_kind.map_or("-", FailureKind::as_str),
+        e.short_circuit.as_deref().map(|s| format!(" short_circuit={s}")).unwrap_or_default(),
+        e.latency_ms
+    )
 }
 
 // ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 use super::reasons::{self, Reason};
 use super::rules::{Decision, Pointer, Rule, Verdict};
+use super::session::{InstructionKind, SessionFacts};
 use super::{Evidence, PlanArtefact};
 
 /// The built-in authority's verdict. Evidence first: when a durable plan has a next
@@ -58,21 +59,158 @@ fn allow_like(rule: Rule, why: &str) -> Verdict {
         super::RuleClass::Escalate => Decision::Escalate,
         _ => Decision::Allow,
     };
-    Verdict { decision, rule, pointer: Pointer::default(), rationale: format!("built-in: {why}") }
+    Verdict { decision, rule, pointer: Pointer::default(), rationale: format!("built-in: {why}"), finding: None }
+}
+
+/// Plans that predate the session and exist in the work tree.
+fn durable_plans(ev: &Evidence) -> Vec<&PlanArtefact> {
+    ev.plan_files.iter().filter(|p| p.exists && !p.created_this_session).collect()
+}
+
+/// The built-in authority with the session's structure (`facts`, read from the
+/// transcript): the final message's claims are weighed against what the user said,
+/// what the tools did and the plan's state at HEAD and in the work tree; the word
+/// classes of [`reasons`] are one signal among these. Without facts (no readable
+/// transcript) it is [`decide`]. Every rationale names the evidence that decided.
+pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Option<&SessionFacts>) -> Verdict {
+    let Some(f) = facts else { return decide(stop_reason, evidence) };
+    let cont = continuation(evidence);
+    // 1. The user's own instruction, read from the user's turns (never from a tool
+    //    result that quotes one), is the strongest reason to stop.
+    if let Some(i) = &f.instruction {
+        let rule = match i.kind {
+            // The work the user asked for in this session ends here.
+            InstructionKind::Stop | InstructionKind::Scope => Rule::LegitCompletion,
+            // The user takes the turn: a review, a look, an interrupt.
+            InstructionKind::Pause | InstructionKind::Interrupt => Rule::LegitDesignQuestion,
+        };
+        return allow_like(rule, &format!("user instruction ({}): \"{}\"", i.kind.as_str(), i.quote));
+    }
+    let Some(text) = stop_reason.filter(|r| !r.trim().is_empty()) else {
+        return allow_like(Rule::AmbiguousInsufficientSignal, "no stop reason available");
+    };
+    let reading = reasons::read(text, evidence.uncommitted.map(|n| n > 0));
+    if reading.reason == Some(Reason::SelfReference) {
+        return allow_like(Rule::MetaSelfReference, "the stop concerns the stop gate itself");
+    }
+    let claims = reasons::claims(text);
+    let plans = durable_plans(evidence);
+    let open_now: usize = plans.iter().map(|p| p.unchecked_count).sum();
+    let open_at_head: usize = plans.iter().map(|p| p.head_unchecked_count).sum();
+    // Steps checked in the work tree (or by an edit of the plan) while nothing else
+    // was worked on: the checks are not evidence of work.
+    let checked_without_work = (open_at_head > open_now || f.plan_edits > 0) && !f.did_work();
+    let open = if checked_without_work { open_now.max(open_at_head) } else { open_now };
+    let test_failed = f.last_test.as_ref().filter(|t| !t.ok);
+    let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
+    let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
+    let facts_line = f.summary();
+    // 2. A claimed instruction the transcript does not hold.
+    if claims.user_instruction {
+        return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
+    }
+    // 3. The message's reason, checked against the facts.
+    let refuted: Option<String> = match reading.reason {
+        Some(Reason::Error) if f.tool_errors == 0 => {
+            Some("blames an error, but no tool call of the session failed (an obstacle never met)".into())
+        }
+        Some(Reason::Error) => {
+            let last = f.last_error.as_deref().unwrap_or("-");
+            return allow_like(Rule::LegitError, &format!("an error the agent reports and the tools met: \"{last}\""));
+        }
+        Some(Reason::MissingAccess) => {
+            return allow_like(Rule::LegitMissingInfo, "the agent lacks access or information");
+        }
+        Some(Reason::Question) => {
+            let q = reasons::questions(text, &steps);
+            if q.asks_plan_step && !q.genuine_decision && open > 0 {
+                Some("asks leave for the plan's own next step".into())
+            } else {
+                return allow_like(
+                    Rule::LegitDesignQuestion,
+                    "the agent asks the user a decision the plan leaves open",
+                );
+            }
+        }
+        Some(Reason::Completion) => completion_refuted(open, checked_without_work, test_failed, unverified_tests),
+        _ => None,
+    };
+    if let Some(why) = refuted {
+        return refuse(cont, &why, &facts_line);
+    }
+    // 4. No reason in the words: finished, verified work is still a legitimate stop,
+    //    whatever the message offers next ("let me know if you want more").
+    let finished = !plans.is_empty()
+        && completion_refuted(open, checked_without_work, test_failed, unverified_tests).is_none()
+        && f.did_work();
+    // A claim the evidence refutes ("everything is committed" with a dirty tree) is no finish.
+    if finished && !reading.stated_continuation && !reading.false_excuse {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("every plan step is checked and the work is verified; {facts_line}"),
+        );
+    }
+    let guard = if reading.false_excuse {
+        "false excuse: the stated obstacle is the session itself, or a claim the evidence refutes"
+    } else if reading.stated_continuation {
+        "stated continuation: the message announces more work and stops"
+    } else if open > 0 {
+        "the plan has open steps and the message gives no reason to stop"
+    } else {
+        "no legitimate reason to stop"
+    };
+    refuse(cont, guard, &facts_line)
+}
+
+/// Why a completion claim does not hold, if it does not.
+fn completion_refuted(
+    open: usize,
+    checked_without_work: bool,
+    test_failed: Option<&super::session::CommandRun>,
+    unverified_tests: bool,
+) -> Option<String> {
+    if checked_without_work {
+        return Some(format!(
+            "plan steps were checked, but nothing else was edited, built or tested in the session ({open} open at HEAD)"
+        ));
+    }
+    if open > 0 {
+        return Some(format!("claims completion while the plan has {open} unchecked step(s)"));
+    }
+    if let Some(t) = test_failed {
+        let n = t.failures.map(|n| format!(", {n} failures")).unwrap_or_default();
+        return Some(format!("claims completion while the last test run failed (`{}`{n})", t.command));
+    }
+    if unverified_tests {
+        return Some("claims the tests pass, but no test or build ran in the session".into());
+    }
+    None
+}
+
+/// Continue when the evidence supports it, else escalate; the rationale names why.
+fn refuse(cont: Option<Verdict>, why: &str, facts: &str) -> Verdict {
+    match cont {
+        Some(v) => Verdict { finding: Some(why.to_string()), ..with_why(v, &format!("{why}; {facts}")) },
+        None => allow_like(
+            Rule::AmbiguousInsufficientSignal,
+            &format!("{why}, but no durable artefact to continue from; {facts}"),
+        ),
+    }
 }
 
 /// The strongest continue rule the evidence supports, if any.
 fn continuation(ev: &Evidence) -> Option<Verdict> {
     // Only a plan that predates the session is a durable artefact: a plan written in
     // this session may be the rationalisation itself.
-    let durable: Vec<&PlanArtefact> = ev.plan_files.iter().filter(|p| p.exists && !p.created_this_session).collect();
-    let with_steps = durable.iter().copied().filter(|p| p.unchecked_count > 0).max_by_key(|p| p.modified_this_session);
+    let durable = durable_plans(ev);
+    let with_steps = durable.iter().copied().filter(|p| p.open_steps() > 0).max_by_key(|p| p.modified_this_session);
     let newest = ev.commits_since_start.first();
     let cont = |rule, pointer, why: &str| Verdict {
         decision: Decision::Continue,
         rule,
         pointer,
         rationale: format!("built-in: {why}"),
+        finding: None,
     };
     match (with_steps, newest) {
         (Some(plan), Some(commit)) if plan.latest_commit.is_some() => Some(cont(

@@ -13,10 +13,13 @@
 pub(crate) mod agent_hook;
 pub mod breaker;
 pub mod builtin;
+#[cfg(test)]
+mod corpus_tests;
 pub(crate) mod judge;
 pub mod payload;
 pub mod reasons;
 pub mod rules;
+pub mod session;
 pub mod settings;
 pub mod text;
 pub mod verify;
@@ -135,6 +138,26 @@ pub struct PlanArtefact {
     pub unchecked_steps: Vec<String>,
     /// How many unchecked steps the file has in all.
     pub unchecked_count: usize,
+    /// How many unchecked steps the file has at HEAD (what was committed): steps
+    /// checked in the work tree but not at HEAD were checked during this session.
+    #[serde(default)]
+    pub head_unchecked_count: usize,
+    /// The first unchecked steps at HEAD, sanitised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_unchecked_steps: Vec<String>,
+}
+
+impl PlanArtefact {
+    /// Open steps, counting a step checked in the work tree but not at HEAD as open:
+    /// what a continue may point to.
+    pub fn open_steps(&self) -> usize {
+        self.unchecked_count.max(self.head_unchecked_count)
+    }
+
+    /// The next steps to quote: the work tree's, else HEAD's.
+    pub fn next_steps(&self) -> &[String] {
+        if self.unchecked_steps.is_empty() { &self.head_unchecked_steps } else { &self.unchecked_steps }
+    }
 }
 
 /// A commit made during the session.
@@ -224,6 +247,8 @@ pub(crate) mod fixture {
             worktree_blob: Some("b".repeat(40)),
             unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
             unchecked_count: steps,
+            head_unchecked_count: steps,
+            head_unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
         }
     }
 

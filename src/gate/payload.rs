@@ -20,9 +20,13 @@ pub const MAX_STEP_CHARS: usize = 160;
 /// Why a hook payload was rejected.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PayloadError {
-    /// Not JSON, or not an object of the expected shape.
+    /// Not JSON at all.
     #[error("hook payload is not valid JSON: {0}")]
     NotJson(String),
+    /// Valid JSON, but not an object, or a field is missing or has the wrong type
+    /// (`{}` lacks `session_id`): a different fault from a torn or garbled payload.
+    #[error("hook payload: {0}")]
+    BadFields(String),
     /// `session_id` missing, empty, too long or with control characters.
     #[error("hook payload: `session_id` is missing or not a plausible id")]
     BadSessionId,
@@ -68,14 +72,24 @@ fn check_session_id(id: &str) -> Result<(), PayloadError> {
     Ok(())
 }
 
+/// Parse in two steps so the log tells a payload that is not JSON from one that is
+/// JSON without the fields a hook payload has.
+fn parse_object<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, PayloadError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    if !v.is_object() {
+        return Err(PayloadError::BadFields("not a JSON object".to_string()));
+    }
+    serde_json::from_value(v).map_err(|e| PayloadError::BadFields(e.to_string()))
+}
+
 pub fn parse_stop(text: &str) -> Result<StopPayload, PayloadError> {
-    let p: StopPayload = serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    let p: StopPayload = parse_object(text)?;
     check_session_id(&p.session_id)?;
     Ok(p)
 }
 
 pub fn parse_session_start(text: &str) -> Result<SessionStartPayload, PayloadError> {
-    let p: SessionStartPayload = serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    let p: SessionStartPayload = parse_object(text)?;
     check_session_id(&p.session_id)?;
     Ok(p)
 }
@@ -188,7 +202,13 @@ mod tests {
         assert_eq!(p.last_assistant_message, None);
         assert_eq!(parse_stop(r#"{"session_id":""}"#), Err(PayloadError::BadSessionId));
         assert!(matches!(parse_stop("{"), Err(PayloadError::NotJson(_))));
-        assert!(matches!(parse_stop(r#"{"cwd":"/x"}"#), Err(PayloadError::NotJson(_))));
+        // Valid JSON without the fields is a missing field, not "not valid JSON".
+        let e = parse_stop("{}").unwrap_err();
+        assert!(matches!(e, PayloadError::BadFields(_)), "{e:?}");
+        assert!(e.to_string().contains("missing field `session_id`") && !e.to_string().contains("not valid JSON"));
+        assert!(matches!(parse_stop(r#"{"cwd":"/x"}"#), Err(PayloadError::BadFields(_))));
+        assert!(matches!(parse_stop("[1,2]"), Err(PayloadError::BadFields(_))));
+        assert!(matches!(parse_stop(r#"{"session_id":123}"#), Err(PayloadError::BadFields(_))));
     }
 
     #[test]

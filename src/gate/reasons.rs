@@ -608,6 +608,216 @@ fn completion(ss: &[Sentence], all: &str) -> bool {
     })
 }
 
+/// Claims a final message makes that the session's facts can refute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// The tests (or the build, or CI) are said to pass.
+    pub tests_pass: bool,
+    /// The stop is said to follow the user's own instruction.
+    pub user_instruction: bool,
+    /// Open work is waved away as optional, out of scope, trivial or for someone else.
+    pub waves_away: bool,
+}
+
+/// A test, build or check word next to a passing word, not negated.
+const TESTS: &[&str] = &[" test", " suite", " build", " ci ", " checks", " clippy", " lint", " specs"];
+const PASSING: &[&str] = &[" pass", " green", " succeed", " clean", " all ok", " no failures"];
+const NOT_PASSING: &[&str] =
+    &[" not ", " fail", " dont ", " doesnt ", " didnt ", " havent ", " isnt ", " red ", " couldnt "];
+/// The agent says it follows the user's own instruction.
+const CLAIMS_INSTRUCTION: &[&str] = &[
+    " as you asked",
+    " as requested",
+    " as you requested",
+    " you asked me to",
+    " you asked for",
+    " per your instruction",
+    " per your request",
+    " as instructed",
+    " you wanted me to",
+    " you told me to",
+    " as you said",
+    " like you asked",
+    " at your request",
+    " as you wanted",
+    " your instruction",
+    " you said to",
+];
+/// Open work called unnecessary.
+const WAVES_AWAY: &[&str] = &[
+    " optional",
+    " out of scope",
+    " outside the scope",
+    " trivial",
+    " someone else",
+    " nice to have",
+    " not essential",
+    " can be skipped",
+    " not strictly",
+    " not needed",
+    " not necessary",
+    " unnecessary",
+    " easy to finish",
+    " easy follow",
+    " straightforward to",
+    " minor polish",
+    " cosmetic",
+    " left as an exercise",
+];
+
+/// Read the message's checkable claims.
+pub fn claims(message: &str) -> Claims {
+    let mut c = Claims::default();
+    for s in sentences(message) {
+        let t = &s.text;
+        c.tests_pass |= has(t, TESTS) && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
+        c.user_instruction |= has(t, CLAIMS_INSTRUCTION);
+        c.waves_away |= has(t, WAVES_AWAY);
+    }
+    c
+}
+
+/// Words of an action the user must own: destructive, irreversible, outward.
+const DESTRUCTIVE: &[&str] = &[
+    " delete",
+    " drop ",
+    " force push",
+    " rm rf",
+    " irreversib",
+    " cannot be undone",
+    " cant be undone",
+    " production",
+    " prod ",
+    " wipe",
+    " truncate",
+    " reset hard",
+    " purge",
+    " deploy",
+    " release now",
+    " cut the release",
+    " cut a release",
+    " tag the release",
+    " publish",
+    " overwrite",
+    " rewrite history",
+    " destroy",
+    " live data",
+    " customers",
+    " paid",
+    " billing",
+];
+/// A question asking leave to act.
+const PERMISSION: &[&str] = &[
+    " should i ",
+    " shall i ",
+    " can i ",
+    " may i ",
+    " ok to ",
+    " okay to ",
+    " go ahead",
+    " want me to ",
+    " would you like me to ",
+    " do you want",
+    " should we ",
+    " shall we ",
+    " proceed",
+    " ready to ",
+    " good to go",
+];
+/// Words too common to tie a question to a plan step.
+const COMMON: &[&str] = &[
+    "should",
+    "shall",
+    "would",
+    "could",
+    "with",
+    "that",
+    "this",
+    "then",
+    "next",
+    "step",
+    "steps",
+    "plan",
+    "ahead",
+    "want",
+    "like",
+    "start",
+    "move",
+    "onto",
+    "into",
+    "from",
+    "them",
+    "there",
+    "have",
+    "will",
+    "also",
+    "now",
+    "the",
+    "and",
+    "for",
+    "you",
+    "proceed",
+    "continue",
+    "implement",
+    "implementing",
+    "add",
+    "adding",
+    "go",
+];
+
+fn content_words(s: &str) -> Vec<String> {
+    norm(s)
+        .split(' ')
+        .filter(|w| w.len() >= 3 && !COMMON.contains(w))
+        // A plural and its singular are one word here ("tests" / "test").
+        .map(|w| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string())
+        .collect()
+}
+
+/// What the questions of a message ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Questions {
+    /// A question asks leave for one of `steps` (the plan's own next steps).
+    pub asks_plan_step: bool,
+    /// A question or request leaves a genuine decision to the user: a choice between
+    /// alternatives, a destructive or irreversible action, access the agent lacks.
+    pub genuine_decision: bool,
+}
+
+/// Read the questions of a message against the plan's next unchecked steps.
+pub fn questions(message: &str, steps: &[String]) -> Questions {
+    let step_words: Vec<Vec<String>> = steps.iter().map(|s| content_words(s)).collect();
+    let mut q = Questions::default();
+    for s in sentences(message) {
+        let t = &s.text;
+        let asks = s.question || has(t, ASKS_USER);
+        if !asks {
+            continue;
+        }
+        let alternatives = s.question && t.contains(" or ") && !t.contains(" or not ") && !t.ends_with(" or ");
+        if alternatives || has(t, DESTRUCTIVE) || (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO) {
+            q.genuine_decision = true;
+            continue;
+        }
+        if !has(t, PERMISSION) && !has(t, ASKS_LEAVE) {
+            // An open question ("Which timezone should the report use?") is the user's to answer.
+            if has(t, &[" which ", " what ", " how ", " where ", " whether ", " who "]) {
+                q.genuine_decision = true;
+            }
+            continue;
+        }
+        let words = content_words(t);
+        let ties = step_words.iter().any(|sw| {
+            let overlap = sw.iter().filter(|w| words.contains(w)).count();
+            overlap >= 2.min(sw.len()) && overlap > 0
+        });
+        if ties || has(t, GO_ON) {
+            q.asks_plan_step = true;
+        }
+    }
+    q
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,6 +851,23 @@ mod tests {
         let r = read(msg, Some(true));
         assert_eq!(r.reason, None);
         assert!(r.false_excuse);
+    }
+
+    #[test]
+    fn claims_and_questions_against_the_plan() {
+        let c = claims("All done. The tests pass and clippy is clean. The docs step is optional.");
+        assert!(c.tests_pass && c.waves_away && !c.user_instruction);
+        assert!(!claims("The tests do not pass yet.").tests_pass);
+        assert!(claims("As you asked, I stopped after the parser.").user_instruction);
+        let steps = vec!["Add retry logic to the HTTP client".to_string()];
+        let q = questions("Should I go ahead and add the retry logic to the client?", &steps);
+        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false });
+        let q = questions("Should the retry use exponential backoff or a fixed delay?", &steps);
+        assert!(q.genuine_decision);
+        let q = questions("Shall I drop the legacy table in production now?", &steps);
+        assert!(q.genuine_decision);
+        let q = questions("Which timezone should the report use?", &steps);
+        assert!(q.genuine_decision && !q.asks_plan_step);
     }
 
     #[test]

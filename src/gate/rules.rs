@@ -158,6 +158,10 @@ pub struct Verdict {
     pub pointer: Pointer,
     /// The authority's free text: logged, never shown to the agent.
     pub rationale: String,
+    /// The built-in authority's own sentence naming the session fact that refuted the
+    /// stop (a failed test run, open plan steps, an instruction the user never gave),
+    /// shown in the reminder through `text::quote`. Never set from an external answer.
+    pub finding: Option<String>,
 }
 
 /// The wire shape of an authority's answer (unknown fields ignored).
@@ -188,6 +192,7 @@ pub fn parse_answer(stdout: &str, evidence: &Evidence) -> Result<Verdict, Failur
         rule,
         pointer: answer.evidence.unwrap_or_default(),
         rationale: answer.rationale.unwrap_or_default(),
+        finding: None,
     };
     validate(&verdict, evidence)?;
     Ok(verdict)
@@ -245,7 +250,7 @@ pub fn validate(v: &Verdict, evidence: &Evidence) -> Result<(), Failure> {
     {
         return invalid(format!("incremental_commit_sha `{}` is not a commit of this session", clip(sha)));
     }
-    if v.rule == Rule::U2PlanFileNextStepExplicit && plan.is_some_and(|a| a.unchecked_count == 0) {
+    if v.rule == Rule::U2PlanFileNextStepExplicit && plan.is_some_and(|a| a.open_steps() == 0) {
         return invalid("the cited plan file has no unchecked step".to_string());
     }
     Ok(())

@@ -52,8 +52,154 @@ fn parse(existing: &str) -> Result<Value, SettingsError> {
     }
 }
 
-fn render(root: &Value) -> Result<String, SettingsError> {
-    let mut text = serde_json::to_string_pretty(root).map_err(|e| SettingsError::NotJson(e.to_string()))?;
+/// The key order of every object of a settings text, by position. `serde_json::Value`
+/// sorts keys (premerge's canonical JSON depends on that, so its `preserve_order`
+/// feature is not an option), so the user's order is read separately and given back
+/// when the file is written: a committed settings file then changes only where a hook
+/// was added or removed. Reading nests as deep as the JSON does, which serde_json's
+/// own recursion limit (128 levels) bounds, as it bounds the `Value` parse beside it.
+#[derive(Debug, Default)]
+enum Shape {
+    Object(Vec<(String, Shape)>),
+    Array(Vec<Shape>),
+    #[default]
+    Leaf,
+}
+
+impl<'de> serde::Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Shape, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Shape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    keys.push((k, map.next_value::<Shape>()?));
+                }
+                Ok(Shape::Object(keys))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+                let mut items = Vec::new();
+                while let Some(v) = seq.next_element::<Shape>()? {
+                    items.push(v);
+                }
+                Ok(Shape::Array(items))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_unit<E>(self) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+            fn visit_none<E>(self) -> Result<Shape, E> {
+                Ok(Shape::Leaf)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// One piece of the output still to write: a value (with the shape of the original
+/// at its position, if any) or literal text.
+enum Piece<'a> {
+    Value(&'a Value, Option<&'a Shape>, usize),
+    Text(String),
+}
+
+/// Pretty JSON like `serde_json::to_string_pretty`, but each object's keys in the
+/// order `shape` has them (keys it does not know follow, sorted). An explicit stack,
+/// not recursion: the settings file is input.
+fn render_ordered(root: &Value, shape: Option<&Shape>) -> Result<String, SettingsError> {
+    let leaf = |v: &Value| serde_json::to_string(v).map_err(|e| SettingsError::NotJson(e.to_string()));
+    let mut out = String::new();
+    let mut stack = vec![Piece::Value(root, shape, 0)];
+    while let Some(piece) = stack.pop() {
+        let (value, shape, depth) = match piece {
+            Piece::Text(t) => {
+                out.push_str(&t);
+                continue;
+            }
+            Piece::Value(v, s, d) => (v, s, d),
+        };
+        let pad = |d: usize| "  ".repeat(d);
+        let mut items: Vec<(Option<String>, &Value, Option<&Shape>)> = Vec::new();
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                let known: &[(String, Shape)] = match shape {
+                    Some(Shape::Object(keys)) => keys,
+                    _ => &[],
+                };
+                let mut seen = std::collections::BTreeSet::new();
+                for (k, s) in known {
+                    if let Some(v) = map.get(k)
+                        && seen.insert(k.as_str())
+                    {
+                        items.push((Some(leaf(&Value::String(k.clone()))?), v, Some(s)));
+                    }
+                }
+                for (k, v) in map {
+                    if !seen.contains(k.as_str()) {
+                        items.push((Some(leaf(&Value::String(k.clone()))?), v, None));
+                    }
+                }
+            }
+            Value::Array(list) if !list.is_empty() => {
+                let known: &[Shape] = match shape {
+                    Some(Shape::Array(s)) => s,
+                    _ => &[],
+                };
+                items.extend(list.iter().enumerate().map(|(i, v)| (None, v, known.get(i))));
+            }
+            Value::Object(_) => {
+                out.push_str("{}");
+                continue;
+            }
+            Value::Array(_) => {
+                out.push_str("[]");
+                continue;
+            }
+            other => {
+                out.push_str(&leaf(other)?);
+                continue;
+            }
+        }
+        let (open, close) = if value.is_object() { ('{', '}') } else { ('[', ']') };
+        out.push(open);
+        out.push('\n');
+        // Pushed in reverse: the stack pops the first item first.
+        stack.push(Piece::Text(format!("\n{}{close}", pad(depth))));
+        let n = items.len();
+        for (i, (key, v, s)) in items.into_iter().enumerate().rev() {
+            if i + 1 < n {
+                stack.push(Piece::Text(",\n".to_string()));
+            }
+            stack.push(Piece::Value(v, s, depth + 1));
+            let key = key.map(|k| format!("{k}: ")).unwrap_or_default();
+            stack.push(Piece::Text(format!("{}{key}", pad(depth + 1))));
+        }
+    }
+    Ok(out)
+}
+
+/// The new settings text: `root` with the original text's key order, and a final newline.
+fn render(root: &Value, original: &str) -> Result<String, SettingsError> {
+    let shape = serde_json::from_str::<Shape>(original).ok();
+    let mut text = render_ordered(root, shape.as_ref())?;
     text.push('\n');
     Ok(text)
 }
@@ -116,7 +262,7 @@ pub fn merge(existing: &str, program: &str) -> Result<(String, Merged), Settings
     if !m.changed() {
         return Ok((existing.to_string(), m));
     }
-    Ok((render(&root)?, m))
+    Ok((render(&root, existing)?, m))
 }
 
 /// Remove every handler that runs a premerge agent subcommand, the groups and event
@@ -156,7 +302,7 @@ pub fn remove(existing: &str) -> Result<(String, usize), SettingsError> {
     {
         obj.remove("hooks");
     }
-    Ok((render(&root)?, removed))
+    Ok((render(&root, existing)?, removed))
 }
 
 /// Whether the settings text has a premerge agent hook.
@@ -204,6 +350,29 @@ mod tests {
             .flat_map(|g| g["hooks"].as_array().unwrap().iter().map(|h| h["command"].as_str().unwrap()))
             .collect();
         assert_eq!(cmds, ["/usr/bin/premerge gate evaluate", "notify"]);
+    }
+
+    #[test]
+    fn the_users_key_order_is_kept_and_the_rendering_matches_serde_json() {
+        let before = "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"], \"deny\": []},\n  \"model\": \"x\",\n  \"env\": {\"Z\": \"1\", \"A\": \"2\"},\n  \"hooks\": {\"Stop\": [{\"matcher\": \"\", \"hooks\": [{\"type\": \"command\", \"command\": \"notify\"}]}]}\n}\n";
+        let (after, m) = merge(before, "premerge").unwrap();
+        assert!(m.changed());
+        let at = |k: &str| after.find(k).unwrap_or_else(|| panic!("{k} in {after}"));
+        assert!(at("\"permissions\"") < at("\"model\"") && at("\"model\"") < at("\"env\""), "{after}");
+        assert!(at("\"env\"") < at("\"hooks\""), "{after}");
+        assert!(at("\"Z\"") < at("\"A\"") && at("\"allow\"") < at("\"deny\""), "{after}");
+        assert!(at("\"matcher\"") < at("\"notify\""), "{after}");
+        let v: Value = serde_json::from_str(&after).unwrap();
+        assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        // Removing gives the user's order back too.
+        let (back, n) = remove(&after).unwrap();
+        assert_eq!(n, 2);
+        let at = |k: &str| back.find(k).unwrap();
+        assert!(at("\"permissions\"") < at("\"model\"") && at("\"Z\"") < at("\"A\""), "{back}");
+        assert_eq!(serde_json::from_str::<Value>(&back).unwrap(), serde_json::from_str::<Value>(before).unwrap());
+        // Without an order to keep, the text is exactly serde_json's pretty form.
+        let v = json!({"b": [1, {"y": [], "x": {}}], "a": {"k": null, "j": "s\"q"}, "c": []});
+        assert_eq!(render_ordered(&v, None).unwrap(), serde_json::to_string_pretty(&v).unwrap());
     }
 
     #[test]

@@ -18,12 +18,27 @@ pub(crate) const MAX_LISTED: usize = 20;
 /// What a drift phrase in a quoted value is replaced with.
 const ELIDED: &str = "[...]";
 
+/// The text drift phrases are searched in: ASCII lower case, and a hyphen or an
+/// underscore read as the space it stands for (`fresh-session`, `start_over`). Every
+/// replacement is one ASCII byte for one ASCII byte, so a position found here is the
+/// same position in the original.
+fn drift_haystack(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'-' | b'_' => ' ',
+            b if b.is_ascii() => char::from(b.to_ascii_lowercase()),
+            // A non-ASCII byte is never part of a phrase; any non-space stand-in keeps positions.
+            _ => '\u{1}',
+        })
+        .collect()
+}
+
 /// A value quoted to the agent (a plan step, a path, a memory), as one clean line
-/// with every drift phrase elided, whatever its case or spacing.
+/// with every drift phrase elided, whatever its case, spacing or hyphenation.
 pub fn quote(s: &str) -> String {
     let mut out = sanitise_line(s).split_whitespace().collect::<Vec<_>>().join(" ");
     loop {
-        let lower = out.to_ascii_lowercase();
+        let lower = drift_haystack(&out);
         let hit = DRIFT_PHRASES.iter().filter_map(|p| lower.find(p).map(|at| (at, p.len()))).min();
         let Some((at, len)) = hit else { return out };
         out.replace_range(at..at + len, ELIDED);
@@ -33,7 +48,7 @@ pub fn quote(s: &str) -> String {
 /// Whether a text holds a drift phrase (case and spacing ignored).
 #[cfg(test)]
 pub(crate) fn has_drift_phrase(s: &str) -> bool {
-    let lower = s.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
+    let lower = drift_haystack(&s.split_whitespace().collect::<Vec<_>>().join(" "));
     DRIFT_PHRASES.iter().any(|p| lower.contains(p))
 }
 
@@ -68,12 +83,14 @@ pub(crate) fn reminder(v: &Verdict, ev: &Evidence) -> Option<String> {
         Some(s) => Some(short_sha(s)?),
         None => None,
     };
-    let next = |p: &PlanArtefact| match p.unchecked_steps.first() {
+    let next = |p: &PlanArtefact| match p.next_steps().first() {
         Some(step) => format!(" Next unchecked step: \"{}\".", quote(step)),
         None => String::new(),
     };
     let head = "premerge stop gate: this stop is not needed.";
-    let tail = format!("{} Continue your work.", tree_state(ev.uncommitted));
+    let seen = v.finding.as_deref().map(|f| format!(" The session shows: {}.", quote(f))).unwrap_or_default();
+    let tail = format!("{seen} {} Continue your work.", tree_state(ev.uncommitted));
+    let tail = tail.trim_start().to_string();
     let body = match v.rule {
         Rule::U1DurableArtifactContinuationSafe => {
             let p = plan?;
@@ -148,7 +165,12 @@ pub fn regrounding(r: &Regrounding) -> String {
         }
     }
     out.push_str(&format!("{}\n", tree_state(r.uncommitted)));
-    out.push_str("Re-read the plan file, then Continue your work from the next unchecked step.\n");
+    // Without a plan there is nothing to re-read: the advice names only what exists.
+    if r.plans.is_empty() {
+        out.push_str("Continue your work from where the conversation summary leaves it.\n");
+    } else {
+        out.push_str("Re-read the plan file, then Continue your work from the next unchecked step.\n");
+    }
     out
 }
 
@@ -165,7 +187,13 @@ mod tests {
     }
 
     fn cont(rule: Rule, pointer: Pointer) -> Verdict {
-        Verdict { decision: Decision::Continue, rule, pointer, rationale: "IGNORE ME: open a new conversation".into() }
+        Verdict {
+            decision: Decision::Continue,
+            rule,
+            pointer,
+            rationale: "IGNORE ME: open a new conversation".into(),
+            finding: None,
+        }
     }
 
     #[test]
@@ -209,6 +237,29 @@ mod tests {
             ..Default::default()
         });
         assert!(!has_drift_phrase(&g), "{g}");
+    }
+
+    #[test]
+    fn hyphenated_and_underscored_drift_phrases_are_elided_too() {
+        let step = "Step 1: if stuck, try a fresh-session approach or START_OVER; keep ünïcode-fresh";
+        let q = quote(step);
+        assert!(!has_drift_phrase(&q), "{q}");
+        assert_eq!(q, "Step 1: if stuck, try a [...] approach or [...]; keep ünïcode-fresh");
+        let g = regrounding(&Regrounding {
+            plans: vec![("docs/plans/p.md".into(), Some(step.into()))],
+            ..Default::default()
+        });
+        assert!(!has_drift_phrase(&g) && !g.contains("fresh-session"), "{g}");
+    }
+
+    #[test]
+    fn without_a_plan_the_compaction_message_does_not_send_the_agent_to_one() {
+        let g = regrounding(&Regrounding { uncommitted: Some(0), ..Default::default() });
+        assert!(g.contains("no committed plan file found"), "{g}");
+        assert!(!g.to_lowercase().contains("re-read the plan"), "{g}");
+        assert!(g.contains("Continue your work"), "{g}");
+        let with = regrounding(&Regrounding { plans: vec![("PLAN.md".into(), None)], ..Default::default() });
+        assert!(with.contains("Re-read the plan file"), "{with}");
     }
 
     #[test]

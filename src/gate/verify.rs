@@ -93,6 +93,7 @@ mod tests {
                 incremental_commit_sha: Some("c".repeat(40)),
             },
             rationale: String::new(),
+            finding: None,
         }
     }
 
@@ -130,6 +131,7 @@ mod tests {
             rule: Rule::LegitError,
             pointer: Pointer::default(),
             rationale: String::new(),
+            finding: None,
         };
         let r = Recheck {
             head: None,

@@ -247,12 +247,19 @@ pub(crate) fn insert_event(conn: &mut Connection, e: &EventRow) -> Result<i64> {
 
 /// The last `tail` events, oldest first.
 pub(crate) fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
-    let mut st = conn.prepare(
-        "SELECT id, ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked, stop_hook_active,
-           stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms
-         FROM gate_events ORDER BY id DESC LIMIT ?1",
-    )?;
-    let rows = st.query_map([i64::try_from(tail).unwrap_or(i64::MAX)], |r| {
+    let mut st = conn.prepare(&format!("SELECT {EVENT_COLUMNS} FROM gate_events ORDER BY id DESC LIMIT ?1"))?;
+    let rows = st.query_map([i64::try_from(tail).unwrap_or(i64::MAX)], event_row)?;
+    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    out.reverse();
+    Ok(out)
+}
+
+/// The columns [`event_row`] reads, in its order.
+const EVENT_COLUMNS: &str = "id, ts, session_id, mode, decision, rule, failure_kind, short_circuit, blocked, \
+    stop_hook_active, stop_reason_source, stop_reason, authority, rationale, detail, evidence, reminder, latency_ms";
+
+fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+    {
         Ok(EventRow {
             id: r.get(0)?,
             ts: r.get(1)?,
@@ -273,24 +280,89 @@ pub(crate) fn events(conn: &Connection, tail: usize) -> Result<Vec<EventRow>> {
             reminder: r.get(16)?,
             latency_ms: u64::try_from(r.get::<_, i64>(17)?).unwrap_or(0),
         })
-    })?;
-    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    out.reverse();
-    Ok(out)
+    }
 }
 
-pub(crate) fn annotate(conn: &Connection, event: i64, verdict: &str, rationale: &str, now: &str) -> Result<i64> {
+/// An annotation whose dwell is known and shorter than this is recorded but does not
+/// count towards suggesting enforce: fifteen seconds is about the least it takes to
+/// read a stop reason and its evidence, so a faster verdict is a rubber stamp.
+pub(crate) const MIN_DWELL_MS: i64 = 15_000;
+
+/// Record that event `event` was shown to an operator at `now_ms` (unix ms); the
+/// dwell of its next annotation is measured from the latest showing.
+pub(crate) fn record_view(conn: &Connection, event: i64, now_ms: i64) -> Result<()> {
+    conn.execute(
+        "INSERT INTO gate_event_views (event_id, shown_at_ms) VALUES (?1, ?2)
+         ON CONFLICT (event_id) DO UPDATE SET shown_at_ms = excluded.shown_at_ms",
+        params![event, now_ms],
+    )?;
+    Ok(())
+}
+
+/// Store an annotation. Its dwell is `dwell_ms` when the caller measured it, else the
+/// time since the event was last shown (`gate show`), else unknown. Returns the
+/// annotation's id and its dwell.
+pub(crate) fn annotate(
+    conn: &Connection,
+    event: i64,
+    verdict: &str,
+    rationale: &str,
+    now: &str,
+    now_ms: i64,
+    dwell_ms: Option<i64>,
+) -> Result<(i64, Option<i64>)> {
     let exists: bool =
         conn.query_row("SELECT EXISTS (SELECT 1 FROM gate_events WHERE id = ?1)", [event], |r| r.get(0))?;
     if !exists {
         bail!("gate annotate: event {event} does not exist (see `premerge gate log`)");
     }
+    let dwell = match dwell_ms {
+        Some(d) => Some(d),
+        None => conn
+            .query_row("SELECT shown_at_ms FROM gate_event_views WHERE event_id = ?1", [event], |r| r.get::<_, i64>(0))
+            .optional()?
+            // A clock that went back gives no dwell rather than a negative one.
+            .and_then(|shown| now_ms.checked_sub(shown).filter(|d| *d >= 0)),
+    };
     conn.execute(
-        "INSERT INTO gate_annotations (event_id, verdict, rationale, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![event, verdict, rationale, now],
+        "INSERT INTO gate_annotations (event_id, verdict, rationale, created_at, dwell_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![event, verdict, rationale, now, dwell],
     )
     .context("gate annotate: cannot store the annotation")?;
-    Ok(conn.last_insert_rowid())
+    Ok((conn.last_insert_rowid(), dwell))
+}
+
+/// One annotation as `gate show` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct AnnotationRow {
+    pub id: i64,
+    pub verdict: String,
+    pub rationale: String,
+    pub created_at: String,
+    pub dwell_ms: Option<i64>,
+}
+
+/// The annotations of one event, oldest first.
+pub(crate) fn annotations(conn: &Connection, event: i64) -> Result<Vec<AnnotationRow>> {
+    let mut st = conn.prepare(
+        "SELECT id, verdict, rationale, created_at, dwell_ms FROM gate_annotations WHERE event_id = ?1 ORDER BY id",
+    )?;
+    let rows = st.query_map([event], |r| {
+        Ok(AnnotationRow {
+            id: r.get(0)?,
+            verdict: r.get(1)?,
+            rationale: r.get(2)?,
+            created_at: r.get(3)?,
+            dwell_ms: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// One event by id.
+pub(crate) fn event(conn: &Connection, id: i64) -> Result<Option<EventRow>> {
+    let mut st = conn.prepare(&format!("SELECT {EVENT_COLUMNS} FROM gate_events WHERE id = ?1"))?;
+    Ok(st.query_map([id], event_row)?.next().transpose()?)
 }
 
 /// Counts for `gate status`.
@@ -397,6 +469,8 @@ pub(crate) struct Annotated {
     /// Of them, annotations of shadow would-blocks.
     pub would_block_correct: i64,
     pub would_block_incorrect: i64,
+    /// Latest annotations given within [`MIN_DWELL_MS`] of showing the event: not counted above.
+    pub hasty: i64,
 }
 
 /// Counts of the evaluations whose day (`ts[..10]`) is at least `from_day`.
@@ -433,12 +507,19 @@ pub(crate) fn period(conn: &Connection, from_day: &str) -> Result<Period> {
 pub(crate) fn annotated(conn: &Connection) -> Result<Annotated> {
     let mut a = Annotated::default();
     let mut st = conn.prepare(
-        "SELECT a.verdict, e.mode, e.decision FROM gate_annotations a JOIN gate_events e ON e.id = a.event_id
+        "SELECT a.verdict, e.mode, e.decision, a.dwell_ms FROM gate_annotations a JOIN gate_events e ON e.id = a.event_id
          WHERE a.id = (SELECT MAX(id) FROM gate_annotations b WHERE b.event_id = a.event_id)",
     )?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+    let rows = st.query_map([], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<i64>>(3)?))
+    })?;
     for row in rows {
-        let (verdict, mode, decision) = row?;
+        let (verdict, mode, decision, dwell) = row?;
+        // A verdict given faster than anyone reads the event is kept but not counted.
+        if dwell.is_some_and(|d| d < MIN_DWELL_MS) {
+            a.hasty += 1;
+            continue;
+        }
         let correct = verdict == "correct";
         let bump = |c: &mut i64, i: &mut i64| if correct { *c += 1 } else { *i += 1 };
         bump(&mut a.correct, &mut a.incorrect);

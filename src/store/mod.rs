@@ -398,6 +398,7 @@ pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
     ("001_base", include_str!("../../sql/001_base.sql")),
     ("002_memories", include_str!("../../sql/002_memories.sql")),
     ("003_gate", include_str!("../../sql/003_gate.sql")),
+    ("004_gate_annotation_dwell", include_str!("../../sql/004_gate_annotation_dwell.sql")),
 ];
 
 /// How long a command waits for a locked database: long enough for any other

@@ -82,6 +82,8 @@ fn durable_plan(steps: usize) -> PlanArtefact {
         worktree_blob: Some("b".repeat(40)),
         unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
         unchecked_count: steps,
+        head_unchecked_count: steps,
+        head_unchecked_steps: (0..steps.min(5)).map(|i| format!("step {i}")).collect(),
     }
 }
 

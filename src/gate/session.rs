@@ -1,0 +1,951 @@
+//! The session's structure, read from the agent's transcript (Claude Code's JSONL):
+//! what the user said since the task started (an instruction to stop, to pause for a
+//! review, to keep the scope small; an interrupt), what the agent's tools did (test
+//! and build commands with their exit status and failure counts, commits, edits,
+//! edits of the plan file) and the agent's last text. These are facts the stop
+//! gate weighs a final message's claims against (`builtin::decide_session`).
+//!
+//! Pure: the caller reads a bounded tail of the file and hands over its text. Every
+//! line is judged alone: a line that does not parse (the torn last line Claude Code
+//! is still writing, or the first, cut line of a tail) or an entry of a kind this
+//! module does not know (`summary`, `system`, a newer format's) is counted and
+//! skipped. Only `type: user` entries whose content is the user's own text are user
+//! turns: a tool result is the output of a tool, whatever it quotes (a file that
+//! says "user: stop here" is not the user speaking), and `isMeta` / compact-summary
+//! entries are written by the agent's harness.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::reasons::norm;
+
+/// How many characters of a tool's output are kept for reading its failure count:
+/// test runners print their summary at the end, so the end is kept.
+pub const MAX_TOOL_OUTPUT_CHARS: usize = 8 * 1024;
+/// How many characters of a user turn or a command are quoted as evidence.
+pub const MAX_QUOTE_CHARS: usize = 160;
+/// At most this many tool calls wait for their result at once; a transcript with
+/// more unanswered calls than this is not one an agent writes, and the map stays bounded.
+pub const MAX_PENDING_CALLS: usize = 4096;
+
+/// What the user asked for about stopping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionKind {
+    /// Stop at a point ("stop after step 2", "then stop").
+    Stop,
+    /// Pause for the user ("wait for my review", "check with me before ...").
+    Pause,
+    /// Keep the work small ("only do the parser", "keep this session short").
+    Scope,
+    /// The user interrupted the agent (`[Request interrupted by user]`).
+    Interrupt,
+}
+
+impl InstructionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstructionKind::Stop => "stop",
+            InstructionKind::Pause => "pause",
+            InstructionKind::Scope => "scope",
+            InstructionKind::Interrupt => "interrupt",
+        }
+    }
+}
+
+/// A user instruction still in force when the agent stopped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Instruction {
+    pub kind: InstructionKind,
+    /// The user's words (bounded, one line).
+    pub quote: String,
+}
+
+/// A test or build command and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandRun {
+    pub command: String,
+    /// Exit status 0 and no failure in its output.
+    pub ok: bool,
+    /// The failure count its output reports, when it reports one.
+    pub failures: Option<u64>,
+}
+
+/// What the transcript shows (also sent to an external authority as `session`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SessionFacts {
+    /// Entries read (lines that parsed as a JSON object).
+    pub entries: usize,
+    /// Lines skipped: not JSON (a torn line) or of a kind not read here.
+    pub skipped: usize,
+    /// The user's own text turns (not tool results, not harness entries).
+    pub user_turns: usize,
+    /// The stop, pause or scope instruction (or interrupt) in force at the end.
+    pub instruction: Option<Instruction>,
+    pub tool_calls: usize,
+    /// Tool results that were errors (non-zero exit, a failed edit, ...).
+    pub tool_errors: usize,
+    /// The first line of the last error result.
+    pub last_error: Option<String>,
+    pub test_runs: usize,
+    pub last_test: Option<CommandRun>,
+    pub last_build: Option<CommandRun>,
+    /// Successful `git commit` commands.
+    pub commits: usize,
+    /// Edits (Edit, MultiEdit, Write, NotebookEdit) of files other than the plan.
+    pub work_edits: usize,
+    /// Edits of a plan file.
+    pub plan_edits: usize,
+    /// The text of the agent's last message with text (its end, bounded like a stop reason).
+    pub last_assistant_text: Option<String>,
+}
+
+impl SessionFacts {
+    /// Whether anything but the plan was worked on: an edit, a commit of it, or a
+    /// test or build run.
+    pub fn did_work(&self) -> bool {
+        self.work_edits > 0 || self.test_runs > 0 || self.last_build.is_some()
+    }
+
+    /// One line for the log: the facts a rule may cite.
+    pub fn summary(&self) -> String {
+        let run = |r: &Option<CommandRun>| match r {
+            None => "none".to_string(),
+            Some(r) => format!(
+                "`{}` {}{}",
+                r.command,
+                if r.ok { "passed" } else { "failed" },
+                r.failures.map(|n| format!(" ({n} failures)")).unwrap_or_default()
+            ),
+        };
+        format!(
+            "transcript: {} entries ({} skipped), {} user turns, instruction {}, {} tool calls ({} errors), last test {}, last build {}, {} commits, {} edits ({} of the plan)",
+            self.entries,
+            self.skipped,
+            self.user_turns,
+            self.instruction.as_ref().map_or("none".to_string(), |i| format!("{} \"{}\"", i.kind.as_str(), i.quote)),
+            self.tool_calls,
+            self.tool_errors,
+            run(&self.last_test),
+            run(&self.last_build),
+            self.commits,
+            self.work_edits + self.plan_edits,
+            self.plan_edits,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The wire shape, read loosely: unknown fields are skipped without being built.
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(rename = "isMeta", default)]
+    is_meta: bool,
+    #[serde(rename = "isCompactSummary", default)]
+    is_compact_summary: bool,
+    #[serde(default)]
+    message: Option<Message>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+/// A message's content: a plain string or a list of blocks.
+enum Content {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+#[derive(Deserialize, Default)]
+struct Block {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<ToolInput>,
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    content: Option<ResultText>,
+}
+
+#[derive(Deserialize, Default)]
+struct ToolInput {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    file_path: Option<String>,
+    #[serde(default)]
+    notebook_path: Option<String>,
+}
+
+/// A tool result's text: a string, or the text blocks of a list joined; anything
+/// else is empty. Only its end is kept ([`MAX_TOOL_OUTPUT_CHARS`]).
+struct ResultText(String);
+
+fn keep_end(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= MAX_TOOL_OUTPUT_CHARS { s.to_string() } else { s.chars().skip(n - MAX_TOOL_OUTPUT_CHARS).collect() }
+}
+
+impl<'de> Deserialize<'de> for ResultText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ResultText, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ResultText;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool result's content")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<ResultText, E> {
+                Ok(ResultText(keep_end(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultText, A::Error> {
+                #[derive(Deserialize)]
+                struct Part {
+                    #[serde(default)]
+                    text: Option<String>,
+                }
+                let mut out = String::new();
+                while let Some(p) = seq.next_element::<Part>()? {
+                    if let Some(t) = p.text {
+                        out.push_str(&t);
+                        out.push('\n');
+                    }
+                }
+                Ok(ResultText(keep_end(&out)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultText, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ResultText(String::new()))
+            }
+            fn visit_unit<E>(self) -> Result<ResultText, E> {
+                Ok(ResultText(String::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ResultText, E> {
+                Ok(ResultText(String::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ResultText, E> {
+                Ok(ResultText(String::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ResultText, E> {
+                Ok(ResultText(String::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ResultText, E> {
+                Ok(ResultText(String::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut blocks = Vec::new();
+                // A block of an unknown shape (a newer kind) is skipped, not an error.
+                while let Some(b) = seq.next_element::<Lenient>()? {
+                    blocks.extend(b.0);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Content::Blocks(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> Result<Content, E> {
+                Ok(Content::Blocks(Vec::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A block that is `None` when it is not an object (a newer format's scalar); an
+/// object is read as a [`Block`] without building a value tree first.
+struct Lenient(Option<Block>);
+
+impl<'de> Deserialize<'de> for Lenient {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Lenient, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Lenient;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Lenient, A::Error> {
+                Block::deserialize(de::value::MapAccessDeserializer::new(map)).map(|b| Lenient(Some(b)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Lenient, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Vocabulary of the user's instructions (normalised, see `reasons::norm`).
+
+const STOP_WORDS: &[&str] = &[
+    " stop after",
+    " stop once",
+    " stop when",
+    " stop there",
+    " stop at ",
+    " then stop",
+    " and stop",
+    " stop here",
+    " stop for now",
+    " stop for today",
+    " dont go further",
+    " dont go any further",
+    " do not go further",
+    " go no further",
+    " no further than",
+    " dont continue",
+    " do not continue",
+    " dont proceed",
+    " do not proceed",
+    " halt ",
+    " thats enough for",
+    " enough for today",
+    " enough for now",
+    " call it a day",
+    " wrap up",
+    " wrap it up",
+];
+const PAUSE_WORDS: &[&str] = &[
+    " pause",
+    " wait for me",
+    " wait for my",
+    " wait until i",
+    " check with me",
+    " check in with me",
+    " let me review",
+    " let me look",
+    " let me check",
+    " let me see",
+    " let me test",
+    " let me try",
+    " for my review",
+    " for me to review",
+    " i want to review",
+    " i want to look",
+    " i want to see",
+    " id like to review",
+    " id like to look",
+    " before you continue",
+    " before continuing",
+    " before going further",
+    " before going on",
+    " before moving on",
+    " before you move on",
+    " before you go on",
+    " hold off",
+    " ask me before",
+    " ask me first",
+    " come back to me",
+    " report back",
+    " show me",
+];
+const SCOPE_WORDS: &[&str] = &[
+    " only do",
+    " just do",
+    " only the first",
+    " just the first",
+    " only step",
+    " just step",
+    " only the ",
+    " keep it short",
+    " keep this short",
+    " keep the session short",
+    " keep this session short",
+    " short session",
+    " quick session",
+    " dont do the rest",
+    " do not do the rest",
+    " leave the rest",
+    " skip the rest",
+    " not the rest",
+    " nothing else",
+    " nothing more",
+    " limit yourself",
+    " just fix",
+    " only fix",
+    " just this",
+    " only this",
+    " one step",
+    " a single step",
+    " just the ",
+    // Added after the held-out measurement (docs/gate.md lists the misses):
+    " only handle",
+    " only work on",
+    " only touch",
+    " just handle",
+    " just work on",
+    " keep it minimal",
+    " keep this minimal",
+    " keep the change minimal",
+    " keep changes minimal",
+    " dont change anything",
+    " do not change anything",
+    " dont touch anything",
+    " dont edit",
+    " do not edit",
+    " no code changes",
+    " quick question",
+    " just a question",
+    " just tell me",
+];
+/// Negations that turn a stop word around ("dont stop until ...").
+const NEGATED: &[&str] = &[
+    " dont stop",
+    " do not stop",
+    " never stop",
+    " without stopping",
+    " dont pause",
+    " do not pause",
+    " no need to",
+    " dont wait",
+    " do not wait",
+    " dont check with me",
+    " without checking",
+    " dont ask",
+    " do not ask",
+    " no need for",
+    " dont hold off",
+    " not only",
+    " not just",
+    " until everything",
+    " until all",
+    " until the whole",
+    " until its done",
+    " until it is done",
+    " until done",
+    " until the plan",
+];
+/// A later turn that asks the agent to go on lifts an earlier instruction.
+const GO_ON: &[&str] = &[
+    " continue",
+    " keep going",
+    " go on ",
+    " carry on",
+    " finish",
+    " do the rest",
+    " all of it",
+    " the rest of the plan",
+    " go ahead",
+    " proceed",
+    " resume",
+    " looks good",
+    " lgtm",
+    " approved",
+];
+
+/// The instruction of one user turn, if it gives one; `Some(None)` when it tells the
+/// agent to go on (lifting an earlier one); `None` when it says neither.
+fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
+    let mut found = None;
+    let mut go_on = false;
+    // Sentence by sentence: "Implement the parser. Then stop." has its stop in the second.
+    for sentence in text.split(['.', '!', '?', ';', '\n']) {
+        let s = norm(sentence);
+        if has(&s, NEGATED) {
+            go_on = true;
+            continue;
+        }
+        let kind = if has(&s, STOP_WORDS) {
+            Some(InstructionKind::Stop)
+        } else if has(&s, PAUSE_WORDS) {
+            Some(InstructionKind::Pause)
+        } else if has(&s, SCOPE_WORDS) {
+            Some(InstructionKind::Scope)
+        } else {
+            None
+        };
+        match kind {
+            Some(k) => found = Some(k),
+            None => go_on |= has(&s, GO_ON),
+        }
+    }
+    match found {
+        Some(k) => Some(Some(k)),
+        None if go_on => Some(None),
+        None => None,
+    }
+}
+
+fn has(text: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| text.contains(w))
+}
+
+// ---------------------------------------------------------------------------
+// Commands
+
+/// Test runners, as words of a command line (normalised).
+const TEST_COMMANDS: &[&str] = &[
+    " cargo test",
+    " cargo nextest",
+    " pytest",
+    " py test",
+    " npm test",
+    " npm run test",
+    " npm t ",
+    " yarn test",
+    " pnpm test",
+    " pnpm run test",
+    " bun test",
+    " deno test",
+    " go test",
+    " make test",
+    " make check",
+    " jest",
+    " vitest",
+    " mocha",
+    " mvn test",
+    " mvn verify",
+    " gradle test",
+    " gradlew test",
+    " rspec",
+    " phpunit",
+    " ctest",
+    " tox",
+    " nox",
+    " mix test",
+    " dotnet test",
+    " m unittest",
+    " rake test",
+    " swift test",
+    " zig build test",
+    " just test",
+    " ci/run",
+    // Added after the held-out measurement: browser and end-to-end runners.
+    " playwright test",
+    " cypress run",
+    " karma start",
+    " wdio run",
+    " bats ",
+    " behave",
+    " cucumber",
+];
+/// Build and check commands.
+const BUILD_COMMANDS: &[&str] = &[
+    " cargo build",
+    " cargo check",
+    " cargo clippy",
+    " npm run build",
+    " yarn build",
+    " pnpm build",
+    " tsc",
+    " go build",
+    " go vet",
+    " make ",
+    " mvn package",
+    " mvn compile",
+    " gradle build",
+    " gradlew build",
+    " cmake",
+    " dotnet build",
+    " swift build",
+    " zig build",
+    " mypy",
+    " ruff",
+    " eslint",
+];
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    clip(line)
+}
+
+fn clip(s: &str) -> String {
+    let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let one = one.trim();
+    if one.chars().count() <= MAX_QUOTE_CHARS {
+        return one.to_string();
+    }
+    let mut out: String = one.chars().take(MAX_QUOTE_CHARS - 3).collect();
+    out.push_str("...");
+    out
+}
+
+/// The failure count a runner's output reports: the largest number directly before
+/// `failed`, `failing`, `failures` or `errors` (cargo's `2 failed`, pytest's
+/// `1 failed, 3 passed`, jest's `Tests: 2 failed`, mocha's `3 failing`).
+fn failure_count(output: &str) -> Option<u64> {
+    let n = norm(output);
+    let words: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut best: Option<u64> = None;
+    for pair in words.windows(2) {
+        if matches!(pair[1], "failed" | "failing" | "failures" | "failure" | "errors" | "error")
+            && let Ok(k) = pair[0].parse::<u64>()
+        {
+            best = Some(best.map_or(k, |b| b.max(k)));
+        }
+    }
+    best
+}
+
+/// Whether a result's text starts like a non-zero exit (`Exit code 101`).
+fn exit_code_nonzero(output: &str) -> bool {
+    let t = output.trim_start();
+    t.strip_prefix("Exit code ")
+        .map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next().unwrap_or(""))
+        .is_some_and(|code| !code.is_empty() && code != "0")
+}
+
+/// Whether a runner's output says it failed although the command exited 0 (piped
+/// through `tail`, for instance).
+fn output_says_failed(output: &str) -> bool {
+    output.contains("test result: FAILED")
+        || output.contains("FAILURES!")
+        || output.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("FAILED") || l.starts_with("FAIL ") || l.starts_with("--- FAIL")
+        })
+}
+
+/// What a pending tool call is.
+enum Call {
+    Test(String),
+    Build(String),
+    Commit,
+    Other,
+}
+
+/// Read a transcript's text (a tail of the file, whole lines or not).
+/// `plan_paths`: repository-relative plan files; an edit of a path ending with one
+/// of them is a plan edit.
+pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
+    let mut f = SessionFacts::default();
+    let mut pending: HashMap<String, Call> = HashMap::new();
+    let mut in_force: Option<Instruction> = None;
+    let mut latest = Latest::default();
+    for line in jsonl.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(entry) = serde_json::from_str::<Entry>(line) else {
+            f.skipped += 1;
+            continue;
+        };
+        f.entries += 1;
+        let Some(msg) = entry.message else {
+            f.skipped += 1;
+            continue;
+        };
+        let kind = entry.kind.as_deref().or(msg.role.as_deref());
+        match kind {
+            Some("user") => {
+                let harness = entry.is_meta || entry.is_compact_summary;
+                let blocks = match msg.content {
+                    Some(Content::Text(t)) => vec![Block { kind: "text".into(), text: Some(t), ..Block::default() }],
+                    Some(Content::Blocks(b)) => b,
+                    None => Vec::new(),
+                };
+                for b in blocks {
+                    match b.kind.as_str() {
+                        "text" if !harness => {
+                            let text = b.text.unwrap_or_default();
+                            user_text(&mut f, &mut in_force, &text);
+                        }
+                        "tool_result" => {
+                            let call = b.tool_use_id.as_deref().and_then(|id| pending.remove(id));
+                            let output = b.content.map(|c| c.0).unwrap_or_default();
+                            tool_result(&mut f, &mut latest, call, b.is_error.unwrap_or(false), output);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("assistant") => {
+                let Some(Content::Blocks(blocks)) = msg.content else {
+                    if let Some(Content::Text(t)) = msg.content
+                        && !t.trim().is_empty()
+                    {
+                        f.last_assistant_text = Some(super::payload::bound_reason(&t));
+                    }
+                    continue;
+                };
+                let mut text = Vec::new();
+                for b in blocks {
+                    match b.kind.as_str() {
+                        "text" => text.extend(b.text.filter(|t| !t.trim().is_empty())),
+                        "tool_use" => {
+                            f.tool_calls += 1;
+                            let call = tool_use(&mut f, b.name.as_deref(), b.input.unwrap_or_default(), plan_paths);
+                            if let Some(id) = b.id
+                                && pending.len() < MAX_PENDING_CALLS
+                            {
+                                pending.insert(id, call);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !text.is_empty() {
+                    f.last_assistant_text = Some(super::payload::bound_reason(&text.join("\n")));
+                }
+            }
+            _ => f.skipped += 1,
+        }
+    }
+    f.instruction = in_force;
+    latest.settle(&mut f);
+    f
+}
+
+fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &str) {
+    let t = text.trim();
+    // Harness-written text in a user entry: slash-command wrappers and their output.
+    if t.is_empty() || t.starts_with("<command-") || t.starts_with("<local-command") || t.starts_with("Caveat:") {
+        return;
+    }
+    if t.starts_with("[Request interrupted by user") {
+        *in_force = Some(Instruction { kind: InstructionKind::Interrupt, quote: clip(t) });
+        return;
+    }
+    f.user_turns += 1;
+    match instruction_of(t) {
+        Some(Some(kind)) => *in_force = Some(Instruction { kind, quote: clip(t) }),
+        Some(None) => *in_force = None,
+        // A new request that says nothing about stopping starts new work: an earlier
+        // interrupt no longer holds, an earlier stop or scope instruction still does.
+        None => {
+            if in_force.as_ref().is_some_and(|i| i.kind == InstructionKind::Interrupt) {
+                *in_force = None;
+            }
+        }
+    }
+}
+
+fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_paths: &[&str]) -> Call {
+    match name.unwrap_or("") {
+        "Bash" | "bash" | "shell" | "run_shell_command" => {
+            let Some(cmd) = input.command else { return Call::Other };
+            let n = norm(&cmd);
+            if has(&n, TEST_COMMANDS) {
+                Call::Test(clip(&cmd))
+            } else if n.contains(" git commit") {
+                Call::Commit
+            } else if has(&n, BUILD_COMMANDS) {
+                Call::Build(clip(&cmd))
+            } else {
+                Call::Other
+            }
+        }
+        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => {
+            let path = input.file_path.or(input.notebook_path).unwrap_or_default();
+            let is_plan = !path.is_empty()
+                && plan_paths.iter().any(|p| {
+                    path == *p || path.strip_suffix(p).is_some_and(|head| head.ends_with('/') || head.is_empty())
+                });
+            if is_plan {
+                f.plan_edits += 1;
+            } else {
+                f.work_edits += 1;
+            }
+            Call::Other
+        }
+        _ => Call::Other,
+    }
+}
+
+/// The newest test and build results, kept raw: only the last of each is ever
+/// judged, so its output is read for failures once, at the end (a long session runs
+/// the tests hundreds of times).
+#[derive(Default)]
+struct Latest {
+    test: Option<(String, bool, String)>,
+    build: Option<(String, bool, String)>,
+}
+
+impl Latest {
+    fn settle(self, f: &mut SessionFacts) {
+        if let Some((command, failed, output)) = self.test {
+            let failures = failure_count(&output);
+            let ok = !failed && failures.unwrap_or(0) == 0 && !output_says_failed(&output);
+            f.last_test = Some(CommandRun { command, ok, failures });
+        }
+        if let Some((command, failed, output)) = self.build {
+            let ok = !failed && !output_says_failed(&output);
+            f.last_build = Some(CommandRun { command, ok, failures: None });
+        }
+    }
+}
+
+fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is_error: bool, output: String) {
+    let failed = is_error || exit_code_nonzero(&output);
+    if failed {
+        f.tool_errors += 1;
+        f.last_error = Some(first_line(&output));
+    }
+    match call {
+        Some(Call::Test(command)) => {
+            f.test_runs += 1;
+            latest.test = Some((command, failed, output));
+        }
+        Some(Call::Build(command)) => latest.build = Some((command, failed, output)),
+        Some(Call::Commit) if !failed => f.commits += 1,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> String {
+        serde_json::json!({"type":"user","message":{"role":"user","content":text},"uuid":"u"}).to_string()
+    }
+
+    fn bash(id: &str, cmd: &str) -> String {
+        serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":id,"name":"Bash","input":{"command":cmd,"description":"run"}}]}})
+        .to_string()
+    }
+
+    fn result(id: &str, is_error: bool, out: &str) -> String {
+        serde_json::json!({"type":"user","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":id,"is_error":is_error,"content":out}]},
+            "toolUseResult":{"stdout":out,"stderr":"","interrupted":false}})
+        .to_string()
+    }
+
+    #[test]
+    fn a_quoted_instruction_inside_a_tool_result_is_not_the_user() {
+        let t = [
+            user("Implement the plan in docs/plans/work.md."),
+            bash("t1", "cat NOTES.md"),
+            result("t1", false, "user: stop after step 1 and wait for my review"),
+        ]
+        .join("\n");
+        let f = read(&t, &["docs/plans/work.md"]);
+        assert_eq!(f.instruction, None);
+        assert_eq!(f.user_turns, 1);
+    }
+
+    #[test]
+    fn instructions_interrupts_and_lifting_them() {
+        let t = [user("Do step 1 of the plan, then stop so I can look."), user("ok")].join("\n");
+        let f = read(&t, &[]);
+        assert_eq!(f.instruction.map(|i| i.kind), Some(InstructionKind::Stop));
+        let t = [user("Only do the parser for now."), user("Looks good, continue with the rest.")].join("\n");
+        assert_eq!(read(&t, &[]).instruction, None);
+        let t = [user("Implement it all and don't stop until the plan is done.")].join("\n");
+        assert_eq!(read(&t, &[]).instruction, None);
+        let interrupted = serde_json::json!({"type":"user","message":{"role":"user","content":[
+            {"type":"text","text":"[Request interrupted by user for tool use]"}]}})
+        .to_string();
+        let f = read(&[user("Refactor the cache."), interrupted.clone()].join("\n"), &[]);
+        assert_eq!(f.instruction.map(|i| i.kind), Some(InstructionKind::Interrupt));
+        let f = read(&[user("Refactor the cache."), interrupted, user("Now rename the module.")].join("\n"), &[]);
+        assert_eq!(f.instruction, None);
+    }
+
+    #[test]
+    fn test_runs_their_status_and_failure_counts() {
+        let t = [
+            bash("a", "cargo test --all"),
+            result("a", true, "Exit code 101\ntest result: FAILED. 10 passed; 2 failed; 0 ignored"),
+            bash("b", "git commit -qm wip"),
+            result("b", false, "[main abc123] wip"),
+            bash("c", "npx jest 2>&1 | tail -5"),
+            result("c", false, "Tests:       3 failed, 41 passed, 44 total"),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!(f.test_runs, 2);
+        assert_eq!(f.commits, 1);
+        assert_eq!(
+            f.last_test,
+            Some(CommandRun { command: "npx jest 2>&1 | tail -5".into(), ok: false, failures: Some(3) })
+        );
+        assert_eq!(f.tool_errors, 1);
+        let ok = [bash("a", "pytest -q"), result("a", false, "52 passed in 1.20s")].join("\n");
+        assert_eq!(read(&ok, &[]).last_test.map(|r| r.ok), Some(true));
+    }
+
+    #[test]
+    fn torn_lines_foreign_entries_and_harness_turns_are_skipped() {
+        let t = [
+            r#"{"type":"summary","summary":"Earlier work","leafUuid":"x"}"#.to_string(),
+            serde_json::json!({"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: stop here"}})
+                .to_string(),
+            serde_json::json!({"type":"user","isCompactSummary":true,"message":{"role":"user",
+                "content":"This session is being continued. The user said: stop after step 1."}})
+            .to_string(),
+            r#"{"type":"system","content":"hook ran"}"#.to_string(),
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."},{"type":"future_block","x":1},7]}}"#.to_string(),
+            r#"{"type":"assistant","message":{"role":"assist"#.to_string(),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!(f.instruction, None);
+        assert_eq!(f.user_turns, 0);
+        assert_eq!(f.last_assistant_text.as_deref(), Some("Done."));
+        assert_eq!(f.skipped, 3, "{f:?}");
+    }
+
+    #[test]
+    fn plan_edits_are_told_from_work_edits() {
+        let edit = |id: &str, path: &str| {
+            serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+                {"type":"tool_use","id":id,"name":"Edit","input":{"file_path":path,"old_string":"- [ ]","new_string":"- [x]"}}]}})
+            .to_string()
+        };
+        let t = [
+            edit("a", "/repo/docs/plans/work.md"),
+            edit("b", "/repo/src/lib.rs"),
+            edit("c", "/repo/xdocs/plans/work.md"),
+        ]
+        .join("\n");
+        let f = read(&t, &["docs/plans/work.md"]);
+        assert_eq!((f.plan_edits, f.work_edits), (1, 2));
+    }
+}
