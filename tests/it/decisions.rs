@@ -216,7 +216,8 @@ fn a_stripe_id_gives_back_its_parts() {
     use premerge::stripe::StripeId;
     let id = StripeId::parse("scan/rust:TRACE-001:0123abcd").unwrap();
     assert_eq!((id.scope(), id.signal(), id.hash()), ("scan/rust", "TRACE-001", "0123abcd"));
-    assert_eq!(id.file_stem(), "scan--rust:TRACE-001:0123abcd");
+    assert_eq!(id.file_stem(), "scan+rust:TRACE-001:0123abcd");
+    assert_eq!(id.legacy_file_stem(), "scan--rust:TRACE-001:0123abcd");
 }
 
 /// Wave numbers are 1-based, as the plan's readers print them (`wave 1`, `wave 2`).
