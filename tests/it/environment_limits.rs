@@ -81,6 +81,12 @@ fn mkfifo(p: &Path) {
 }
 
 /// Open a fix loop whose plan allows `a.py` only (the probe's `open_loop`).
+/// The run directory of the worktree's open loop (a fresh one per loop).
+fn loop_run_dir(r: &TestRepo) -> std::path::PathBuf {
+    let st = r.premerge(&["loop", "status", "--format", "json"]).expect_code(0).json();
+    std::path::PathBuf::from(st["loop"]["run_dir"].as_str().unwrap())
+}
+
 fn open_loop(r: &TestRepo) {
     let f = r.dir.path().join("f.json");
     fs::write(
@@ -175,7 +181,7 @@ fn a_fifo_at_the_event_log_never_hangs_plan() {
     plan.expect_code(0);
     // The plan is written, so the open loop fences with it; the log that could not
     // be written is one warning line naming the FIFO.
-    assert!(r.state_dir().join("run/fix-waves-01.json").is_file());
+    assert!(loop_run_dir(&r).join("fix-waves-01.json").is_file());
     let fifo: Vec<&str> = plan.stderr.lines().filter(|l| l.contains("FIFO")).collect();
     assert_eq!(fifo.len(), 1, "{}", plan.stderr);
     assert!(fifo[0].starts_with("premerge: warning: ") && fifo[0].contains("events.jsonl: is a FIFO"), "{}", fifo[0]);
@@ -208,7 +214,7 @@ fn a_fifo_at_the_event_log_costs_the_log_line_not_the_memories() {
 fn a_fifo_at_the_run_directory_log_never_hangs_a_push() {
     let (r, remote) = setup();
     open_loop(&r);
-    let log = r.state_dir().join("run").join("events.jsonl");
+    let log = loop_run_dir(&r).join("events.jsonl");
     fs::remove_file(&log).unwrap();
     mkfifo(&log);
     r.write("s.txt", "s\n");
@@ -392,6 +398,13 @@ fn status_claims_a_result_only_once_it_is_written() {
     let start = Instant::now();
     while crate::common::file_names(&results).is_empty() {
         assert!(start.elapsed() < Duration::from_secs(60), "no result recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The job records its end after its last result: wait for it, so a loaded machine
+    // cannot show the job still running at the last `status`.
+    let job = r.state_dir().join("background/job.json");
+    while !fs::read_to_string(&job).is_ok_and(|t| t.contains("\"finished_at\":\"2")) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the job never finished");
         std::thread::sleep(Duration::from_millis(20));
     }
     for format in ["text", "json"] {
