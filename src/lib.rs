@@ -25,6 +25,7 @@ pub mod hook;
 pub mod input;
 pub mod install;
 pub mod memory;
+pub(crate) mod overview;
 pub mod report;
 pub mod review;
 pub mod scan;

@@ -83,10 +83,10 @@ pub fn loop_page(title: &str, run_dir: &str, attempts: &[AttemptView]) -> String
 fn card(s: &mut String, v: &AttemptView) {
     let colour = card_colour(v);
     let decision = v.converge.as_deref().unwrap_or("not decided");
-    let _ = write!(
+    let _ = writeln!(
         s,
         "<section class=\"card\" style=\"border-color:{colour}\" id=\"attempt-{nn}\">\
-         <h2>Attempt {nn}<span class=\"badge\" style=\"background:{colour}\">{d}</span></h2>\n",
+         <h2>Attempt {nn}<span class=\"badge\" style=\"background:{colour}\">{d}</span></h2>",
         nn = crate::store::nn(v.attempt),
         d = escape(decision)
     );

@@ -333,6 +333,75 @@ pub(crate) fn read_proposal(path: &Path) -> Result<String, InputError> {
     input::read_text(path, Kind::Artefact)
 }
 
+/// One open proposal with the halts recorded against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PendingHalt {
+    pub stripe: String,
+    /// The open proposal.
+    pub proposal: PathBuf,
+    pub halts: usize,
+    /// `ts` of the newest halt.
+    pub last: String,
+    /// Workflow ids the halts stopped, sorted, deduplicated.
+    pub workflows: Vec<String>,
+}
+
+/// Every pending halt recorded in `events` whose proposal is still open under `root`.
+pub(crate) fn pending_halts(root: &Path, events: &[serde_json::Value]) -> Vec<PendingHalt> {
+    let mut by_file: BTreeMap<String, PendingHalt> = BTreeMap::new();
+    for ev in events {
+        // A shadow-mode halt was decided and logged but never meant to stop anything.
+        if ev.get("kind").and_then(serde_json::Value::as_str) != Some("stripe_repeat_halt")
+            || ev.get("mode").and_then(serde_json::Value::as_str) == Some("shadow")
+        {
+            continue;
+        }
+        let (Some(stripe), Some(existing)) = (
+            ev.get("stripe").and_then(serde_json::Value::as_str),
+            ev.get("existing_proposal_path").and_then(serde_json::Value::as_str),
+        ) else {
+            continue;
+        };
+        let Some(name) = Path::new(existing).file_name().and_then(|n| n.to_str()) else { continue };
+        // The proposal is looked up under this root, or where the halt recorded it (the
+        // proposals of premerge's own signals live under the run directory).
+        let recorded = Path::new(existing);
+        let open = if root.join("open").join(name).is_file() {
+            root.join("open").join(name)
+        } else if recorded.is_absolute()
+            && recorded.parent().and_then(Path::file_name).is_some_and(|d| d == "open")
+            && recorded.is_file()
+        {
+            recorded.to_path_buf()
+        } else {
+            continue;
+        };
+        let entry = by_file.entry(name.to_string()).or_insert_with(|| PendingHalt {
+            stripe: stripe.to_string(),
+            proposal: open,
+            halts: 0,
+            last: String::new(),
+            workflows: Vec::new(),
+        });
+        entry.halts += 1;
+        if let Some(ts) = ev.get("ts").and_then(serde_json::Value::as_str)
+            && ts > entry.last.as_str()
+        {
+            entry.last = ts.to_string();
+        }
+        if let Some(w) = ev.get("halted_workflow_id").and_then(serde_json::Value::as_str) {
+            entry.workflows.push(w.to_string());
+        }
+    }
+    let mut out: Vec<PendingHalt> = by_file.into_values().collect();
+    for p in &mut out {
+        p.workflows.sort();
+        p.workflows.dedup();
+    }
+    out.sort_by(|a, b| (&a.stripe, &a.proposal).cmp(&(&b.stripe, &b.proposal)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

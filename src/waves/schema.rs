@@ -15,7 +15,7 @@ use crate::events::Event;
 use crate::store::run_dir::Classified;
 
 /// Artefact names `premerge schema` accepts.
-pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings", "fix-waves"];
+pub const ARTEFACTS: &[&str] = &["blocked-on", "classified", "events", "findings", "fix-waves", "status"];
 
 /// `blocked-on-NN.json`: what attempt NN's fixers were blocked on. `blocked record`
 /// writes it; the next attempt's `plan --carry-blocked` reads it.
@@ -152,6 +152,7 @@ pub fn schema(artefact: &str) -> Option<Value> {
         "blocked-on" => derived::<BlockedOnFile>(),
         "findings" => findings_input(),
         "events" => derived::<EventsLine>(),
+        "status" => derived::<crate::overview::StatusDoc>(),
         _ => return None,
     };
     let title = match artefact {
@@ -159,6 +160,7 @@ pub fn schema(artefact: &str) -> Option<Value> {
         "classified" => "premerge classified-NN.json: every finding of one attempt, classified",
         "blocked-on" => "premerge blocked-on-NN.json: what attempt NN's fixers were blocked on",
         "findings" => "premerge findings input: lens findings, reviewer findings or SARIF 2.1.0",
+        "status" => "premerge status --format json: the loop, proposals, gate, memories and background job",
         _ => "premerge events.jsonl line",
     };
     Some(merge(body, envelope(artefact, title)))

@@ -163,3 +163,50 @@ fn derived_schemas_refuse_what_the_contract_forbids() {
     let zero = json!({"schema_version": 1, "attempt": 1, "blocked_on": [], "dropped": {"unknown_key": 0}});
     assert!(blocked.check("zero count", &zero).is_err());
 }
+
+/// Issue 28: `premerge status` shows on one screen the open loop (id, attempt, run
+/// directory, fence mode), open proposals and pending halts, the stop gate and the
+/// guard memories, beside the background job; its JSON validates against `premerge
+/// schema status`, empty and full.
+#[test]
+fn status_shows_loop_proposals_gate_and_memories_and_validates() {
+    let r = TestRepo::new();
+    let schema = compiled(&r, "status");
+    let empty = r.premerge(&["status", "--format", "json"]).expect_code(0).json();
+    schema.check("status of a fresh repository", &empty).unwrap();
+    assert_eq!(empty["loop"]["state"], "none");
+    assert_eq!(empty["memories"]["recorded"], 0);
+    assert!(!r.state_dir().join("premerge.db").exists(), "status creates no database");
+    // A widening with its memory, an open loop, a halted stripe.
+    r.write("q.rs", "pub struct Query {\n    pub limit: u8,\n}\n");
+    r.commit_all("base");
+    r.write("q.rs", "pub struct Query {\n    pub limit: u64,\n}\n");
+    r.commit_all("widen");
+    r.premerge(&["scan", "--issue", "5"]).expect_code(0);
+    r.write("f.json", r#"[{"file":"q.rs","line":2,"summary":"s","failure_scenario":"x","severity":"blocker"}]"#);
+    r.premerge(&["plan", "--attempt", "1", "--findings", "f.json"]).expect_code(0);
+    r.write("ev.json", r#"[{"id":"a","rule_id":"R1"}]"#);
+    let emit = ["proposal", "emit", "--scope", "ci", "--signal", "confidence_low_streak", "--evidence", "ev.json"];
+    r.premerge(&emit).expect_code(0);
+    r.premerge(&emit).expect_code(1);
+    let text = r.premerge(&["status"]).expect_code(0).stdout.clone();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("fix loop: loop-") && lines[0].contains("open, attempt 1, run directory "), "{text}");
+    assert!(lines[0].ends_with("fence enforce") || lines[0].contains("fence "), "{text}");
+    assert!(
+        lines[1].starts_with("proposals: 1 open under ") && lines[1].contains("1 stripe halt(s) pending"),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("stop gate: "), "{text}");
+    assert_eq!(lines[3], "guard memories: 1 recorded", "{text}");
+    assert!(lines[4].starts_with("premerge background job: "), "{text}");
+    let full = r.premerge(&["status", "--format", "json"]).expect_code(0).json();
+    schema.check("status with a loop, a halt and a memory", &full).unwrap();
+    assert_eq!((full["loop"]["state"].as_str(), full["loop"]["attempt"].as_u64()), (Some("open"), Some(1)));
+    assert_eq!((full["proposals"]["open"].as_u64(), full["proposals"]["pending_halts"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(full["memories"]["recorded"], 1);
+    // The schema is not vacuous: a document without the loop is refused.
+    let mut broken = full.clone();
+    broken.as_object_mut().unwrap().remove("loop");
+    assert!(schema.check("no loop", &broken).is_err());
+}
