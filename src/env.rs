@@ -1,7 +1,7 @@
 //! The process environment, read once.
 //!
 //! `main` takes one [`Env`] snapshot before any command runs and carries it in the
-//! command context ([`crate::commands::Ctx::env`]); the few functions below the
+//! command context ([`crate::context::Ctx::env`]); the few functions below the
 //! commands that have no context (the run-directory and clock helpers of the store,
 //! opening the repository a hook runs in, the panic hook) read the same snapshot
 //! through [`process`]. No other module reads `std::env` variables (a test in

@@ -180,3 +180,26 @@ fn no_widening_scan_file_is_over_a_thousand_lines() {
         .collect();
     assert!(long.is_empty(), "files in src/widen/ over 1,000 lines: {long:?}");
 }
+
+/// Issue 28: the command context and the configuration loaders live below the commands
+/// (`src/context.rs`); no module under `src/` but `commands/`, `cli.rs`, `main.rs` (and
+/// this test) names `crate::commands`, so the hooks, the scan, the stripes and the gate
+/// never depend on a command.
+#[test]
+fn only_the_command_layer_names_crate_commands() {
+    let mut files = Vec::new();
+    rust_files(src(), &mut files);
+    let mut offenders = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+        if rel.starts_with("commands/") || ["cli.rs", "main.rs", "layering_tests.rs"].contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        if code.iter().any(|l| l.contains("crate::commands")) {
+            offenders.push(rel);
+        }
+    }
+    assert!(offenders.is_empty(), "modules below the commands name crate::commands: {offenders:?}");
+}

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub(crate) mod config_render;
+pub mod context;
 pub mod diff;
 pub mod env;
 pub mod error;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 
-use crate::commands::Ctx;
 use crate::config::Config;
+use crate::context::Ctx;
 use crate::diff::{Diff, EntryKind};
 use crate::git::Repo;
 use crate::input::InputError;

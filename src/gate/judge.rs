@@ -109,7 +109,7 @@ fn judge(
     // database or break the counter's atomicity; it saves an fsync per statement on a
     // hook that runs on every stop.
     let _ = conn.pragma_update(None, "synchronous", "NORMAL");
-    let cfg = match crate::commands::load_config(repo) {
+    let cfg = match crate::context::load_config(repo) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),
     };
@@ -444,7 +444,7 @@ fn call_external(
 pub(crate) fn session_start(cwd: &Path, input: &str) -> Option<String> {
     let p = payload::parse_session_start(input).ok()?;
     let repo = Repo::open_for_command(cwd).ok().or_else(|| Repo::discover(Path::new(p.cwd.as_deref()?)).ok())?;
-    let cfg = crate::commands::load_config(&repo).ok()?;
+    let cfg = crate::context::load_config(&repo).ok()?;
     let conn = repo.state_dir().open_db_within(GATE_DB_BUSY).ok();
     let control = conn.as_ref().and_then(|c| db::control(c).ok()).unwrap_or_default();
     if matches!(switches(&cfg, control), Switches::Killed | Switches::Mode(Mode::Off)) {

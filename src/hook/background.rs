@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::commands::Ctx;
 use crate::config::Config;
+use crate::context::Ctx;
 use crate::diff::{Diff, EntryKind};
 use crate::git::{Detail, Repo};
 use crate::hook::{HookKind, HookRun};
@@ -391,7 +391,7 @@ fn run_entry(cwd: &Path, entry: &Pending) -> JobResult {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         capture(cwd, |c| {
             let repo = c.repo()?;
-            let config = crate::commands::load_config(&repo)?;
+            let config = crate::context::load_config(&repo)?;
             signal_work(c, &config, &work)
         })
     }));

@@ -8,8 +8,8 @@ pub mod stages;
 
 use anyhow::Result;
 
-use crate::commands::Ctx;
 use crate::config::Config;
+use crate::context::Ctx;
 use crate::diff::Diff;
 use crate::git::{PushLine, Repo};
 use crate::stage;

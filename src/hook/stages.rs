@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 
 use super::{HookKind, HookRun};
-use crate::commands::Ctx;
 use crate::config::Mode;
+use crate::context::Ctx;
 use crate::diff::json_path;
 use crate::error::{CmdResult, Exit};
 use crate::input::escape_for_message as esc;

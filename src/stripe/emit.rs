@@ -11,8 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::commands::Ctx;
 use crate::config::{Config, Mode};
+use crate::context::Ctx;
 use crate::error::input_error;
 use crate::git::Repo;
 use crate::store;

@@ -762,7 +762,7 @@ fn loosening_op(
                 // MySQL's DROP FOREIGN KEY says the kind itself.
                 let kind = match op {
                     AlterTableOperation::DropForeignKey { .. } => Some(ConstraintKind::ForeignKey),
-                    _ => kind_by_name(&key),
+                    _ => super::sql_constraints::kind_by_name(&key),
                 };
                 kind.map(|kind| NamedConstraint {
                     kind,
@@ -803,26 +803,6 @@ fn loosening_op(
         }
         AlterTableOperation::DropIndex { name } => dropped_mysql_index(shown, table, name, view, (added, at)),
         _ => None,
-    }
-}
-
-/// PostgreSQL's default constraint names end in `_check`, `_key`, `_pkey`, `_fkey`;
-/// the common hand-written prefixes (`chk_`, `uq_`, `pk_`, `fk_`) say the same.
-fn kind_by_name(name: &str) -> Option<ConstraintKind> {
-    let n = name.to_ascii_lowercase();
-    let has = |suffixes: &[&str], prefixes: &[&str]| {
-        suffixes.iter().any(|s| n.ends_with(s)) || prefixes.iter().any(|p| n.starts_with(p))
-    };
-    if has(&["_check", "_chk"], &["chk_", "ck_", "check_"]) {
-        Some(ConstraintKind::Check)
-    } else if has(&["_pkey"], &["pk_"]) {
-        Some(ConstraintKind::PrimaryKey)
-    } else if has(&["_fkey", "_fk"], &["fk_"]) {
-        Some(ConstraintKind::ForeignKey)
-    } else if has(&["_key", "_unique", "_uniq", "_uk"], &["uq_", "uk_", "unique_"]) {
-        Some(ConstraintKind::Unique)
-    } else {
-        None
     }
 }
 

@@ -373,3 +373,23 @@ pub(super) fn dropped_primary_key(
     let before = old.map_or_else(|| "PRIMARY KEY".to_string(), |o| o.text);
     Some(finding(RuleId::SqlPrimaryKeyDropped, shown, line, &before, "DROP PRIMARY KEY"))
 }
+
+/// PostgreSQL's default constraint names end in `_check`, `_key`, `_pkey`, `_fkey`;
+/// the common hand-written prefixes (`chk_`, `uq_`, `pk_`, `fk_`) say the same.
+pub(super) fn kind_by_name(name: &str) -> Option<ConstraintKind> {
+    let n = name.to_ascii_lowercase();
+    let has = |suffixes: &[&str], prefixes: &[&str]| {
+        suffixes.iter().any(|s| n.ends_with(s)) || prefixes.iter().any(|p| n.starts_with(p))
+    };
+    if has(&["_check", "_chk"], &["chk_", "ck_", "check_"]) {
+        Some(ConstraintKind::Check)
+    } else if has(&["_pkey"], &["pk_"]) {
+        Some(ConstraintKind::PrimaryKey)
+    } else if has(&["_fkey", "_fk"], &["fk_"]) {
+        Some(ConstraintKind::ForeignKey)
+    } else if has(&["_key", "_unique", "_uniq", "_uk"], &["uq_", "uk_", "unique_"]) {
+        Some(ConstraintKind::Unique)
+    } else {
+        None
+    }
+}
