@@ -361,6 +361,17 @@ fn markdown_views_escape_agent_text_and_the_comment_is_pinned() {
     assert_text_snapshot("report_formats_hostile_attempt_comment", &[r.dir.path()], c);
     assert_text_snapshot("report_formats_hostile_waves_markdown", &[r.dir.path()], &waves.stdout);
 
+    // Rendered as GitHub renders a comment (GFM: tables, autolinks of bare URLs and
+    // `www.`, raw HTML passed through): no link, image, tag or mention comes out.
+    for (what, md) in [("comment", c.as_str()), ("waves", waves.stdout.as_str())] {
+        let html = gfm_html(md);
+        for raw in ["<a ", "<img", "<script", "<b>", "href="] {
+            assert!(!html.contains(raw), "{what}: {raw:?} in the rendered HTML:\n{html}");
+        }
+        assert!(html.contains("<table>"), "{what}: the waves are a table:\n{html}");
+        assert!(html.contains("&lt;img src=https:"), "{what}: the tag is text:\n{html}");
+    }
+
     // The JSON view carries the same facts, unescaped (JSON escapes its own way).
     let j = r.premerge(&["show", "attempt", "2", "--run-dir", rd, "--format", "json"]);
     let v = j.expect_code(0).json();
@@ -413,4 +424,17 @@ fn seams_reports_a_copied_block_as_sarif_and_an_annotation() {
         gh.stdout
     );
     assert_eq!(gh.stdout.lines().count(), 1);
+}
+
+/// Markdown to HTML as GitHub renders a comment: GitHub Flavored Markdown with tables,
+/// strikethrough, task lists and autolinks, raw HTML passed through (GitHub then
+/// sanitises it, but a tag that reached the HTML was a tag the agent wrote).
+fn gfm_html(md: &str) -> String {
+    let mut o = comrak::Options::default();
+    o.extension.table = true;
+    o.extension.strikethrough = true;
+    o.extension.autolink = true;
+    o.extension.tasklist = true;
+    o.render.r#unsafe = true;
+    comrak::markdown_to_html(md, &o)
 }
