@@ -187,13 +187,14 @@ const MANAGER_REMOTE_BRANCH_ENV: &str = "PRE_COMMIT_REMOTE_BRANCH";
 fn fenced_paths(run: &mut HookRun) -> Result<Vec<Vec<u8>>> {
     let HookKind::PrePush { remote, lines, .. } = &run.kind else { return Ok(run.diff.touched_path_bytes()) };
     if let Some(first) = run.ctx.env.non_empty(MANAGER_REMOTE_BRANCH_ENV) {
-        // pre-commit and prek read git's ref lines and pass on the first ref only;
-        // premerge cannot see the others (docs/guide.md, "What the fence judges on a push").
-        writeln!(
-            run.ctx.stderr,
-            "premerge fence: under pre-commit or prek only the first ref of a push reaches premerge ({}): any other ref of this push is not judged; push one ref at a time, or let git run premerge's own pre-push hook (`premerge install`), which pre-commit and prek then chain with every ref",
+        // pre-commit and prek read git's ref lines and pass on the first ref only:
+        // premerge cannot see the others, so while a loop is open it cannot judge the
+        // push, and refuses it (docs/guide.md, "What the fence judges on a push").
+        return Err(PushUnseen(format!(
+            "under pre-commit or prek only the first ref of a push reaches premerge ({}), so the other refs cannot be judged; run `premerge install` (premerge then runs as the manager's legacy hook, which gets every ref), or PREMERGE=0 for this push",
             esc(first)
-        )?;
+        ))
+        .into());
     }
     let paths = run.repo.fence_paths(remote, lines).map_err(|e| PushUnseen(e.to_string()))?;
     Ok(paths.total())
