@@ -265,6 +265,20 @@ pub fn write_exec(path: &Path, text: &str) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A repository whose first commit holds `files`, pushed to a bare remote `origin`,
+/// with premerge's hooks installed: the start of every fix-loop push test.
+pub fn installed_clone(files: &[(&str, &str)]) -> (TestRepo, PathBuf) {
+    let repo = TestRepo::new();
+    for (p, c) in files {
+        repo.write(p, c);
+    }
+    repo.commit_all("base");
+    let remote = repo.add_bare_remote("origin");
+    repo.git(&["push", "-q", "origin", "main"]);
+    repo.premerge(&["install"]).expect_code(0);
+    (repo, remote)
+}
+
 /// A repository with one commit and a bare remote `origin` in the same temp dir.
 pub fn repo_with_remote() -> (TestRepo, PathBuf) {
     let r = TestRepo::new();

@@ -24,14 +24,7 @@ struct Lx {
 
 impl Lx {
     fn new(files: &[(&str, &str)]) -> Lx {
-        let repo = TestRepo::new();
-        for (p, c) in files {
-            repo.write(p, c);
-        }
-        repo.commit_all("base");
-        let remote = repo.add_bare_remote("origin");
-        repo.git(&["push", "-q", "origin", "main"]);
-        repo.premerge(&["install"]).expect_code(0);
+        let (repo, remote) = crate::common::installed_clone(files);
         let run = repo.dir.path().join("run");
         Lx { repo, remote, run }
     }

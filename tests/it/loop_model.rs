@@ -18,14 +18,7 @@ struct Clone {
 }
 
 fn clone_with(files: &[(&str, &str)]) -> Clone {
-    let repo = TestRepo::new();
-    for (p, c) in files {
-        repo.write(p, c);
-    }
-    repo.commit_all("base");
-    let remote = repo.add_bare_remote("origin");
-    repo.git(&["push", "-q", "origin", "main"]);
-    repo.premerge(&["install"]).expect_code(0);
+    let (repo, remote) = crate::common::installed_clone(files);
     Clone { repo, remote }
 }
 
