@@ -78,11 +78,7 @@ pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, Detec
         return Ok(Vec::new());
     }
     let lang: tree_sitter::Language = tree_sitter_go::LANGUAGE.into();
-    let inventory = |src: &str| -> Option<BTreeMap<String, Field>> {
-        let tree = super::syntax::with_parser(&lang, |p| p.parse(src, None)).flatten()?;
-        (!tree.root_node().has_error()).then(|| fields(tree.root_node(), src))
-    };
-    let (Some(old), Some(new)) = (inventory(before), inventory(after)) else {
+    let Some((old, new)) = super::syntax::both_versions(&lang, before, after, fields) else {
         return Ok(Vec::new());
     };
     Ok(compare(&old, &new))

@@ -180,6 +180,22 @@ pub(in crate::widen) fn edit_between(a: &str, b: &str) -> tree_sitter::InputEdit
     }
 }
 
+/// What `read` takes from each of two versions, each parsed with `lang`; `None` when
+/// either does not parse cleanly (the language's own detector reports the error). The
+/// declared-constraint passes (zod, Go tags) compare two such inventories.
+pub(in crate::widen) fn both_versions<T>(
+    lang: &tree_sitter::Language,
+    before: &str,
+    after: &str,
+    read: impl Fn(tree_sitter::Node, &str) -> T,
+) -> Option<(T, T)> {
+    let one = |src: &str| -> Option<T> {
+        let tree = with_parser(lang, |p| p.parse(src, None)).flatten()?;
+        (!tree.root_node().has_error()).then(|| read(tree.root_node(), src))
+    };
+    Some((one(before)?, one(after)?))
+}
+
 /// `f` with a parser for `lang`, taken from this thread's own (a parser's buffers
 /// are reused from one file to the next: thousands of small files are parsed in a
 /// large scan). Its included ranges are reset to the whole text before `f`. `None`

@@ -104,11 +104,7 @@ pub(crate) fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFin
         return Ok(Vec::new());
     }
     let lang = Grammar::grammar(&ts::ScriptDetector, path);
-    let inventory = |src: &str| -> Option<Inventory> {
-        let tree = super::syntax::with_parser(&lang, |p| p.parse(src, None)).flatten()?;
-        (!tree.root_node().has_error()).then(|| Inventory::build(tree.root_node(), src))
-    };
-    let (Some(old), Some(new)) = (inventory(before), inventory(after)) else {
+    let Some((old, new)) = super::syntax::both_versions(&lang, before, after, Inventory::build) else {
         return Ok(Vec::new());
     };
     Ok(compare(&old, &new))
