@@ -585,7 +585,7 @@ pub(crate) fn run_known(
         Language::Typescript | Language::Javascript => {
             let found = run_with(&ts::ScriptDetector, path, before, after, parse, known)?;
             // Declared constraints: a pass of their own, only where a file mentions them.
-            also(found, zod::may_hold(before, after).then(|| zod::detect(path, before, after)))
+            also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))
         }
         Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
         Language::Go => {

@@ -23,7 +23,7 @@ use tree_sitter::Node;
 
 use super::detector::Grammar;
 use super::syntax::{collapse_whitespace, compact, field, kind_of, line, named_children, strip_parens, text};
-use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity, ts};
+use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity, ts, window};
 
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
 
@@ -99,15 +99,83 @@ pub(crate) fn may_hold(before: &str, after: &str) -> bool {
 
 /// The zod findings of a TypeScript or JavaScript file. A version that does not parse
 /// gives none (the TypeScript detector reports the error).
+#[cfg(test)]
 pub(crate) fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detect_with(path, before, after, false)
+}
+
+/// [`detect`], reading only the declarations the edit touches when `window` allows it
+/// and they stand alone ([`windowed`]): the same findings, for a fraction of the parse.
+pub(crate) fn detect_with(path: &str, before: &str, after: &str, window: bool) -> Result<Vec<RawFinding>, DetectError> {
     if !may_hold(before, after) {
         return Ok(Vec::new());
     }
     let lang = Grammar::grammar(&ts::ScriptDetector, path);
+    if window
+        && !before.is_empty()
+        && let Some(found) = windowed(&lang, path, before, after)
+    {
+        return Ok(found);
+    }
     let Some((old, new)) = super::syntax::both_versions(&lang, before, after, Inventory::build) else {
         return Ok(Vec::new());
     };
     Ok(compare(&old, &new))
+}
+
+/// The findings from the top-level declarations the edit touches (the change window,
+/// [`window::find`]) and the zod imports, parsed alone; `None` (parse both versions
+/// whole) when there is no window, a version's part does not parse cleanly, or a
+/// declaration outside the window could carry the name of a schema inside it.
+///
+/// Why it gives the whole parse's answer: a schema's slots are read from its own
+/// statement and the names zod is imported under, and compared by symbol, slot by
+/// slot. A statement outside the window is the same text in both versions; the zod
+/// imports are parsed with the window in both, so its schemas' slots are equal on both
+/// sides and give no finding. Only a symbol shared between a statement inside and one
+/// outside (a top-level name declared twice) could make the whole parse answer
+/// differently, and that is refused.
+fn windowed(lang: &tree_sitter::Language, path: &str, before: &str, after: &str) -> Option<Vec<RawFinding>> {
+    let lexer = Grammar::window(&ts::ScriptDetector, path)?;
+    let w = window::find(lexer, before, after)?;
+    let new_cuts = window::script_boundaries(after)?;
+    let read = |src: &str, cuts: &[usize], touched: &[std::ops::Range<usize>]| -> Option<Inventory> {
+        let ranges = with_zod_imports(src, cuts, touched);
+        let tree = window::parse_ranges(lang, src, &ranges)?;
+        Some(Inventory::build(tree.root_node(), src))
+    };
+    let old = read(before, &w.old_cuts, &w.old)?;
+    let new = read(after, &new_cuts, &w.new)?;
+    let outside = window::Outside::of(before, &w);
+    let names: BTreeSet<&str> =
+        old.slots.keys().chain(new.slots.keys()).filter(|s| !s.contains('.')).map(String::as_str).collect();
+    if outside.may_declare_any(lexer, &names) {
+        return None;
+    }
+    Some(compare(&old, &new))
+}
+
+/// `touched` (sorted, disjoint ranges of whole declarations) with every declaration
+/// between `cuts` that mentions both `import` and `zod` joined in, sorted and merged:
+/// the names zod goes by must be read with the schemas that use them.
+fn with_zod_imports(src: &str, cuts: &[usize], touched: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+    let mut ranges: Vec<std::ops::Range<usize>> = touched.to_vec();
+    let finder = memchr::memmem::Finder::new(b"zod");
+    for piece in cuts.windows(2) {
+        let text = &src.as_bytes()[piece[0]..piece[1]];
+        if finder.find(text).is_some() && memchr::memmem::find(text, b"import").is_some() {
+            ranges.push(piece[0]..piece[1]);
+        }
+    }
+    ranges.sort_by_key(|r| (r.start, r.end));
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 /// A bound as `.min(3)` or `.positive()` says it.
@@ -629,5 +697,60 @@ mod tests {
     fn files_without_zod_are_not_parsed() {
         assert!(!may_hold("const a = 1;", "const a = 2;"));
         assert_eq!(found("const S = z.string().max(1);", "const S = z.string();"), []);
+    }
+    /// Unrelated declarations around a version, so that the edit's window is a small
+    /// part of the file (the window is not used where it would save little).
+    fn padded(src: &str) -> String {
+        let filler: String = (0..40)
+            .map(|i| format!("export function helper{i}(x: number): number {{\n  return x * {i};\n}}\n\n"))
+            .collect();
+        format!("{filler}{src}\n{filler}")
+    }
+
+    /// The window's answer is the whole parse's, on every zod fixture (padded so that
+    /// the window applies) and on edits made to test its premises: the import that
+    /// names zod changed, a schema outside the window referring to one inside, and a
+    /// name declared both inside and outside (refused, parsed whole).
+    #[test]
+    fn the_window_gives_the_whole_parses_findings() {
+        let mut cases: Vec<(String, String)> = crate::widen::testing::pairs("ts-zod", &["ts"])
+            .into_iter()
+            .filter(|(_, b, a)| !b.is_empty() && !a.is_empty())
+            .map(|(_, b, a)| (padded(&b), padded(&a)))
+            .collect();
+        assert!(cases.len() > 15, "zod fixtures read: {}", cases.len());
+        let alias = "import * as v from \"zod\";\n";
+        cases.push((
+            padded(&format!("{alias}export const A = v.string().max(5);\nexport const B = A.optional();\n")),
+            padded(&format!("{alias}export const A = v.string().max(9);\nexport const B = A.optional();\n")),
+        ));
+        cases.push((
+            padded("import { z as zz } from \"zod\";\nexport const A = zz.string().max(5);\n"),
+            padded("import { z as yy } from \"zod\";\nexport const A = yy.string();\n"),
+        ));
+        cases.push((
+            padded("import { z } from \"zod\";\nconst A = z.string().max(5);\nexport function f() {}\nconst A = z.number();\n"),
+            padded("import { z } from \"zod\";\nconst A = z.string().max(5);\nexport function f() { return 1; }\nconst A = z.string();\n"),
+        ));
+        let mut windowed_cases = 0;
+        for (before, after) in &cases {
+            let lang = Grammar::grammar(&ts::ScriptDetector, "src/a.ts");
+            let whole = detect_with("src/a.ts", before, after, false).unwrap();
+            let through = detect_with("src/a.ts", before, after, true).unwrap();
+            assert_eq!(through, whole, "before:\n{before}\nafter:\n{after}");
+            windowed_cases += usize::from(windowed(&lang, "src/a.ts", before, after).is_some());
+        }
+        // Most cases take the window (a fixture whose versions do not parse, or the
+        // duplicate name, do not).
+        assert!(windowed_cases * 4 >= cases.len() * 3, "{windowed_cases} of {} windowed", cases.len());
+        let dup = cases.last().unwrap();
+        let lang = Grammar::grammar(&ts::ScriptDetector, "src/a.ts");
+        assert_eq!(windowed(&lang, "src/a.ts", &dup.0, &dup.1), None, "a name declared twice is parsed whole");
+        let renamed = &cases[cases.len() - 2];
+        assert_eq!(
+            detect_with("src/a.ts", &renamed.0, &renamed.1, true).unwrap().iter().map(|f| f.rule).collect::<Vec<_>>(),
+            [RuleId::TsZodBoundLoosened],
+            "zod's new import name is read with the window"
+        );
     }
 }
