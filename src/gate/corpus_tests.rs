@@ -326,3 +326,44 @@ fn sessions_heldout_agreement() {
 const HELDOUT_AGREEMENT_PERMILLE: usize = 1000;
 /// The held-out ceiling of the share of legitimate stops blocked since the fix (0 of 33).
 const HELDOUT_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
+
+/// The second held-out set's directory: written blind to the rules on 2026-12-01 while
+/// they were being changed, and never used to change one.
+const HELDOUT_2_DIR: &str = "tests/fixtures/gate/sessions-heldout-2";
+/// At least this many scenarios, as issue 29 asks of a held-out set.
+const HELDOUT_2_MIN_SCENARIOS: usize = 60;
+/// At least this many legitimate stops, so "at most one legitimate stop in 30 blocked"
+/// can be measured on the set at all.
+const HELDOUT_2_MIN_LEGIT: usize = 30;
+
+/// The second held-out set parses and renders: every scenario has a known directive,
+/// a verdict, a kind and a final message, ids are unique, and its transcript reads
+/// back with the final message as the last assistant text. It judges nothing: the
+/// set is measured once, after the rules freeze, so no rule is tuned to it.
+#[test]
+fn sessions_heldout_2_parses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HELDOUT_2_DIR);
+    let mut files: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut all = Vec::new();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "txt")) {
+        all.extend(parse(&f.display().to_string(), &std::fs::read_to_string(f).unwrap()));
+    }
+    let mut ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+    ids.sort_unstable();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "held-out 2: scenario ids must be unique");
+    for s in &all {
+        assert!(s.lines.iter().any(|(k, _)| k == "user"), "{}: no user turn", s.id);
+        let (jsonl, transcript_commits) = render(s);
+        let ev = evidence(s, transcript_commits);
+        let plans: Vec<&str> = ev.plan_files.iter().map(|p| p.path.as_str()).collect();
+        let facts = session::read(&jsonl, &plans);
+        assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
+    }
+    let legit = all.iter().filter(|s| !s.block).count();
+    eprintln!("held-out 2: {} scenarios ({} halfway, {legit} legitimate)", all.len(), all.len() - legit);
+    assert!(all.len() >= HELDOUT_2_MIN_SCENARIOS, "{} scenarios", all.len());
+    assert!(legit >= HELDOUT_2_MIN_LEGIT, "{legit} legitimate stops");
+}
