@@ -13,21 +13,29 @@
 #
 #   premerge scan --base C~1 --head C --no-memory --format json   (PREMERGE_SCAN_CACHE=0)
 #
-# and its findings are matched to the labels of corpus/declared/labels.tsv:
+# and its findings are matched to the labels of corpus/declared/labels.tsv (given by
+# reading each diff, before any scan):
 # - a loosening is found when a finding of the same commit, in the same path, either
-#   names the field (the last dot-separated segment of the finding's symbol equals the
-#   last segment of the label's field, case-insensitively) or lies on a changed line of
-#   that path (either side of the diff) whose text contains that last segment;
+#   names the field (the last segment of the finding's symbol, split at `.` and `/`
+#   and unquoted, equals the last segment of the label's field, case-insensitively) or
+#   lies on a changed line of that path (either side of the diff) whose text contains
+#   that last segment;
 # - a finding matching no label is false (every finding on a commit labelled `none`
-#   is false).
-# Prints recall and precision per language, per family and overall, then every miss
-# and every false finding, one line each, in byte order. Findings are attributed to a
-# language by their file's extension and to a family by the label they match (a false
-# finding by its rule's name, "other" when the name says nothing).
+#   is false), unless corpus/declared/adjudicated.tsv, the reading of the diff where
+#   such a finding pointed (done after a scan, and marked so), holds a loosening it
+#   matches the same way: it is then counted apart, as "true after the scan". Those
+#   later labels never count as loosenings for recall.
+# Prints recall and precision per language, per family and overall (precision both
+# with the first labels alone and with the later reading), then every miss, every
+# finding judged true after the scan and every false finding, one line each, in byte
+# order. Findings are attributed to a language by their file's extension and to a
+# family by the label they match (a false finding by its rule's name, "other" when the
+# name says nothing). A commit whose objects the snapshot lacks (git cannot diff it)
+# is skipped and named.
 #
 # CORPUS_FINDINGS_OUT=FILE also writes every finding as one tab-separated line;
-# CORPUS_LABELS=FILE reads another labels file of the same columns.
-# Needs git and python3. Exit status: 0 when every scan ran, 1 otherwise.
+# CORPUS_LABELS=FILE and CORPUS_ADJUDICATED=FILE read other files of the same columns.
+# Needs git and python3. Exit status: 0 when every scan ran (skips aside), 1 otherwise.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -42,10 +50,11 @@ trap 'rm -rf "$WORK"' EXIT
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null
 export PREMERGE_SCAN_CACHE=0 PREMERGE_INVARIANT_MEMORY=0
 
-python3 - "$BIN" "$MIRRORS" "$WORK" "${CORPUS_LABELS:-$ROOT/corpus/declared/labels.tsv}" <<'PY'
+python3 - "$BIN" "$MIRRORS" "$WORK" "${CORPUS_LABELS:-$ROOT/corpus/declared/labels.tsv}" \
+    "${CORPUS_ADJUDICATED:-$ROOT/corpus/declared/adjudicated.tsv}" <<'PY'
 import collections, json, os, re, subprocess, sys
 
-binary, mirrors, work, labels_path = sys.argv[1:5]
+binary, mirrors, work, labels_path, adjudicated_path = sys.argv[1:6]
 EXT_LANG = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "typescript",
             ".mts": "typescript", ".go": "go", ".rs": "rust", ".prisma": "prisma", ".sql": "sql"}
 # A false finding has no label to give it a family; its rule's name usually says it.
@@ -69,20 +78,30 @@ def lang_of(path):
     return EXT_LANG.get(os.path.splitext(path)[1], "other")
 
 def last(s):
-    return s.rsplit(".", 1)[-1].strip().lower()
+    # The last segment of a dotted symbol or a JSON pointer, unquoted:
+    # `Form.name`, `#/definitions/Req/properties/name`, `users."users_email_key"`.
+    return re.split(r"[./]", s)[-1].strip().strip('"`[]').lower()
 
-labels = []
-with open(labels_path, encoding="utf-8") as f:
-    header = f.readline().rstrip("\n").split("\t")
-    for line in f:
-        row = dict(zip(header, line.rstrip("\n").split("\t")))
-        labels.append(row)
+def read_labels(path):
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            rows.append(dict(zip(header, line.rstrip("\n").split("\t"))))
+    return rows
+
+labels = read_labels(labels_path)
+# Labels given after a scan, by reading the diff where a finding pointed that the
+# first reading had not labelled: they can turn a finding true, never add a
+# loosening to the recall count (they exist only where a finding was).
+adjudicated = [r for r in (read_labels(adjudicated_path) if os.path.exists(adjudicated_path) else [])
+               if r["family"] != "none"]
 by_commit = collections.defaultdict(list)
 for row in labels:
     by_commit[(row["repo"], row["commit"])].append(row)
 
 env = dict(os.environ)
-failures, findings = [], []
+failures, findings, skipped, skipped_ids = [], [], [], set()
 for repo in sorted({r for r, _ in by_commit}, key=lambda s: s.encode()):
     src = os.path.join(mirrors, repo.replace("/", "+"), "repo")
     if not os.path.isdir(src):
@@ -91,6 +110,13 @@ for repo in sorted({r for r, _ in by_commit}, key=lambda s: s.encode()):
     subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", src, dst], check=True, env=env)
     commits = sorted(c for r, c in by_commit if r == repo)
     for c in commits:
+        # A snapshot may lack some objects (the store leaves out files of 4 MiB and
+        # more); a commit git itself cannot diff is skipped and named, as the sweep does.
+        q = subprocess.run(["git", "diff", "--quiet", "-M", c + "~1", c], cwd=dst, capture_output=True, env=env)
+        if q.returncode not in (0, 1):
+            skipped.append("%s %s" % (repo, c[:12]))
+            skipped_ids.add((repo, c))
+            continue
         r = subprocess.run([binary, "scan", "--base", c + "~1", "--head", c, "--no-memory", "--format", "json"],
                            cwd=dst, capture_output=True, text=True, env=env)
         if r.returncode != 0 or "panicked" in r.stderr:
@@ -127,50 +153,60 @@ for repo in sorted({r for r, _ in by_commit}, key=lambda s: s.encode()):
 
 found = set()  # ids of labels found
 rows_out = []
-true_f, false_f = [], []
+true_f, late_f, false_f = [], [], []
 for repo, c, fd, changed in findings:
     path, sym, line = fd.get("file", ""), fd.get("symbol", ""), fd.get("line", 0)
-    matched = []
-    for i, lab in enumerate(labels):
+    def matches(lab):
         if lab["repo"] != repo or lab["commit"] != c or lab["family"] == "none" or lab["path"] != path:
-            continue
+            return False
         field = last(lab["field"])
-        if last(sym) == field or any(n == line and field in t for n, t in changed.get(path, [])):
-            matched.append(i)
+        return last(sym) == field or any(n == line and field in t for n, t in changed.get(path, []))
+    matched = [i for i, lab in enumerate(labels) if matches(lab)]
+    late = [lab for lab in adjudicated if matches(lab)]
     rec = (repo, c, path, line, fd.get("rule", ""), sym)
     if matched:
         found.update(matched)
         true_f.append((rec, labels[matched[0]]["family"]))
+        verdict = "true"
+    elif late:
+        late_f.append((rec, late[0]["family"]))
+        verdict = "true-adjudicated"
     else:
         false_f.append((rec, rule_family(fd.get("rule", ""))))
-    rows_out.append("\t".join([repo, c, path, str(line), fd.get("rule", ""), sym,
-                               "true" if matched else "false"]))
+        verdict = "false"
+    rows_out.append("\t".join([repo, c, path, str(line), fd.get("rule", ""), sym, verdict]))
 
-pos = [i for i, lab in enumerate(labels) if lab["family"] != "none"]
+# Loosenings of a skipped commit are neither found nor missed.
+pos = [i for i, lab in enumerate(labels)
+       if lab["family"] != "none" and (lab["repo"], lab["commit"]) not in skipped_ids]
 def table(title, key_label, key_true, key_false):
-    groups = sorted({key_label(labels[i]) for i in pos} | {key_true(t) for t in true_f} |
+    groups = sorted({key_label(labels[i]) for i in pos} | {key_true(t) for t in true_f + late_f} |
                     {key_false(f) for f in false_f}, key=lambda s: s.encode())
-    print("| %s | loosenings | found | recall | findings | true | false | precision |" % title)
-    print("|---|---|---|---|---|---|---|---|")
-    tot = [0, 0, 0, 0]
+    # precision counts only the labels given before the scan as true; the last
+    # column also counts the findings the later reading judged true.
+    print("| %s | loosenings | found | recall | findings | true | true after the scan | false | precision | precision with the later reading |" % title)
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    tot = [0, 0, 0, 0, 0]
     for g in groups + ["all"]:
         if g == "all":
-            n, k, t, fl = tot
+            n, k, t, lt, fl = tot
         else:
             n = sum(1 for i in pos if key_label(labels[i]) == g)
             k = sum(1 for i in pos if key_label(labels[i]) == g and i in found)
             t = sum(1 for x in true_f if key_true(x) == g)
+            lt = sum(1 for x in late_f if key_true(x) == g)
             fl = sum(1 for x in false_f if key_false(x) == g)
-            tot = [tot[0] + n, tot[1] + k, tot[2] + t, tot[3] + fl]
-        rec = "%d%%" % round(100 * k / n) if n else "-"
-        prec = "%d%%" % round(100 * t / (t + fl)) if t + fl else "-"
-        print("| %s | %d | %d | %s | %d | %d | %d | %s |" % (g, n, k, rec, t + fl, t, fl, prec))
+            tot = [tot[0] + n, tot[1] + k, tot[2] + t, tot[3] + lt, tot[4] + fl]
+        pct = lambda a, b: "%d%%" % round(100 * a / b) if b else "-"
+        print("| %s | %d | %d | %s | %d | %d | %d | %d | %s | %s |"
+              % (g, n, k, pct(k, n), t + lt + fl, t, lt, fl, pct(t, t + lt + fl), pct(t + lt, t + lt + fl)))
     print()
 
 ncommits = len(by_commit)
 npos = len({(labels[i]["repo"], labels[i]["commit"]) for i in pos})
 print("corpus: %d labelled commits (%d with a loosening, %d without) in %d repositories; %d loosenings"
       % (ncommits, npos, ncommits - npos, len({r for r, _ in by_commit}), len(pos)))
+print("scanned: %d commits, %d skipped (objects missing from the snapshot)" % (ncommits - len(skipped_ids), len(skipped_ids)))
 print()
 table("language", lambda l: l["language"], lambda x: lang_of(x[0][2]), lambda x: lang_of(x[0][2]))
 table("family", lambda l: l["family"], lambda x: x[1], lambda x: x[1])
@@ -179,10 +215,16 @@ for line in sorted(("miss %s %s %s %s (%s): %s" % (labels[i]["repo"], labels[i][
                     labels[i]["field"], labels[i]["family"], labels[i]["reason"]) for i in pos if i not in found),
                    key=lambda s: s.encode()):
     print(line)
+print("findings judged true after the scan:")
+for line in sorted(("late %s %s %s:%d %s %s" % (r[0], r[1][:12], r[2], r[3], r[4], r[5]) for r, _ in late_f),
+                   key=lambda s: s.encode()):
+    print(line)
 print("false findings:")
 for line in sorted(("false %s %s %s:%d %s %s" % (r[0], r[1][:12], r[2], r[3], r[4], r[5]) for r, _ in false_f),
                    key=lambda s: s.encode()):
     print(line)
+for line in skipped:
+    print("skipped (objects missing from the snapshot) " + line)
 for line in failures:
     print("failed " + line)
 if os.environ.get("CORPUS_FINDINGS_OUT"):
