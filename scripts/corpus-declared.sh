@@ -112,8 +112,10 @@ for repo in sorted({r for r, _ in by_commit}, key=lambda s: s.encode()):
     for c in commits:
         # A snapshot may lack some objects (the store leaves out files of 4 MiB and
         # more); a commit git itself cannot diff is skipped and named, as the sweep does.
-        q = subprocess.run(["git", "diff", "--quiet", "-M", c + "~1", c], cwd=dst, capture_output=True, env=env)
-        if q.returncode not in (0, 1):
+        # `-p`, not `--quiet`: the quiet form compares ids and never reads a blob.
+        q = subprocess.run(["git", "diff", "-p", "-M", "--no-ext-diff", "--no-textconv", c + "~1", c],
+                           cwd=dst, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        if q.returncode != 0:
             skipped.append("%s %s" % (repo, c[:12]))
             skipped_ids.add((repo, c))
             continue
