@@ -64,7 +64,7 @@ RULE_FAMILY = [("class-validator", "class-validator"), ("zod", "zod"), ("yup", "
                ("django-migration", "django-migration"), ("django", "django-field"),
                ("alembic", "alembic"), ("sqlalchemy", "sqlalchemy"),
                ("marshmallow", "marshmallow"), ("attrs", "attrs"), ("prisma", "prisma"),
-               ("openapi", "openapi"), ("serde", "serde"), ("validator", "validator-crate"),
+               ("openapi", "openapi"), ("schema-", "openapi"), ("serde", "serde"), ("validator", "validator-crate"),
                ("go-tag", "go-tag"), ("ozzo", "ozzo"), ("sql-", "sql"),
                ("early-return", "early-return")]
 
