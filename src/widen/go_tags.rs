@@ -106,6 +106,10 @@ struct Field {
     oneof: Option<BTreeSet<String>>,
     /// Every other rule, by its text (`email`, `startswith=ab`).
     checks: BTreeSet<String>,
+    /// The validation keys' values as written, to find them under another key.
+    values: Vec<String>,
+    /// The whole tag, for [`not_input`] and [`moved_to_another_key`].
+    tag: String,
 }
 
 /// Every struct field with a validation tag, by `Type.Field`.
@@ -156,16 +160,17 @@ fn fields(root: Node, src: &str) -> BTreeMap<String, Field> {
     out
 }
 
-/// The value of `key` in a struct tag, as `reflect.StructTag.Lookup` finds it
-/// (`key:"value"` pairs separated by spaces; escapes inside the value kept as written,
-/// which no validation rule uses).
-fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
+/// Every `key:"value"` pair of a struct tag, in order, as `reflect.StructTag.Lookup`
+/// reads them (pairs separated by spaces; escapes inside a value kept as written, which
+/// no validation rule uses); reading stops at the first malformed pair, as it does.
+fn pairs(tag: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
     let mut rest = tag.trim_matches('`');
     loop {
         rest = rest.trim_start();
-        let colon = rest.find(':')?;
+        let Some(colon) = rest.find(':') else { return out };
         let name = &rest[..colon];
-        let after = rest[colon + 1..].strip_prefix('"')?;
+        let Some(after) = rest[colon + 1..].strip_prefix('"') else { return out };
         // The closing quote: the first one not escaped.
         let mut end = None;
         let mut escaped = false;
@@ -179,12 +184,39 @@ fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
                 _ => escaped = false,
             }
         }
-        let end = end?;
-        if name == key {
-            return Some(&after[..end]);
-        }
+        let Some(end) = end else { return out };
+        out.push((name, &after[..end]));
         rest = &after[end + 1..];
     }
+}
+
+/// The value of `key` in a struct tag, as `reflect.StructTag.Lookup` finds it.
+fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
+    pairs(tag).into_iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+/// The keys by which a request binder (encoding/json, gin's form, query, URI and header
+/// binding, XML, YAML) fills a field from input.
+const INPUT_KEYS: &[&str] = &["json", "form", "query", "uri", "header", "xml", "yaml", "params"];
+
+/// Whether a field's tag takes it out of every input: `json:"-"` and no other binding
+/// key that still names it. Such a field is set by the server, so its validation no
+/// longer guards input and removing it loosens nothing.
+fn not_input(tag: &str) -> bool {
+    let bound: Vec<(&str, &str)> = pairs(tag).into_iter().filter(|(k, _)| INPUT_KEYS.contains(k)).collect();
+    bound.iter().any(|(k, v)| *k == "json" && *v == "-") && bound.iter().all(|(_, v)| *v == "-")
+}
+
+/// Whether the rules of `old` (a field's validation values) stand, every one, under
+/// another key of `tag`: the field moved to another validator's tag (`binding:"required"`
+/// to `vd:"required"`), which these rules do not read, so they do not judge it.
+fn moved_to_another_key(old: &[String], tag: &str) -> bool {
+    let old: BTreeSet<&str> = old.iter().flat_map(|v| v.split(',')).map(str::trim).filter(|r| !r.is_empty()).collect();
+    !old.is_empty()
+        && pairs(tag).into_iter().filter(|(k, _)| !KEYS.contains(k) && !INPUT_KEYS.contains(k)).any(|(_, v)| {
+            let there: BTreeSet<&str> = v.split(',').map(str::trim).collect();
+            old.is_subset(&there)
+        })
 }
 
 /// A field's validation rules from its tag (none when it has no validation key).
@@ -193,6 +225,8 @@ fn read_tag(tag: &str, line: u32) -> Field {
     let mut f = Field {
         line,
         shown: collapse_whitespace(&values.iter().map(|(k, v)| format!("{k}:\"{v}\"")).collect::<Vec<_>>().join(" ")),
+        values: values.iter().map(|(_, v)| v.to_string()).collect(),
+        tag: tag.to_string(),
         ..Field::default()
     };
     for (_, value) in values {
@@ -248,7 +282,16 @@ fn compare(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> Vec<
                 in_test: false,
             });
         };
-        if (b.required && !a.required) || (!b.omitempty && a.omitempty) {
+        // A field taken out of the input, or whose rules now stand under another
+        // validator's key, is not judged.
+        if not_input(&a.tag) || moved_to_another_key(&b.values, &a.tag) {
+            continue;
+        }
+        // `omitempty` skips the rules after it for an empty value: it loosens only
+        // rules an empty value failed (a field with no rule, or only an upper bound,
+        // took the empty value already).
+        let empty_refused = b.required || b.lower.is_some() || b.oneof.is_some() || !b.checks.is_empty();
+        if (b.required && !a.required) || (!b.omitempty && a.omitempty && empty_refused) {
             push(RuleId::GoTagRequiredRemoved, &b.shown, &a.shown);
         }
         if loosened(&b.lower, &a.lower, true) || loosened(&b.upper, &a.upper, false) {
@@ -296,7 +339,12 @@ mod tests {
 
     #[test]
     fn loosening_and_narrowing() {
-        let src = |tag: &str| format!("package api\n\ntype User struct {{\n\tName string `{tag}`\n}}\n");
+        // `Kept` keeps a validation tag in both versions (the pass's prefilter).
+        let src = |tag: &str| {
+            format!(
+                "package api\n\ntype User struct {{\n\tName string `{tag}`\n\tKept string `validate:\"required\"`\n}}\n"
+            )
+        };
         let rules = |a: &str, b: &str| -> Vec<RuleId> {
             detect(&src(a), &src(b)).unwrap().into_iter().map(|f| f.rule).collect()
         };
@@ -307,5 +355,20 @@ mod tests {
         assert_eq!(rules(r#"validate:"max=128""#, r#"validate:"required,max=64""#), []);
         assert_eq!(rules(r#"validate:"oneof=a b""#, r#"validate:"oneof=a b c""#), [RuleId::GoTagOneofWidened]);
         assert_eq!(rules(r#"validate:"email""#, r#"validate:"url""#), []);
+        // Taken out of the input, moved to another validator's key, or `omitempty`
+        // added where an empty value passed already: nothing loosened.
+        assert_eq!(rules(r#"json:"bio" validate:"omitempty,max=64""#, r#"json:"-""#), []);
+        assert_eq!(
+            rules(r#"json:"id" form:"id" validate:"required""#, r#"json:"-" form:"id""#),
+            [RuleId::GoTagRequiredRemoved]
+        );
+        assert_eq!(rules(r#"json:"name" binding:"required,email""#, r#"json:"name" vd:"required,email""#), []);
+        assert_eq!(
+            rules(r#"json:"name" binding:"required,email""#, r#"json:"name" vd:"required""#),
+            [RuleId::GoTagCheckRemoved, RuleId::GoTagRequiredRemoved]
+        );
+        assert_eq!(rules(r#"json:"bio""#, r#"json:"bio" validate:"omitempty,gt=0,lte=4096""#), []);
+        assert_eq!(rules(r#"validate:"max=64""#, r#"validate:"omitempty,max=64""#), []);
+        assert_eq!(rules(r#"validate:"min=3""#, r#"validate:"omitempty,min=3""#), [RuleId::GoTagRequiredRemoved]);
     }
 }
