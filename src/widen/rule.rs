@@ -64,6 +64,7 @@ rule_ids! {
     TsTypeErased => "ts-type-erased",
     // TypeScript and JavaScript: zod schemas
     TsZodBoundLoosened => "ts-zod-bound-loosened",
+    TsZodCoerceAdded => "ts-zod-coerce-added",
     TsZodEnumWidened => "ts-zod-enum-widened",
     TsZodFormatRemoved => "ts-zod-format-removed",
     TsZodOptionalAdded => "ts-zod-optional-added",

@@ -65,6 +65,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         invariant: "The parsed value was one of a closed set, so every consumer could handle each case.",
     },
     RuleDef {
+        id: RuleId::TsZodCoerceAdded,
+        languages: BOTH,
+        family: Family::TypeErasure,
+        description: "A zod schema starts coercing its input: `z.number()`, `z.date()`, `z.boolean()`... became `z.coerce.number()`..., so any value that converts (a string, `null`, an object with `valueOf`) now passes.",
+        severity: Severity::Medium,
+        message: "{symbol} now converts what it is given before checking it: `{before}` became `{after}`",
+        invariant: "Only a value of the schema's own type passed; nothing was converted on the way in.",
+    },
+    RuleDef {
         id: RuleId::TsZodStrictRemoved,
         languages: BOTH,
         family: Family::MutabilityExposure,
@@ -147,8 +156,7 @@ fn windowed(lang: &tree_sitter::Language, path: &str, before: &str, after: &str)
     let old = read(before, &w.old_cuts, &w.old)?;
     let new = read(after, &new_cuts, &w.new)?;
     let outside = window::Outside::of(before, &w);
-    let names: BTreeSet<&str> =
-        old.slots.keys().chain(new.slots.keys()).filter(|s| !s.contains('.')).map(String::as_str).collect();
+    let names: BTreeSet<&str> = old.slots.keys().chain(new.slots.keys()).filter_map(|s| s.split('.').next()).collect();
     if outside.may_declare_any(lexer, &names) {
         return None;
     }
@@ -205,6 +213,8 @@ struct Slot {
     nullable: bool,
     partial: bool,
     strict: bool,
+    /// `z.coerce.*`: the input is converted before it is checked.
+    coerce: bool,
     /// Refinements: each one's text compacted (to compare) and on one line (to show).
     refinements: Vec<(String, String)>,
 }
@@ -262,25 +272,39 @@ impl Inventory {
         let mut inv = Inventory::default();
         // (symbol, schema node): every top-level `const X = ...`, then each property.
         let mut stack: Vec<(String, Node)> = Vec::new();
+        // Top-level functions (`function POST() {...}`, `const handler = () => {...}`):
+        // the `const`s declared directly in their bodies, as `POST.schema` (route
+        // handlers declare their input schema there).
+        let mut bodies: Vec<(String, Node)> = Vec::new();
         for child in named_children(root) {
             let decl = match kind_of(child) {
                 "export_statement" => field(child, "declaration"),
-                "lexical_declaration" | "variable_declaration" => Some(child),
+                "lexical_declaration" | "variable_declaration" | "function_declaration" => Some(child),
                 _ => None,
             };
+            if let Some(f) = decl.filter(|d| kind_of(*d) == "function_declaration") {
+                if let (Some(name), Some(body)) = (field(f, "name"), field(f, "body")) {
+                    bodies.push((text(name, src).to_string(), body));
+                }
+                continue;
+            }
             let Some(decl) = decl.filter(|d| matches!(kind_of(*d), "lexical_declaration" | "variable_declaration"))
             else {
                 continue;
             };
-            for declarator in named_children(decl) {
-                if kind_of(declarator) != "variable_declarator" {
-                    continue;
+            for (name, value) in declarators(decl, src) {
+                if let Some(body) = function_body(value) {
+                    bodies.push((name.clone(), body));
                 }
-                let (Some(name), Some(value)) = (field(declarator, "name"), field(declarator, "value")) else {
-                    continue;
-                };
-                if kind_of(name) == "identifier" {
-                    stack.push((text(name, src).to_string(), value));
+                stack.push((name, value));
+            }
+        }
+        for (function, body) in bodies {
+            for statement in named_children(body) {
+                if matches!(kind_of(statement), "lexical_declaration" | "variable_declaration") {
+                    for (name, value) in declarators(statement, src) {
+                        stack.push((format!("{function}.{name}"), value));
+                    }
                 }
             }
         }
@@ -298,6 +322,27 @@ impl Inventory {
         }
         inv
     }
+}
+
+/// The `name = value` pairs of a declaration whose name is one identifier.
+fn declarators<'t>(decl: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
+    named_children(decl)
+        .into_iter()
+        .filter(|d| kind_of(*d) == "variable_declarator")
+        .filter_map(|d| Some((field(d, "name")?, field(d, "value")?)))
+        .filter(|(name, _)| kind_of(*name) == "identifier")
+        .map(|(name, value)| (text(name, src).to_string(), value))
+        .collect()
+}
+
+/// The block body of a function expression or arrow function (`None` for an
+/// expression body or anything else).
+fn function_body(value: Node) -> Option<Node> {
+    let value = strip_parens(value);
+    matches!(kind_of(value), "arrow_function" | "function_expression" | "function")
+        .then(|| field(value, "body"))
+        .flatten()
+        .filter(|b| kind_of(*b) == "statement_block")
 }
 
 /// The names zod is imported under (`import { z } from "zod"`, `import * as z from
@@ -349,7 +394,12 @@ fn read_schema<'t>(node: Node<'t>, src: &str, names: &BTreeSet<String>) -> Optio
                     "member_expression" => {
                         let object = strip_parens(field(func, "object")?);
                         let property = text(field(func, "property")?, src).to_string();
-                        let is_base = kind_of(object) == "identifier" && names.contains(text(object, src));
+                        // `z.coerce.number()`: the base, converting its input first.
+                        let coerced = kind_of(object) == "member_expression"
+                            && field(object, "object").is_some_and(|o| names.contains(text(o, src)))
+                            && field(object, "property").is_some_and(|p| text(p, src) == "coerce");
+                        slot.coerce |= coerced;
+                        let is_base = coerced || (kind_of(object) == "identifier" && names.contains(text(object, src)));
                         if !is_base {
                             let part = elide(&src[field(func, "property")?.start_byte()..cur.end_byte()]);
                             methods.push((property, args, format!(".{part}")));
@@ -490,7 +540,9 @@ fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name
     let number = || first.map_or(f64::NAN, |a| number_literal(text(a, src)));
     let bound = |value, exclusive| Some(Bound { value, exclusive });
     match name {
-        "optional" => slot.optional = true,
+        // A default (zod 4's `prefault` too) is what a missing value becomes: the
+        // property may be left out.
+        "optional" | "default" | "prefault" => slot.optional = true,
         "nullable" => slot.nullable = true,
         "nullish" => (slot.optional, slot.nullable) = (true, true),
         "partial" => slot.partial = true,
@@ -612,6 +664,9 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
             if lost && a.formats.is_subset(&b.formats) {
                 push(RuleId::TsZodFormatRemoved, &b.text, &a.text);
             }
+        }
+        if a.coerce && !b.coerce && a.base == b.base {
+            push(RuleId::TsZodCoerceAdded, &b.text, &a.text);
         }
         if b.strict && !a.strict {
             push(RuleId::TsZodStrictRemoved, &b.text, &a.text);
