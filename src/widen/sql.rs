@@ -774,10 +774,14 @@ fn loosening_op(
             let Some(known) = view.constraint(table, &key).or_else(guessed) else {
                 return unknown_constraint_dropped(shown, table, name, op, added);
             };
-            // A constraint whose columns the file drops goes with them.
-            if !known.columns.is_empty()
-                && known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
-            {
+            // A constraint whose columns the file drops goes with them (known by its
+            // definition, or by the name the database gave it).
+            let goes_with_columns = if known.columns.is_empty() {
+                constraints::named_for_dropped_column(&key, view.dropped)
+            } else {
+                known.columns.iter().all(|c| view.dropped.contains(&(table.to_string(), c.clone())))
+            };
+            if goes_with_columns {
                 return None;
             }
             let rule = match known.kind {

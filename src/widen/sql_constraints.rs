@@ -279,6 +279,23 @@ pub(super) fn unknown_constraint_dropped(
     ))
 }
 
+/// The suffixes PostgreSQL and Prisma give a constraint or index named after its table
+/// and one column (`polls_slug_key`, `users_team_id_fkey`), and Laravel's `_unique`.
+const COLUMN_NAMED_SUFFIXES: &[&str] = &["_key", "_fkey", "_unique", "_check", "_idx"];
+
+/// Whether `key`, a constraint or index name with no definition in view, is the name
+/// the database (or Prisma) gives one over a column this migration drops
+/// (`<table>_<column>_key`, case-folded): the constraint goes with its column, which
+/// is what the migration removes (labelled corpus: unique indexes and foreign keys
+/// dropped just before their columns).
+pub(super) fn named_for_dropped_column(key: &str, dropped: &BTreeSet<(String, String)>) -> bool {
+    let key = key.to_ascii_lowercase();
+    dropped.iter().any(|(table, column)| {
+        let stem = format!("{}_{}", table.to_ascii_lowercase(), column.to_ascii_lowercase());
+        key.strip_prefix(&stem).is_some_and(|rest| COLUMN_NAMED_SUFFIXES.contains(&rest))
+    })
+}
+
 /// `DROP INDEX name` (PostgreSQL, SQLite, Prisma's migrations) of an index no earlier
 /// statement shows, reported as a unique index dropped when its name says it is one
 /// (`User_email_key`, `users_email_unique`, `uq_users_email`) and no plain index of
@@ -292,7 +309,11 @@ pub(super) fn guessed_unique_index(
 ) -> Option<RawFinding> {
     let key = index_key(name);
     let plain = view.first.plain_indexes.contains(&key) || view.second.plain_indexes.contains(&key);
-    if plain || !unique_by_name(&key) || added.verdict(None, Some(&key), at, None) == Verdict::Kept {
+    if plain
+        || !unique_by_name(&key)
+        || named_for_dropped_column(&key, view.dropped)
+        || added.verdict(None, Some(&key), at, None) == Verdict::Kept
+    {
         return None;
     }
     let shown = name.0.last().map_or(String::new(), |p| p.to_string());
