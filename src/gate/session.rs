@@ -100,6 +100,12 @@ pub struct SessionFacts {
     pub plan_edits: usize,
     /// The text of the agent's last message with text (its end, bounded like a stop reason).
     pub last_assistant_text: Option<String>,
+    /// Every user turn only asked a question (no request to change anything).
+    pub questions_only: bool,
+    /// Clauses of the user's turns that leave something out or take it over ("I'm
+    /// doing the frontend myself", "skip the docs for now"), normalised; an open plan
+    /// step they name is the user's, not the agent's (`builtin`).
+    pub left_to_user: Vec<String>,
 }
 
 impl SessionFacts {
@@ -201,8 +207,16 @@ struct ToolInput {
 struct ResultText(String);
 
 fn keep_end(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= MAX_TOOL_OUTPUT_CHARS { s.to_string() } else { s.chars().skip(n - MAX_TOOL_OUTPUT_CHARS).collect() }
+    // Found from the end and copied once as a slice: a long session has thousands of
+    // results, and counting and collecting each output char by char was a tenth of a
+    // stop's time on a 10 MB transcript.
+    if s.len() <= MAX_TOOL_OUTPUT_CHARS {
+        return s.to_string();
+    }
+    match s.char_indices().rev().nth(MAX_TOOL_OUTPUT_CHARS - 1) {
+        Some((i, _)) => s[i..].to_string(),
+        None => s.to_string(),
+    }
 }
 
 impl<'de> Deserialize<'de> for ResultText {
@@ -442,6 +456,162 @@ const SCOPE_WORDS: &[&str] = &[
     " just a question",
     " just tell me",
 ];
+/// At most this many clauses that leave work to the user are kept.
+pub const MAX_LEFT_CLAUSES: usize = 64;
+
+/// A clause that leaves something out of the agent's work or takes it over.
+const LEAVE: &[&str] = &[
+    " leave",
+    " skip",
+    " myself",
+    " ill do",
+    " ill handle",
+    " ill take",
+    " ill write",
+    " ill finish",
+    " ill add",
+    " ill deal",
+    " i will do",
+    " i will handle",
+    " i will take",
+    " im doing",
+    " i am doing",
+    " im handling",
+    " im taking",
+    " im working on",
+    " is mine",
+    " are mine",
+    " someone else",
+    " another session",
+    " separately",
+    " out of scope",
+    " not in scope",
+    " not part of",
+    " another pr",
+    " dont do",
+    " do not do",
+    " dont touch",
+    " do not touch",
+    " dont bother",
+    " no need to",
+    " not now",
+    " not yet",
+    " for later",
+    " until later",
+    " tomorrow",
+    " next week",
+];
+
+/// A whole turn that is a question for information: it ends with `?`, opens with a
+/// question word, and holds no other sentence (no request next to it). "Can you ...?"
+/// and "Could you ...?" are requests, not questions.
+fn is_question_only(t: &str) -> bool {
+    const OPENERS: &[&str] = &[
+        "where", "what", "whats", "why", "how", "hows", "which", "who", "when", "is", "are", "does", "do", "did",
+        "was", "were", "has", "have", "any", "quick",
+    ];
+    let t = t.trim();
+    let body = t.trim_end_matches('?');
+    let first = norm(t);
+    let first = first.split(' ').find(|w| !w.is_empty()).unwrap_or("");
+    t.ends_with('?')
+        && OPENERS.contains(&first)
+        && !body.contains('?')
+        && !body.contains(". ")
+        && !body.contains("! ")
+        && !body.contains('\n')
+}
+
+/// A scope limit in words the lists do not hold, by its structure (`s` normalised):
+/// a restricting adverb where an instruction starts ("please only handle ...", "for
+/// now just ..."), "keep" with a word of smallness ("keep this minimal"), or a
+/// negated change of everything ("don't modify any files", "no code changes yet").
+/// A sentence that widens the work ("just do the whole plan") limits nothing.
+fn restricts_scope(s: &str) -> bool {
+    const WIDENING: &[&str] =
+        &[" whole", " entire", " everything", " all of", " all the", " every ", " the rest", " remaining"];
+    const LEADS: &[&str] = &[
+        "", "please", "pls", "you", "can", "could", "would", "will", "should", "to", "now", "so", "ok", "okay", "then",
+        "but", "and", "today", "time", "session", "first", "must", "may",
+    ];
+    const NOT_AFTER: &[&str] = &[
+        "now", "a", "wanted", "want", "need", "needs", "curious", "noticed", "saw", "got", "like", "as", "because",
+        "in", "if", "when", "one", "once", "after", "before", "run", "ran", "re", "happened", "fails", "failed",
+        "broke",
+    ];
+    const SMALL: &[&str] = &[
+        "minimal",
+        "minimum",
+        "small",
+        "smaller",
+        "short",
+        "shorter",
+        "brief",
+        "focused",
+        "tight",
+        "narrow",
+        "lean",
+        "simple",
+        "light",
+        "tiny",
+        "limited",
+        "contained",
+        "scoped",
+        "surgical",
+    ];
+    const CHANGE: &[&str] = &[
+        "change",
+        "changes",
+        "changing",
+        "modify",
+        "modifying",
+        "touch",
+        "touching",
+        "edit",
+        "editing",
+        "edits",
+        "write",
+        "writing",
+        "commit",
+        "committing",
+        "alter",
+        "altering",
+        "refactor",
+        "implement",
+        "implementing",
+        "fix",
+        "fixing",
+        "make",
+        "apply",
+        "rewrite",
+    ];
+    const TOTAL: &[&str] = &["anything", "any", "nothing", "code", "files", "file", "thing", "things", "stuff"];
+    if has(s, WIDENING) {
+        return false;
+    }
+    let w: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
+    let restrictive = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "only" | "just" | "solely" | "exclusively")
+            && LEADS.contains(&if i == 0 { "" } else { w[i - 1] })
+            && w.get(i + 1).is_some_and(|next| !NOT_AFTER.contains(next))
+    });
+    let keep_small = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "keep" | "keeping" | "stay") && w[i + 1..].iter().take(4).any(|x| SMALL.contains(x))
+    }) || s.contains(" minimal change")
+        || s.contains(" minimal diff")
+        || s.contains(" smallest possible")
+        || s.contains(" bare minimum");
+    let negated_change = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "dont" | "not" | "without" | "never" | "no")
+            && w[i + 1..].iter().take(3).position(|x| CHANGE.contains(x)).is_some_and(|k| {
+                let after = i + 1 + k + 1;
+                w[after..].iter().take(3).any(|x| TOTAL.contains(x))
+                    || (*word == "no" && matches!(w.get(i + 1 + k), Some(&"changes" | &"edits")))
+            })
+    });
+    restrictive || keep_small || negated_change
+}
+
 /// Negations that turn a stop word around ("dont stop until ...").
 const NEGATED: &[&str] = &[
     " dont stop",
@@ -503,7 +673,7 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
             Some(InstructionKind::Stop)
         } else if has(&s, PAUSE_WORDS) {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) {
+        } else if has(&s, SCOPE_WORDS) || restricts_scope(&s) {
             Some(InstructionKind::Scope)
         } else {
             None
@@ -646,7 +816,7 @@ fn output_says_failed(output: &str) -> bool {
         || output.contains("FAILURES!")
         || output.lines().any(|l| {
             let l = l.trim_start();
-            l.starts_with("FAILED") || l.starts_with("FAIL ") || l.starts_with("--- FAIL")
+            l.starts_with("FAILED") || l.starts_with("FAIL ") || l.starts_with("--- FAIL") || l.starts_with("not ok ")
         })
 }
 
@@ -655,6 +825,8 @@ enum Call {
     Test(String),
     Build(String),
     Commit,
+    /// Another shell command: a test run when its output has a runner's shape.
+    Shell(String),
     Other,
 }
 
@@ -668,6 +840,10 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
     let mut latest = Latest::default();
     for line in jsonl.lines() {
         if line.trim().is_empty() {
+            continue;
+        }
+        if is_quiet_result(line, &pending) {
+            f.entries += 1;
             continue;
         }
         let Ok(entry) = serde_json::from_str::<Entry>(line) else {
@@ -719,7 +895,10 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
                         "tool_use" => {
                             f.tool_calls += 1;
                             let call = tool_use(&mut f, b.name.as_deref(), b.input.unwrap_or_default(), plan_paths);
+                            // Only the calls whose result is read wait for it; any other
+                            // result counts only when it is an error.
                             if let Some(id) = b.id
+                                && !matches!(call, Call::Other)
                                 && pending.len() < MAX_PENDING_CALLS
                             {
                                 pending.insert(id, call);
@@ -740,6 +919,28 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
     f
 }
 
+/// Whether a line is, by a byte search, a successful result of a call whose result is
+/// not read (a file read, a search, an edit): most of a long transcript's bytes, which
+/// need not be parsed. It must carry a tool result, no text block (the user's words),
+/// nothing that looks like an error (`is_error` true, an `Exit code`), and no id of a
+/// call waiting for its result. Anything else is parsed; a wrong guess here only costs
+/// time, never a fact.
+fn is_quiet_result(line: &str, pending: &HashMap<String, Call>) -> bool {
+    line.contains("\"tool_result\"")
+        && !line.contains("\"text\"")
+        && !line.contains("Exit code")
+        && !error_flag_set(line)
+        && !pending.keys().any(|id| line.contains(id.as_str()))
+}
+
+/// Whether any `"is_error"` key of the line is followed by `true` (whitespace allowed).
+fn error_flag_set(line: &str) -> bool {
+    line.match_indices("\"is_error\"").any(|(i, k)| {
+        let rest = line[i + k.len()..].trim_start();
+        rest.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("true"))
+    })
+}
+
 fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &str) {
     let t = text.trim();
     // Harness-written text in a user entry: slash-command wrappers and their output.
@@ -751,7 +952,19 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
-    match instruction_of(t) {
+    f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
+    let go_on = instruction_of(t);
+    if go_on == Some(None) {
+        // "Do the frontend too after all": what was left to the user is the agent's again.
+        f.left_to_user.clear();
+    }
+    for clause in t.split([',', '.', ';', '!', '?', '\n', ':', '(', ')']).flat_map(|c| c.split(" but ")) {
+        let c = norm(clause);
+        if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+            f.left_to_user.push(c);
+        }
+    }
+    match go_on {
         Some(Some(kind)) => *in_force = Some(Instruction { kind, quote: clip(t) }),
         Some(None) => *in_force = None,
         // A new request that says nothing about stopping starts new work: an earlier
@@ -775,6 +988,10 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Commit
             } else if has(&n, BUILD_COMMANDS) {
                 Call::Build(clip(&cmd))
+            } else if looks_like_test_command(&cmd) {
+                Call::Test(clip(&cmd))
+            } else if segments(&cmd).next().is_some() {
+                Call::Shell(clip(&cmd))
             } else {
                 Call::Other
             }
@@ -832,8 +1049,110 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         Some(Call::Build(command)) => latest.build = Some((command, failed, output)),
         Some(Call::Commit) if !failed => f.commits += 1,
+        // A command premerge does not know, judged by what it printed: a runner's
+        // summary ("3 passed, 1 failed", "Ran 12 tests", "not ok 4") makes it a test run.
+        Some(Call::Shell(command)) if looks_like_test_report(&output) => {
+            f.test_runs += 1;
+            latest.test = Some((command, failed, output));
+        }
         _ => {}
     }
+}
+
+/// Programs that only show or search text: a test report they print is an old one.
+const READ_ONLY_PROGRAMS: &[&str] = &[
+    "cat", "less", "more", "head", "tail", "grep", "rg", "ag", "ls", "find", "fd", "sed", "awk", "jq", "git", "echo",
+    "printf", "wc", "diff", "sort", "uniq", "tree", "stat", "file", "which", "type", "man", "bat", "cut", "tr",
+];
+/// Wrappers before the program that runs (`npx playwright test`, `uv run ward`).
+const WRAPPERS: &[&str] = &[
+    "sudo", "time", "env", "nice", "npx", "bunx", "pnpx", "exec", "run", "uv", "poetry", "pipenv", "hatch", "pdm",
+    "bundle", "yarn", "pnpm", "npm", "bun", "deno", "python", "python3", "node", "sh", "bash", "m", "dotnet",
+    "timeout", "xvfb", "docker", "compose", "podman", "kubectl", "nix", "develop", "c", "script", "task", "just",
+];
+/// Words naming a test run, as a program, a subcommand or a script's name.
+const TEST_NAME_PARTS: &[&str] = &["test", "tests", "spec", "specs", "e2e", "integration", "acceptance", "smoke"];
+
+/// Whether a shell command runs tests by its own words: in any `&&`/`;` segment
+/// whose program is not a read-only one, a program or subcommand named like a test
+/// run (`bin/run-tests`, `npm run test:e2e`, `ward test`, `./scripts/e2e.sh`), not
+/// a path argument of another command.
+fn looks_like_test_command(cmd: &str) -> bool {
+    segments(cmd).any(|words| {
+        // The program and its first two non-option words (`ward test`, `run test:e2e`).
+        words.iter().filter(|w| !w.starts_with('-')).take(3).enumerate().any(|(k, w)| {
+            // A later word with a path is an argument (`mytool tests/data.json`).
+            if k > 0 && (w.contains('/') || w.contains('.')) {
+                return false;
+            }
+            let base = w.rsplit('/').next().unwrap_or(w);
+            let stem = base.split('.').next().unwrap_or(base);
+            stem.split(['-', '_', ':']).any(|part| TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
+        })
+    })
+}
+
+/// The words of each `&&` / `;` / `||` segment of a command line from its program
+/// on (wrappers, options and variable assignments before it skipped), for segments
+/// whose program changes or runs something: not a read-only program, not a file
+/// operation. Only a pipe's first stage: the later ones read its output.
+fn segments(cmd: &str) -> impl Iterator<Item = Vec<&str>> {
+    cmd.split("&&").flat_map(|c| c.split(';')).flat_map(|c| c.split("||")).filter_map(|segment| {
+        let first = segment.split('|').next().unwrap_or("");
+        let words: Vec<&str> = first.split_whitespace().filter(|w| !w.contains('=') || w.starts_with('-')).collect();
+        let mut i = 0;
+        while i < words.len() && (WRAPPERS.contains(&words[i]) || words[i].starts_with('-') || is_number(words[i])) {
+            i += 1;
+        }
+        let program = words.get(i)?;
+        let base = program.rsplit('/').next().unwrap_or(program);
+        if READ_ONLY_PROGRAMS.contains(&base) || FILE_PROGRAMS.contains(&base) {
+            return None;
+        }
+        Some(words[i..].to_vec())
+    })
+}
+
+/// Programs that move files or install things, never a test run.
+const FILE_PROGRAMS: &[&str] = &[
+    "cd", "mkdir", "touch", "rm", "cp", "mv", "chmod", "chown", "ln", "vim", "vi", "nano", "code", "open", "curl",
+    "wget", "pip", "pip3", "apt", "apt-get", "brew", "install", "tar", "unzip", "gh",
+];
+
+fn is_number(w: &str) -> bool {
+    !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit() || b == b's' || b == b'm')
+}
+
+/// Whether output has the shape of a test runner's summary, whatever the runner: a
+/// count of passed or failed tests, a count of tests with failures, a TAP `ok` /
+/// `not ok` line, or a `PASS` / `FAIL` / `test result:` line.
+fn looks_like_test_report(output: &str) -> bool {
+    const COUNTED: &[&str] = &["passed", "passing", "failed", "failing"];
+    const UNITS: &[&str] =
+        &["tests", "test", "examples", "example", "specs", "spec", "scenarios", "cases", "assertions"];
+    let n = norm(output);
+    let words: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+    let counted = words.windows(2).any(|p| is_count(p[0]) && COUNTED.contains(&p[1]));
+    let units = words.windows(3).any(|p| {
+        (is_count(p[0]) && UNITS.contains(&p[1]) && (is_count(p[2]) || matches!(p[2], "ok" | "passed" | "failed")))
+            || (p[0] == "ran" && is_count(p[1]) && UNITS.contains(&p[2]))
+    });
+    counted
+        || units
+        || output.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("test result:")
+                || l.starts_with("not ok ")
+                || (l.starts_with("ok ") && l[3..].starts_with(|c: char| c.is_ascii_digit()))
+                || l.starts_with("PASS ")
+                || l.starts_with("FAIL ")
+                || l.starts_with("FAILED ")
+                || l.starts_with("Tests:")
+        })
+}
+
+fn is_count(w: &str) -> bool {
+    !w.is_empty() && w.len() <= 7 && w.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]
