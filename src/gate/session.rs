@@ -986,10 +986,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Test(clip(&cmd))
             } else if n.contains(" git commit") {
                 Call::Commit
+            } else if looks_like_test_command(&cmd) {
+                // Before the build words: `make e2e` and `make test-integration`
+                // run tests through a build tool.
+                Call::Test(clip(&cmd))
             } else if has(&n, BUILD_COMMANDS) {
                 Call::Build(clip(&cmd))
-            } else if looks_like_test_command(&cmd) {
-                Call::Test(clip(&cmd))
             } else if segments(&cmd).next().is_some() {
                 Call::Shell(clip(&cmd))
             } else {
@@ -1249,6 +1251,85 @@ mod tests {
         assert_eq!(f.user_turns, 0);
         assert_eq!(f.last_assistant_text.as_deref(), Some("Done."));
         assert_eq!(f.skipped, 3, "{f:?}");
+    }
+
+    #[test]
+    fn scope_limits_by_their_structure() {
+        let scope = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        for t in [
+            "Please only handle the backend part.",
+            "For now, just rename the error type.",
+            "Could you just bump the version?",
+            "Keep this change really small: fix the typo.",
+            "Don't modify any files, explain the retry loop.",
+            "Review it without changing any code.",
+            "Make the smallest possible change.",
+        ] {
+            assert_eq!(scope(t), Some(InstructionKind::Scope), "{t}");
+        }
+        for t in [
+            "Just implement the whole plan.",
+            "I just noticed the endpoint is slow; implement the plan.",
+            "Don't change the public API. Implement the caching layer.",
+            "Implement the plan, it only needs the parser and the evaluator.",
+        ] {
+            assert_eq!(scope(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn questions_only_and_work_left_to_the_user() {
+        assert!(read(&user("How does the consumer retry a message?"), &[]).questions_only);
+        assert!(!read(&user("Can you implement the plan?"), &[]).questions_only);
+        assert!(!read(&user("Why is CI slow? Fix it."), &[]).questions_only);
+        let two = [user("Where is the config read?"), user("Now move it to main.")].join("\n");
+        assert!(!read(&two, &[]).questions_only);
+        let f = read(&user("I'll write the docs myself, do the rest of the plan."), &[]);
+        assert_eq!(f.left_to_user, vec![" ill write the docs myself ".to_string()]);
+        assert_eq!(f.instruction, None);
+    }
+
+    #[test]
+    fn test_runs_known_by_their_words_or_their_output() {
+        let last = |cmd: &str, code: bool, out: &str| {
+            read(&[bash("a", cmd), result("a", code, out)].join("\n"), &[]).last_test.map(|t| (t.command, t.ok))
+        };
+        assert_eq!(
+            last("./scripts/run-tests.sh", true, "3 examples, 1 failure"),
+            Some(("./scripts/run-tests.sh".into(), false))
+        );
+        assert_eq!(last("npm run test:integration", false, "done"), Some(("npm run test:integration".into(), true)));
+        assert_eq!(last("make e2e", true, "FAIL checkout"), Some(("make e2e".into(), false)));
+        assert_eq!(last("bin/check-all", false, "ok 1 - a\nnot ok 2 - b"), Some(("bin/check-all".into(), false)));
+        assert_eq!(last("cat ci.log", false, "2 failed, 118 passed"), None);
+        assert_eq!(last("mkdir -p tests", false, ""), None);
+        assert_eq!(last("rg -n test src", false, "src/a.rs:1: fn test_a()"), None);
+    }
+
+    #[test]
+    fn quiet_results_are_skipped_without_losing_a_fact() {
+        let read_call = serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":"r1","name":"Read","input":{"file_path":"/repo/a.rs"}}]}})
+        .to_string();
+        let t = [
+            bash("t1", "cargo test"),
+            read_call,
+            result("r1", false, "fn main() {}"),
+            result("t1", true, "Exit code 101\ntest result: FAILED. 1 passed; 1 failed"),
+            bash("x", "ls missing"),
+            serde_json::json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"x","is_error": true,"content":"ls: missing: No such file"}]}})
+            .to_string(),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!(f.entries, 6);
+        assert_eq!(f.last_test.map(|r| r.ok), Some(false));
+        assert_eq!((f.tool_errors, f.last_error.as_deref()), (2, Some("ls: missing: No such file")));
+        assert!(is_quiet_result(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"q","content":"x"}]}}"#,
+            &HashMap::new()
+        ));
     }
 
     #[test]
