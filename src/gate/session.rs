@@ -372,6 +372,25 @@ const STOP_WORDS: &[&str] = &[
     " call it a day",
     " wrap up",
     " wrap it up",
+    // Added this round: the end of the session said as an end, not as a stop.
+    " stop before",
+    " stop as soon",
+    " stop right",
+    " stop immediately",
+    " dont go past",
+    " do not go past",
+    " up to step",
+    " as far as step",
+    " until step",
+    " thats all for",
+    " thats it for",
+    " thats all i need",
+    " thats all i wanted",
+    " good enough for now",
+    " good for now",
+    " enough for this session",
+    " leave it there",
+    " leave it at that",
 ];
 const PAUSE_WORDS: &[&str] = &[
     " pause",
@@ -522,14 +541,42 @@ fn is_question_only(t: &str) -> bool {
         && !body.contains('\n')
 }
 
+/// Words that ask for all of the work.
+const WIDENING: &[&str] =
+    &[" whole", " entire", " everything", " all of", " all the", " every ", " the rest", " remaining"];
+
+/// A hand-back in words the lists do not hold, by its structure (`s` normalised):
+/// the user as the subject of the next look ("so I can test it", "then I'll
+/// review", "I want to try it first", "hand it back to me", "for me to check").
+fn hands_back(s: &str) -> bool {
+    const LOOK: &[&str] = &[
+        "review", "look", "check", "test", "try", "verify", "read", "inspect", "approve", "compare", "play", "eyeball",
+        "sanity", "decide", "confirm", "judge", "evaluate", "merge",
+    ];
+    const SUBJECT: &[&str] =
+        &[" i can ", " i could ", " ill ", " i will ", " me to ", " i want to ", " id like to ", " i need to "];
+    s.contains(" back to me")
+        || s.contains(" over to me")
+        || s.contains(" take it from there")
+        || s.contains(" take over from there")
+        || SUBJECT.iter().any(|subj| {
+            s.match_indices(subj).any(|(i, m)| {
+                let next: Vec<&str> = s[i + m.len()..].split(' ').filter(|w| !w.is_empty()).take(4).collect();
+                // "I'll check in later", "I'll check back": the user leaves, the work goes on.
+                next.iter()
+                    .take(3)
+                    .enumerate()
+                    .any(|(k, w)| LOOK.contains(w) && !matches!(next.get(k + 1), Some(&"in" | &"back" | &"on")))
+            })
+        })
+}
+
 /// A scope limit in words the lists do not hold, by its structure (`s` normalised):
 /// a restricting adverb where an instruction starts ("please only handle ...", "for
 /// now just ..."), "keep" with a word of smallness ("keep this minimal"), or a
 /// negated change of everything ("don't modify any files", "no code changes yet").
 /// A sentence that widens the work ("just do the whole plan") limits nothing.
 fn restricts_scope(s: &str) -> bool {
-    const WIDENING: &[&str] =
-        &[" whole", " entire", " everything", " all of", " all the", " every ", " the rest", " remaining"];
     const LEADS: &[&str] = &[
         "", "please", "pls", "you", "can", "could", "would", "will", "should", "to", "now", "so", "ok", "okay", "then",
         "but", "and", "today", "time", "session", "first", "must", "may",
@@ -662,6 +709,9 @@ const GO_ON: &[&str] = &[
 fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
     let mut found = None;
     let mut go_on = false;
+    // A turn that asks for all of the work ("do the whole plan; I'll test it after")
+    // gives no structural limit in any of its sentences.
+    let widened = has(&norm(text), WIDENING);
     // Sentence by sentence: "Implement the parser. Then stop." has its stop in the second.
     for sentence in text.split(['.', '!', '?', ';', '\n']) {
         let s = norm(sentence);
@@ -671,9 +721,9 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
         }
         let kind = if has(&s, STOP_WORDS) {
             Some(InstructionKind::Stop)
-        } else if has(&s, PAUSE_WORDS) {
+        } else if has(&s, PAUSE_WORDS) || (!widened && hands_back(&s)) {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) || restricts_scope(&s) {
+        } else if has(&s, SCOPE_WORDS) || (!widened && restricts_scope(&s)) {
             Some(InstructionKind::Scope)
         } else {
             None
@@ -1275,6 +1325,17 @@ mod tests {
         ] {
             assert_eq!(scope(t), None, "{t}");
         }
+    }
+
+    #[test]
+    fn hand_backs_and_ends_by_their_structure() {
+        let kind = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        assert_eq!(kind("Add it, then hand it back to me so I can test it."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Draft the migration and then I'll look it over."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Do the CSV parser; that's all I need for now."), Some(InstructionKind::Stop));
+        assert_eq!(kind("Implement the caching plan. I'll check back in an hour."), None);
+        assert_eq!(kind("Build the export so I can use it in the demo."), None);
+        assert_eq!(kind("Do the whole plan; I'll test it after."), None);
     }
 
     #[test]
