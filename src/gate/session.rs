@@ -156,6 +156,34 @@ struct Entry {
     is_compact_summary: bool,
     #[serde(default)]
     message: Option<Message>,
+    /// Codex CLI's rollout lines (`type: response_item`) carry their item here.
+    #[serde(default)]
+    payload: Option<CodexItem>,
+}
+
+/// One item of a Codex CLI rollout (`~/.codex/sessions/.../rollout-*.jsonl`): a
+/// message (`role` user or assistant, `input_text` / `output_text` blocks), a tool
+/// call (`function_call` with JSON `arguments`, `custom_tool_call` with a patch as
+/// `input`) or its output (`function_call_output`, `custom_tool_call_output`),
+/// paired by `call_id`.
+#[derive(Deserialize)]
+struct CodexItem {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    input: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    output: Option<ResultText>,
 }
 
 #[derive(Deserialize)]
@@ -901,6 +929,24 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
             continue;
         };
         f.entries += 1;
+        if entry.kind.as_deref() == Some("event_msg") {
+            // Codex CLI's events repeat the response items, but for one: a turn the
+            // user aborted is an interrupt.
+            match entry.payload {
+                Some(p) if p.kind == "turn_aborted" => {
+                    in_force = Some(Instruction { kind: InstructionKind::Interrupt, quote: "turn aborted".into() });
+                }
+                _ => f.skipped += 1,
+            }
+            continue;
+        }
+        if entry.kind.as_deref() == Some("response_item") {
+            match entry.payload {
+                Some(item) => codex_item(&mut f, &mut pending, &mut in_force, &mut latest, item, plan_paths),
+                None => f.skipped += 1,
+            }
+            continue;
+        }
         let Some(msg) = entry.message else {
             f.skipped += 1;
             continue;
@@ -989,6 +1035,121 @@ fn error_flag_set(line: &str) -> bool {
         let rest = line[i + k.len()..].trim_start();
         rest.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("true"))
     })
+}
+
+/// One Codex rollout item into the same facts as a Claude Code entry.
+fn codex_item(
+    f: &mut SessionFacts,
+    pending: &mut HashMap<String, Call>,
+    in_force: &mut Option<Instruction>,
+    latest: &mut Latest,
+    item: CodexItem,
+    plan_paths: &[&str],
+) {
+    let texts = |c: Option<Content>| -> Vec<String> {
+        match c {
+            Some(Content::Text(t)) => vec![t],
+            Some(Content::Blocks(b)) => b.into_iter().filter_map(|b| b.text).collect(),
+            None => Vec::new(),
+        }
+    };
+    let mut wait = |f: &mut SessionFacts, id: Option<String>, call: Call| {
+        f.tool_calls += 1;
+        if let Some(id) = id
+            && !matches!(call, Call::Other)
+            && pending.len() < MAX_PENDING_CALLS
+        {
+            pending.insert(id, call);
+        }
+    };
+    match (item.kind.as_str(), item.role.as_deref()) {
+        ("message", Some("user")) => {
+            for t in texts(item.content) {
+                // Codex writes its environment and the AGENTS.md instructions as user
+                // messages in tags: the harness's, not the user's.
+                let trimmed = t.trim_start();
+                if !trimmed.starts_with('<') && !trimmed.starts_with("# AGENTS.md") {
+                    user_text(f, in_force, &t);
+                }
+            }
+        }
+        ("message", Some("assistant")) => {
+            let text: Vec<String> = texts(item.content).into_iter().filter(|t| !t.trim().is_empty()).collect();
+            if !text.is_empty() {
+                f.last_assistant_text = Some(super::payload::bound_reason(&text.join("\n")));
+            }
+        }
+        ("function_call" | "custom_tool_call", _) => {
+            let name = item.name.as_deref().unwrap_or("");
+            let patch = item.input.or_else(|| {
+                let v: serde_json::Value = serde_json::from_str(item.arguments.as_deref()?).ok()?;
+                v.get("input").and_then(|i| i.as_str()).map(str::to_string)
+            });
+            if name == "apply_patch" {
+                for path in patch.as_deref().map(patched_paths).unwrap_or_default() {
+                    let input = ToolInput { file_path: Some(path), ..ToolInput::default() };
+                    tool_use(f, Some("Edit"), input, plan_paths);
+                }
+                wait(f, item.call_id, Call::Other);
+            } else {
+                let command = item.arguments.as_deref().and_then(codex_command);
+                let call = tool_use(f, Some("Bash"), ToolInput { command, ..ToolInput::default() }, plan_paths);
+                wait(f, item.call_id, call);
+            }
+        }
+        ("function_call_output" | "custom_tool_call_output", _) => {
+            let call = item.call_id.as_deref().and_then(|id| pending.remove(id));
+            let (failed, output) = codex_output(item.output.map(|o| o.0).unwrap_or_default());
+            tool_result(f, latest, call, failed, output);
+        }
+        _ => f.skipped += 1,
+    }
+}
+
+/// The command line of a Codex shell call's arguments: `command` as an argv (`["bash",
+/// "-lc", "cargo test"]`: the script) or a string, or `cmd`.
+fn codex_command(arguments: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let c = v.get("command").or_else(|| v.get("cmd"))?;
+    if let Some(s) = c.as_str() {
+        return Some(s.to_string());
+    }
+    let argv: Vec<&str> = c.as_array()?.iter().filter_map(|a| a.as_str()).collect();
+    let shell = argv.first().is_some_and(|p| matches!(p.rsplit('/').next(), Some("bash" | "sh" | "zsh")));
+    match argv.as_slice() {
+        [_, flag, script, ..] if shell && flag.starts_with('-') && flag.ends_with('c') => Some((*script).to_string()),
+        _ => Some(argv.join(" ")),
+    }
+}
+
+/// A Codex tool output: a JSON text `{"output": ..., "metadata": {"exit_code": N}}`,
+/// or plain text that may say `Exit code: N` or `Process exited with code N`. Returns
+/// whether it failed and its text.
+fn codex_output(raw: String) -> (bool, String) {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw)
+        && let Some(out) = v.get("output").and_then(|o| o.as_str())
+    {
+        let code = v.pointer("/metadata/exit_code").and_then(serde_json::Value::as_i64).unwrap_or(0);
+        return (code != 0, keep_end(out));
+    }
+    let failed = raw.lines().take(4).any(|l| {
+        let l = l.trim();
+        let code = l.strip_prefix("Exit code:").or_else(|| l.strip_prefix("Process exited with code"));
+        code.is_some_and(|c| c.trim().parse::<i64>().is_ok_and(|n| n != 0))
+    });
+    (failed, raw)
+}
+
+/// The files a patch in Codex's `apply_patch` format adds, updates or deletes.
+fn patched_paths(patch: &str) -> Vec<String> {
+    patch
+        .lines()
+        .filter_map(|l| {
+            ["*** Update File: ", "*** Add File: ", "*** Delete File: "].iter().find_map(|p| l.strip_prefix(p))
+        })
+        .map(|p| p.trim().to_string())
+        .take(MAX_PENDING_CALLS)
+        .collect()
 }
 
 fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &str) {
