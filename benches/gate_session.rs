@@ -101,6 +101,18 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
     sorted[((sorted.len() * p).div_ceil(100)).saturating_sub(1).min(sorted.len() - 1)]
 }
 
+/// CPU time (user + system) used by this process's waited-for children so far: the
+/// difference around one run is that run's CPU time, which a loaded machine does not
+/// inflate the way it inflates wall time.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a pointer to a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
@@ -145,6 +157,7 @@ fn main() {
     );
 
     let run = |args: &[&str], stdin: &[u8]| {
+        let c0 = children_cpu();
         let t0 = Instant::now();
         let mut child = Command::new(bin)
             .args(args)
@@ -157,21 +170,28 @@ fn main() {
             .unwrap();
         child.stdin.take().unwrap().write_all(stdin).unwrap();
         let out = child.wait_with_output().unwrap();
-        (t0.elapsed(), out.stdout)
+        (t0.elapsed(), out.stdout, children_cpu().saturating_sub(c0))
     };
     let mut evals = Vec::new();
     let mut floor = Vec::new();
+    let mut eval_cpu = Vec::new();
+    let mut floor_cpu = Vec::new();
     // Alternating with the `--version` floor, so both see the same machine load.
     for i in 0..RUNS {
         let payload = json!({"session_id": format!("bench-{i}"), "transcript_path": path, "cwd": repo,
             "hook_event_name": "Stop", "stop_hook_active": false});
-        let (t, out) = run(&["gate", "evaluate"], payload.to_string().as_bytes());
+        let (t, out, cpu) = run(&["gate", "evaluate"], payload.to_string().as_bytes());
         assert!(!out.is_empty(), "run {i} was not blocked: the benchmark did not take the full path");
         evals.push(t);
-        floor.push(run(&["--version"], b"").0);
+        eval_cpu.push(cpu);
+        let (t, _, cpu) = run(&["--version"], b"");
+        floor.push(t);
+        floor_cpu.push(cpu);
     }
     evals.sort();
     floor.sort();
+    eval_cpu.sort();
+    floor_cpu.sort();
     println!(
         "gate evaluate end to end, 10 MB transcript, {RUNS} runs: p50 {}, p99 {}, max {} (`--version` floor p50 {}, p99 {})",
         ms(percentile(&evals, 50)),
@@ -179,5 +199,12 @@ fn main() {
         ms(*evals.last().unwrap()),
         ms(percentile(&floor, 50)),
         ms(percentile(&floor, 99)),
+    );
+    println!(
+        "CPU time (user + system) per run: gate evaluate p50 {}, p99 {}; `--version` p50 {}; load average {}",
+        ms(percentile(&eval_cpu, 50)),
+        ms(percentile(&eval_cpu, 99)),
+        ms(percentile(&floor_cpu, 50)),
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').take(3).collect::<Vec<_>>().join(" "),
     );
 }

@@ -75,9 +75,18 @@ fn durable_plans(ev: &Evidence) -> Vec<&PlanArtefact> {
 pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Option<&SessionFacts>) -> Verdict {
     let Some(f) = facts else { return decide(stop_reason, evidence) };
     let cont = continuation(evidence);
+    let text = stop_reason.filter(|r| !r.trim().is_empty());
+    // A scope limit holds the work the user asked for; a completion claim for it
+    // while the last test run failed is not that work finished ("just make the tests
+    // pass" is a softener as often as a limit), so the facts decide then.
+    let scope_unfinished = f.instruction.as_ref().is_some_and(|i| i.kind == InstructionKind::Scope)
+        && f.last_test.as_ref().is_some_and(|t| !t.ok)
+        && text.is_some_and(|t| {
+            reasons::read(t, None).reason == Some(Reason::Completion) || reasons::claims(t).tests_pass
+        });
     // 1. The user's own instruction, read from the user's turns (never from a tool
     //    result that quotes one), is the strongest reason to stop.
-    if let Some(i) = &f.instruction {
+    if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished) {
         let rule = match i.kind {
             // The work the user asked for in this session ends here.
             InstructionKind::Stop | InstructionKind::Scope => Rule::LegitCompletion,
@@ -86,7 +95,15 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         };
         return allow_like(rule, &format!("user instruction ({}): \"{}\"", i.kind.as_str(), i.quote));
     }
-    let Some(text) = stop_reason.filter(|r| !r.trim().is_empty()) else {
+    // The user only asked questions and nothing was changed: answering them is the
+    // whole task, whatever the plan still holds.
+    if f.questions_only && f.work_edits == 0 && f.commits == 0 && f.plan_edits == 0 {
+        return allow_like(
+            Rule::LegitCompletion,
+            "the user's turns only ask questions and nothing was changed: the answer is the task",
+        );
+    }
+    let Some(text) = text else {
         return allow_like(Rule::AmbiguousInsufficientSignal, "no stop reason available");
     };
     let reading = reasons::read(text, evidence.uncommitted.map(|n| n > 0));
@@ -95,16 +112,22 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     let claims = reasons::claims(text);
     let plans = durable_plans(evidence);
+    // Open steps the user named as theirs or left out ("I'm doing the frontend
+    // myself") are not the agent's to finish.
+    let users: usize = plans.iter().flat_map(|p| p.unchecked_steps.iter()).filter(|s| left_to_user(s, f)).count();
     let open_now: usize = plans.iter().map(|p| p.unchecked_count).sum();
     let open_at_head: usize = plans.iter().map(|p| p.head_unchecked_count).sum();
     // Steps checked in the work tree (or by an edit of the plan) while nothing else
     // was worked on: the checks are not evidence of work.
     let checked_without_work = (open_at_head > open_now || f.plan_edits > 0) && !f.did_work();
-    let open = if checked_without_work { open_now.max(open_at_head) } else { open_now };
+    let open = if checked_without_work { open_now.max(open_at_head) } else { open_now.saturating_sub(users) };
     let test_failed = f.last_test.as_ref().filter(|t| !t.ok);
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
     let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
-    let facts_line = f.summary();
+    let facts_line = match users {
+        0 => f.summary(),
+        n => format!("{}; {n} open step(s) the user left out or took over", f.summary()),
+    };
     // 2. A claimed instruction the transcript does not hold.
     if claims.user_instruction {
         return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
@@ -160,6 +183,26 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         "no legitimate reason to stop"
     };
     refuse(cont, guard, &facts_line)
+}
+
+/// Words too common in plan steps to tie a user's clause to one.
+const STEP_STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "from", "into", "that", "this", "then", "them", "add", "use", "make", "step", "steps",
+    "plan", "new", "all", "its", "our", "your", "part", "parts", "work", "code", "file", "files", "also", "more",
+    "some", "update", "out", "not", "now", "later", "myself", "leave", "skip", "doing", "will", "ill", "handle",
+    "take",
+];
+
+/// Whether an open step is named by a clause of the user's that leaves it out or
+/// takes it over: a content word of the step (three letters or more, not a common
+/// one, a final `s` ignored) is a word of the clause.
+fn left_to_user(step: &str, f: &SessionFacts) -> bool {
+    let stem = |w: &str| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string();
+    let words: Vec<String> =
+        reasons::norm(step).split(' ').filter(|w| w.len() >= 3 && !STEP_STOPWORDS.contains(w)).map(stem).collect();
+    f.left_to_user.iter().any(|clause| {
+        clause.split(' ').filter(|w| w.len() >= 3 && !STEP_STOPWORDS.contains(w)).any(|w| words.contains(&stem(w)))
+    })
 }
 
 /// Why a completion claim does not hold, if it does not.

@@ -26,6 +26,7 @@
 //! interrupt:                                   (`[Request interrupted by user]`)
 //! meta: <harness text>   compact: <summary>
 //! final: <the agent's final message>
+//! shape: codex                                 (a Codex CLI rollout; default: Claude Code)
 //! ```
 
 use serde_json::json;
@@ -49,6 +50,8 @@ struct Scenario {
     uncommitted: usize,
     lines: Vec<(String, String)>,
     final_msg: String,
+    /// `codex`: the session is rendered as a Codex CLI rollout, not Claude Code JSONL.
+    codex: bool,
 }
 
 fn plan_markdown(spec: &str) -> String {
@@ -94,6 +97,13 @@ fn parse(file: &str, text: &str) -> Vec<Scenario> {
             "commits" => s.commits = Some(value.parse().unwrap()),
             "uncommitted" => s.uncommitted = value.parse().unwrap(),
             "final" => s.final_msg = value,
+            "shape" => {
+                s.codex = match value.as_str() {
+                    "codex" => true,
+                    "claude" => false,
+                    v => panic!("{file}:{}: shape {v}", n + 1),
+                }
+            }
             "user" | "say" | "bash" | "edit" | "write" | "read" | "interrupt" | "meta" | "compact" => {
                 s.lines.push((key.to_string(), value))
             }
@@ -199,6 +209,106 @@ fn render(s: &Scenario) -> (String, usize) {
     (text, commits)
 }
 
+/// The scenario's session as Codex CLI records it (a rollout): one
+/// `{"timestamp","type","payload"}` object per line, the session's metadata and
+/// environment first, user and assistant `message` items, shell calls as
+/// `function_call` (an argv under `bash -lc`) with a `function_call_output` holding
+/// the output and exit code as JSON text, edits as `apply_patch` custom tool calls,
+/// an abort as a `turn_aborted` event, and `event_msg` copies of the messages.
+fn render_codex(s: &Scenario) -> (String, usize) {
+    let mut out = Vec::new();
+    let mut commits = 0;
+    let line = |i: usize, kind: &str, payload: serde_json::Value| json!({"timestamp": format!("2026-12-01T09:{:02}:{:02}.000Z", i / 60 % 60, i % 60), "type": kind, "payload": payload});
+    out.push(line(
+        0,
+        "session_meta",
+        json!({"id": "s-corpus", "cwd": "/repo", "originator": "codex_cli_rs", "cli_version": "0.63.0"}),
+    ));
+    out.push(line(1, "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text",
+        "text": "<environment_context>\n  <cwd>/repo</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"}]})));
+    let mut call = 0;
+    for (key, value) in &s.lines {
+        let i = out.len();
+        match key.as_str() {
+            "user" => {
+                out.push(line(
+                    i,
+                    "response_item",
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}),
+                ));
+                out.push(line(i + 1, "event_msg", json!({"type": "user_message", "message": value, "kind": "plain"})));
+                out.push(line(
+                    i + 2,
+                    "turn_context",
+                    json!({"cwd": "/repo", "approval_policy": "on-request", "model": "gpt-5-codex"}),
+                ));
+            }
+            "interrupt" => out.push(line(i, "event_msg", json!({"type": "turn_aborted", "reason": "interrupted"}))),
+            "meta" => out.push(line(i, "event_msg", json!({"type": "agent_reasoning", "text": value}))),
+            "compact" => out.push(line(i, "compacted", json!({"message": value}))),
+            "say" => {
+                out.push(line(i, "response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": value}]})));
+                out.push(line(i + 1, "event_msg", json!({"type": "agent_message", "message": value})));
+            }
+            "bash" | "read" => {
+                call += 1;
+                let id = format!("call_{call:04}");
+                let (cmd, code, output) = if key == "bash" {
+                    let (cmd, rest) = value.split_once("=>").unwrap_or((value, ""));
+                    let (code, output) = rest.split_once('|').unwrap_or((rest, ""));
+                    let code: i32 = code.trim().parse().unwrap_or(0);
+                    if code == 0 && cmd.contains("git commit") {
+                        commits += 1;
+                    }
+                    (cmd.trim().to_string(), code, output.trim().replace("\\n", "\n"))
+                } else {
+                    (format!("sed -n '1,200p' {value}"), 0, "contents".to_string())
+                };
+                let args =
+                    json!({"command": ["bash", "-lc", cmd], "workdir": "/repo", "timeout_ms": 120000}).to_string();
+                out.push(line(
+                    i,
+                    "response_item",
+                    json!({"type": "function_call", "name": "shell", "arguments": args, "call_id": id}),
+                ));
+                let result =
+                    json!({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.4}}).to_string();
+                out.push(line(
+                    i + 1,
+                    "response_item",
+                    json!({"type": "function_call_output", "call_id": id, "output": result}),
+                ));
+            }
+            "edit" | "write" => {
+                call += 1;
+                let id = format!("call_{call:04}");
+                let verb = if key == "edit" { "Update" } else { "Add" };
+                let patch = format!("*** Begin Patch\n*** {verb} File: {value}\n@@\n-a\n+b\n*** End Patch\n");
+                out.push(line(i, "response_item", json!({"type": "custom_tool_call", "name": "apply_patch", "input": patch, "call_id": id, "status": "completed"})));
+                let mark = if key == "edit" { "M" } else { "A" };
+                out.push(line(
+                    i + 1,
+                    "response_item",
+                    json!({"type": "custom_tool_call_output", "call_id": id,
+                    "output": format!("Success. Updated the following files:\n{mark} {value}\n")}),
+                ));
+            }
+            _ => unreachable!(),
+        }
+    }
+    let i = out.len();
+    out.push(line(
+        i,
+        "response_item",
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": s.final_msg}]}),
+    ));
+    out.push(line(i + 1, "event_msg", json!({"type": "task_complete", "last_agent_message": s.final_msg})));
+    let mut text: String = out.iter().map(|v| format!("{v}\n")).collect();
+    // A rollout may be read while Codex appends to it.
+    text.push_str(r#"{"timestamp":"2026-12-01T10:00:00.000Z","type":"event_msg","payload":{"type":"token_co"#);
+    (text, commits)
+}
+
 fn evidence(s: &Scenario, transcript_commits: usize) -> Evidence {
     let commits = s.commits.unwrap_or(transcript_commits);
     let mut ev = Evidence {
@@ -249,7 +359,7 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
     let mut legit_blocked = 0;
     let legit = all.iter().filter(|s| !s.block).count();
     for s in &all {
-        let (jsonl, transcript_commits) = render(s);
+        let (jsonl, transcript_commits) = if s.codex { render_codex(s) } else { render(s) };
         let ev = evidence(s, transcript_commits);
         let plans: Vec<&str> = ev.plan_files.iter().map(|p| p.path.as_str()).collect();
         let facts = session::read(&jsonl, &plans);
@@ -297,12 +407,12 @@ fn sessions_corpus_agreement() {
     );
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (202 of 202), in tenths of a
-/// percent. The rules were written against this set, so its figure is an upper
+/// The corpus floor: docs/gate.md's measured agreement (249 of 249 this round), in
+/// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 102).
+/// states it (0 of 127).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change

@@ -47,8 +47,9 @@ pub struct StopPayload {
     /// True when this stop follows a continuation a Stop hook already forced.
     #[serde(default)]
     pub stop_hook_active: bool,
-    /// Newer Claude Code versions send the final message directly.
-    #[serde(default)]
+    /// Newer Claude Code versions and Codex CLI's Stop hook send the final message
+    /// directly; Gemini CLI's `AfterAgent` hook sends it as `prompt_response`.
+    #[serde(default, alias = "prompt_response")]
     pub last_assistant_message: Option<String>,
 }
 
@@ -194,6 +195,16 @@ pub(crate) fn wave_files(plan: &Value) -> Vec<OwnedFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codex_and_gemini_stop_payloads_are_read() {
+        // Codex CLI's Stop hook: Claude Code's fields and a few of its own.
+        let p = parse_stop(r#"{"session_id":"c1","turn_id":"t1","model":"gpt-5-codex","cwd":"/r","hook_event_name":"Stop","transcript_path":"/h/.codex/sessions/rollout.jsonl","permission_mode":"default","stop_hook_active":false,"last_assistant_message":"Done."}"#).unwrap();
+        assert_eq!(p.last_assistant_message.as_deref(), Some("Done."));
+        // Gemini CLI's AfterAgent hook: the final message is `prompt_response`.
+        let p = parse_stop(r#"{"session_id":"g1","transcript_path":"/h/.gemini/tmp/x/chats/session.json","cwd":"/r","hook_event_name":"AfterAgent","timestamp":"2026-12-01T10:00:00Z","prompt":"Fix it.","prompt_response":"Fixed.","stop_hook_active":false}"#).unwrap();
+        assert_eq!(p.last_assistant_message.as_deref(), Some("Fixed."));
+    }
 
     #[test]
     fn unknown_fields_are_ignored_and_session_id_is_required() {

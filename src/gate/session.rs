@@ -100,6 +100,12 @@ pub struct SessionFacts {
     pub plan_edits: usize,
     /// The text of the agent's last message with text (its end, bounded like a stop reason).
     pub last_assistant_text: Option<String>,
+    /// Every user turn only asked a question (no request to change anything).
+    pub questions_only: bool,
+    /// Clauses of the user's turns that leave something out or take it over ("I'm
+    /// doing the frontend myself", "skip the docs for now"), normalised; an open plan
+    /// step they name is the user's, not the agent's (`builtin`).
+    pub left_to_user: Vec<String>,
 }
 
 impl SessionFacts {
@@ -150,6 +156,34 @@ struct Entry {
     is_compact_summary: bool,
     #[serde(default)]
     message: Option<Message>,
+    /// Codex CLI's rollout lines (`type: response_item`) carry their item here.
+    #[serde(default)]
+    payload: Option<CodexItem>,
+}
+
+/// One item of a Codex CLI rollout (`~/.codex/sessions/.../rollout-*.jsonl`): a
+/// message (`role` user or assistant, `input_text` / `output_text` blocks), a tool
+/// call (`function_call` with JSON `arguments`, `custom_tool_call` with a patch as
+/// `input`) or its output (`function_call_output`, `custom_tool_call_output`),
+/// paired by `call_id`.
+#[derive(Deserialize)]
+struct CodexItem {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+    #[serde(default)]
+    input: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    output: Option<ResultText>,
 }
 
 #[derive(Deserialize)]
@@ -201,8 +235,16 @@ struct ToolInput {
 struct ResultText(String);
 
 fn keep_end(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= MAX_TOOL_OUTPUT_CHARS { s.to_string() } else { s.chars().skip(n - MAX_TOOL_OUTPUT_CHARS).collect() }
+    // Found from the end and copied once as a slice: a long session has thousands of
+    // results, and counting and collecting each output char by char was a tenth of a
+    // stop's time on a 10 MB transcript.
+    if s.len() <= MAX_TOOL_OUTPUT_CHARS {
+        return s.to_string();
+    }
+    match s.char_indices().rev().nth(MAX_TOOL_OUTPUT_CHARS - 1) {
+        Some((i, _)) => s[i..].to_string(),
+        None => s.to_string(),
+    }
 }
 
 impl<'de> Deserialize<'de> for ResultText {
@@ -358,6 +400,25 @@ const STOP_WORDS: &[&str] = &[
     " call it a day",
     " wrap up",
     " wrap it up",
+    // Added this round: the end of the session said as an end, not as a stop.
+    " stop before",
+    " stop as soon",
+    " stop right",
+    " stop immediately",
+    " dont go past",
+    " do not go past",
+    " up to step",
+    " as far as step",
+    " until step",
+    " thats all for",
+    " thats it for",
+    " thats all i need",
+    " thats all i wanted",
+    " good enough for now",
+    " good for now",
+    " enough for this session",
+    " leave it there",
+    " leave it at that",
 ];
 const PAUSE_WORDS: &[&str] = &[
     " pause",
@@ -442,6 +503,190 @@ const SCOPE_WORDS: &[&str] = &[
     " just a question",
     " just tell me",
 ];
+/// At most this many clauses that leave work to the user are kept.
+pub const MAX_LEFT_CLAUSES: usize = 64;
+
+/// A clause that leaves something out of the agent's work or takes it over.
+const LEAVE: &[&str] = &[
+    " leave",
+    " skip",
+    " myself",
+    " ill do",
+    " ill handle",
+    " ill take",
+    " ill write",
+    " ill finish",
+    " ill add",
+    " ill deal",
+    " i will do",
+    " i will handle",
+    " i will take",
+    " im doing",
+    " i am doing",
+    " im handling",
+    " im taking",
+    " im working on",
+    " is mine",
+    " are mine",
+    " someone else",
+    " another session",
+    " separately",
+    " out of scope",
+    " not in scope",
+    " not part of",
+    " another pr",
+    " dont do",
+    " do not do",
+    " dont touch",
+    " do not touch",
+    " dont bother",
+    " no need to",
+    " not now",
+    " not yet",
+    " for later",
+    " until later",
+    " tomorrow",
+    " next week",
+];
+
+/// A whole turn that is a question for information: it ends with `?`, opens with a
+/// question word, and holds no other sentence (no request next to it). "Can you ...?"
+/// and "Could you ...?" are requests, not questions.
+fn is_question_only(t: &str) -> bool {
+    const OPENERS: &[&str] = &[
+        "where", "what", "whats", "why", "how", "hows", "which", "who", "when", "is", "are", "does", "do", "did",
+        "was", "were", "has", "have", "any", "quick",
+    ];
+    let t = t.trim();
+    let body = t.trim_end_matches('?');
+    let first = norm(t);
+    let first = first.split(' ').find(|w| !w.is_empty()).unwrap_or("");
+    t.ends_with('?')
+        && OPENERS.contains(&first)
+        && !body.contains('?')
+        && !body.contains(". ")
+        && !body.contains("! ")
+        && !body.contains('\n')
+}
+
+/// Words that ask for all of the work.
+const WIDENING: &[&str] =
+    &[" whole", " entire", " everything", " all of", " all the", " every ", " the rest", " remaining"];
+
+/// A hand-back in words the lists do not hold, by its structure (`s` normalised):
+/// the user as the subject of the next look ("so I can test it", "then I'll
+/// review", "I want to try it first", "hand it back to me", "for me to check").
+fn hands_back(s: &str) -> bool {
+    const LOOK: &[&str] = &[
+        "review", "look", "check", "test", "try", "verify", "read", "inspect", "approve", "compare", "play", "eyeball",
+        "sanity", "decide", "confirm", "judge", "evaluate", "merge",
+    ];
+    const SUBJECT: &[&str] =
+        &[" i can ", " i could ", " ill ", " i will ", " me to ", " i want to ", " id like to ", " i need to "];
+    s.contains(" back to me")
+        || s.contains(" over to me")
+        || s.contains(" take it from there")
+        || s.contains(" take over from there")
+        || SUBJECT.iter().any(|subj| {
+            s.match_indices(subj).any(|(i, m)| {
+                let next: Vec<&str> = s[i + m.len()..].split(' ').filter(|w| !w.is_empty()).take(4).collect();
+                // "I'll check in later", "I'll check back": the user leaves, the work goes on.
+                next.iter()
+                    .take(3)
+                    .enumerate()
+                    .any(|(k, w)| LOOK.contains(w) && !matches!(next.get(k + 1), Some(&"in" | &"back" | &"on")))
+            })
+        })
+}
+
+/// A scope limit in words the lists do not hold, by its structure (`s` normalised):
+/// a restricting adverb where an instruction starts ("please only handle ...", "for
+/// now just ..."), "keep" with a word of smallness ("keep this minimal"), or a
+/// negated change of everything ("don't modify any files", "no code changes yet").
+/// A sentence that widens the work ("just do the whole plan") limits nothing.
+fn restricts_scope(s: &str) -> bool {
+    const LEADS: &[&str] = &[
+        "", "please", "pls", "you", "can", "could", "would", "will", "should", "to", "now", "so", "ok", "okay", "then",
+        "but", "and", "today", "time", "session", "first", "must", "may",
+    ];
+    const NOT_AFTER: &[&str] = &[
+        "now", "a", "wanted", "want", "need", "needs", "curious", "noticed", "saw", "got", "like", "as", "because",
+        "in", "if", "when", "one", "once", "after", "before", "run", "ran", "re", "happened", "fails", "failed",
+        "broke",
+    ];
+    const SMALL: &[&str] = &[
+        "minimal",
+        "minimum",
+        "small",
+        "smaller",
+        "short",
+        "shorter",
+        "brief",
+        "focused",
+        "tight",
+        "narrow",
+        "lean",
+        "simple",
+        "light",
+        "tiny",
+        "limited",
+        "contained",
+        "scoped",
+        "surgical",
+    ];
+    const CHANGE: &[&str] = &[
+        "change",
+        "changes",
+        "changing",
+        "modify",
+        "modifying",
+        "touch",
+        "touching",
+        "edit",
+        "editing",
+        "edits",
+        "write",
+        "writing",
+        "commit",
+        "committing",
+        "alter",
+        "altering",
+        "refactor",
+        "implement",
+        "implementing",
+        "fix",
+        "fixing",
+        "make",
+        "apply",
+        "rewrite",
+    ];
+    const TOTAL: &[&str] = &["anything", "any", "nothing", "code", "files", "file", "thing", "things", "stuff"];
+    if has(s, WIDENING) {
+        return false;
+    }
+    let w: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
+    let restrictive = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "only" | "just" | "solely" | "exclusively")
+            && LEADS.contains(&if i == 0 { "" } else { w[i - 1] })
+            && w.get(i + 1).is_some_and(|next| !NOT_AFTER.contains(next))
+    });
+    let keep_small = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "keep" | "keeping" | "stay") && w[i + 1..].iter().take(4).any(|x| SMALL.contains(x))
+    }) || s.contains(" minimal change")
+        || s.contains(" minimal diff")
+        || s.contains(" smallest possible")
+        || s.contains(" bare minimum");
+    let negated_change = w.iter().enumerate().any(|(i, word)| {
+        matches!(*word, "dont" | "not" | "without" | "never" | "no")
+            && w[i + 1..].iter().take(3).position(|x| CHANGE.contains(x)).is_some_and(|k| {
+                let after = i + 1 + k + 1;
+                w[after..].iter().take(3).any(|x| TOTAL.contains(x))
+                    || (*word == "no" && matches!(w.get(i + 1 + k), Some(&"changes" | &"edits")))
+            })
+    });
+    restrictive || keep_small || negated_change
+}
+
 /// Negations that turn a stop word around ("dont stop until ...").
 const NEGATED: &[&str] = &[
     " dont stop",
@@ -492,6 +737,9 @@ const GO_ON: &[&str] = &[
 fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
     let mut found = None;
     let mut go_on = false;
+    // A turn that asks for all of the work ("do the whole plan; I'll test it after")
+    // gives no structural limit in any of its sentences.
+    let widened = has(&norm(text), WIDENING);
     // Sentence by sentence: "Implement the parser. Then stop." has its stop in the second.
     for sentence in text.split(['.', '!', '?', ';', '\n']) {
         let s = norm(sentence);
@@ -501,9 +749,9 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
         }
         let kind = if has(&s, STOP_WORDS) {
             Some(InstructionKind::Stop)
-        } else if has(&s, PAUSE_WORDS) {
+        } else if has(&s, PAUSE_WORDS) || (!widened && hands_back(&s)) {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) {
+        } else if has(&s, SCOPE_WORDS) || (!widened && restricts_scope(&s)) {
             Some(InstructionKind::Scope)
         } else {
             None
@@ -646,7 +894,7 @@ fn output_says_failed(output: &str) -> bool {
         || output.contains("FAILURES!")
         || output.lines().any(|l| {
             let l = l.trim_start();
-            l.starts_with("FAILED") || l.starts_with("FAIL ") || l.starts_with("--- FAIL")
+            l.starts_with("FAILED") || l.starts_with("FAIL ") || l.starts_with("--- FAIL") || l.starts_with("not ok ")
         })
 }
 
@@ -655,6 +903,8 @@ enum Call {
     Test(String),
     Build(String),
     Commit,
+    /// Another shell command: a test run when its output has a runner's shape.
+    Shell(String),
     Other,
 }
 
@@ -670,11 +920,33 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
         if line.trim().is_empty() {
             continue;
         }
+        if is_quiet_result(line, &pending) {
+            f.entries += 1;
+            continue;
+        }
         let Ok(entry) = serde_json::from_str::<Entry>(line) else {
             f.skipped += 1;
             continue;
         };
         f.entries += 1;
+        if entry.kind.as_deref() == Some("event_msg") {
+            // Codex CLI's events repeat the response items, but for one: a turn the
+            // user aborted is an interrupt.
+            match entry.payload {
+                Some(p) if p.kind == "turn_aborted" => {
+                    in_force = Some(Instruction { kind: InstructionKind::Interrupt, quote: "turn aborted".into() });
+                }
+                _ => f.skipped += 1,
+            }
+            continue;
+        }
+        if entry.kind.as_deref() == Some("response_item") {
+            match entry.payload {
+                Some(item) => codex_item(&mut f, &mut pending, &mut in_force, &mut latest, item, plan_paths),
+                None => f.skipped += 1,
+            }
+            continue;
+        }
         let Some(msg) = entry.message else {
             f.skipped += 1;
             continue;
@@ -719,7 +991,10 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
                         "tool_use" => {
                             f.tool_calls += 1;
                             let call = tool_use(&mut f, b.name.as_deref(), b.input.unwrap_or_default(), plan_paths);
+                            // Only the calls whose result is read wait for it; any other
+                            // result counts only when it is an error.
                             if let Some(id) = b.id
+                                && !matches!(call, Call::Other)
                                 && pending.len() < MAX_PENDING_CALLS
                             {
                                 pending.insert(id, call);
@@ -740,6 +1015,143 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
     f
 }
 
+/// Whether a line is, by a byte search, a successful result of a call whose result is
+/// not read (a file read, a search, an edit): most of a long transcript's bytes, which
+/// need not be parsed. It must carry a tool result, no text block (the user's words),
+/// nothing that looks like an error (`is_error` true, an `Exit code`), and no id of a
+/// call waiting for its result. Anything else is parsed; a wrong guess here only costs
+/// time, never a fact.
+fn is_quiet_result(line: &str, pending: &HashMap<String, Call>) -> bool {
+    line.contains("\"tool_result\"")
+        && !line.contains("\"text\"")
+        && !line.contains("Exit code")
+        && !error_flag_set(line)
+        && !pending.keys().any(|id| line.contains(id.as_str()))
+}
+
+/// Whether any `"is_error"` key of the line is followed by `true` (whitespace allowed).
+fn error_flag_set(line: &str) -> bool {
+    line.match_indices("\"is_error\"").any(|(i, k)| {
+        let rest = line[i + k.len()..].trim_start();
+        rest.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("true"))
+    })
+}
+
+/// One Codex rollout item into the same facts as a Claude Code entry.
+fn codex_item(
+    f: &mut SessionFacts,
+    pending: &mut HashMap<String, Call>,
+    in_force: &mut Option<Instruction>,
+    latest: &mut Latest,
+    item: CodexItem,
+    plan_paths: &[&str],
+) {
+    let texts = |c: Option<Content>| -> Vec<String> {
+        match c {
+            Some(Content::Text(t)) => vec![t],
+            Some(Content::Blocks(b)) => b.into_iter().filter_map(|b| b.text).collect(),
+            None => Vec::new(),
+        }
+    };
+    let mut wait = |f: &mut SessionFacts, id: Option<String>, call: Call| {
+        f.tool_calls += 1;
+        if let Some(id) = id
+            && !matches!(call, Call::Other)
+            && pending.len() < MAX_PENDING_CALLS
+        {
+            pending.insert(id, call);
+        }
+    };
+    match (item.kind.as_str(), item.role.as_deref()) {
+        ("message", Some("user")) => {
+            for t in texts(item.content) {
+                // Codex writes its environment and the AGENTS.md instructions as user
+                // messages in tags: the harness's, not the user's.
+                let trimmed = t.trim_start();
+                if !trimmed.starts_with('<') && !trimmed.starts_with("# AGENTS.md") {
+                    user_text(f, in_force, &t);
+                }
+            }
+        }
+        ("message", Some("assistant")) => {
+            let text: Vec<String> = texts(item.content).into_iter().filter(|t| !t.trim().is_empty()).collect();
+            if !text.is_empty() {
+                f.last_assistant_text = Some(super::payload::bound_reason(&text.join("\n")));
+            }
+        }
+        ("function_call" | "custom_tool_call", _) => {
+            let name = item.name.as_deref().unwrap_or("");
+            let patch = item.input.or_else(|| {
+                let v: serde_json::Value = serde_json::from_str(item.arguments.as_deref()?).ok()?;
+                v.get("input").and_then(|i| i.as_str()).map(str::to_string)
+            });
+            if name == "apply_patch" {
+                for path in patch.as_deref().map(patched_paths).unwrap_or_default() {
+                    let input = ToolInput { file_path: Some(path), ..ToolInput::default() };
+                    tool_use(f, Some("Edit"), input, plan_paths);
+                }
+                wait(f, item.call_id, Call::Other);
+            } else {
+                let command = item.arguments.as_deref().and_then(codex_command);
+                let call = tool_use(f, Some("Bash"), ToolInput { command, ..ToolInput::default() }, plan_paths);
+                wait(f, item.call_id, call);
+            }
+        }
+        ("function_call_output" | "custom_tool_call_output", _) => {
+            let call = item.call_id.as_deref().and_then(|id| pending.remove(id));
+            let (failed, output) = codex_output(item.output.map(|o| o.0).unwrap_or_default());
+            tool_result(f, latest, call, failed, output);
+        }
+        _ => f.skipped += 1,
+    }
+}
+
+/// The command line of a Codex shell call's arguments: `command` as an argv (`["bash",
+/// "-lc", "cargo test"]`: the script) or a string, or `cmd`.
+fn codex_command(arguments: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let c = v.get("command").or_else(|| v.get("cmd"))?;
+    if let Some(s) = c.as_str() {
+        return Some(s.to_string());
+    }
+    let argv: Vec<&str> = c.as_array()?.iter().filter_map(|a| a.as_str()).collect();
+    let shell = argv.first().is_some_and(|p| matches!(p.rsplit('/').next(), Some("bash" | "sh" | "zsh")));
+    match argv.as_slice() {
+        [_, flag, script, ..] if shell && flag.starts_with('-') && flag.ends_with('c') => Some((*script).to_string()),
+        _ => Some(argv.join(" ")),
+    }
+}
+
+/// A Codex tool output: a JSON text `{"output": ..., "metadata": {"exit_code": N}}`,
+/// or plain text that may say `Exit code: N` or `Process exited with code N`. Returns
+/// whether it failed and its text.
+fn codex_output(raw: String) -> (bool, String) {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&raw)
+        && let Some(out) = v.get("output").and_then(|o| o.as_str())
+    {
+        let code = v.pointer("/metadata/exit_code").and_then(serde_json::Value::as_i64).unwrap_or(0);
+        return (code != 0, keep_end(out));
+    }
+    let failed = raw.lines().take(4).any(|l| {
+        let l = l.trim();
+        let code = l.strip_prefix("Exit code:").or_else(|| l.strip_prefix("Process exited with code"));
+        code.is_some_and(|c| c.trim().parse::<i64>().is_ok_and(|n| n != 0))
+    });
+    (failed, raw)
+}
+
+/// The files a patch in Codex's `apply_patch` format adds, updates or deletes.
+fn patched_paths(patch: &str) -> Vec<String> {
+    patch
+        .lines()
+        .filter_map(|l| {
+            ["*** Update File: ", "*** Add File: ", "*** Delete File: "].iter().find_map(|p| l.strip_prefix(p))
+        })
+        .map(|p| p.trim().to_string())
+        .take(MAX_PENDING_CALLS)
+        .collect()
+}
+
 fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &str) {
     let t = text.trim();
     // Harness-written text in a user entry: slash-command wrappers and their output.
@@ -751,7 +1163,19 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
-    match instruction_of(t) {
+    f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
+    let go_on = instruction_of(t);
+    if go_on == Some(None) {
+        // "Do the frontend too after all": what was left to the user is the agent's again.
+        f.left_to_user.clear();
+    }
+    for clause in t.split([',', '.', ';', '!', '?', '\n', ':', '(', ')']).flat_map(|c| c.split(" but ")) {
+        let c = norm(clause);
+        if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+            f.left_to_user.push(c);
+        }
+    }
+    match go_on {
         Some(Some(kind)) => *in_force = Some(Instruction { kind, quote: clip(t) }),
         Some(None) => *in_force = None,
         // A new request that says nothing about stopping starts new work: an earlier
@@ -773,8 +1197,14 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Test(clip(&cmd))
             } else if n.contains(" git commit") {
                 Call::Commit
+            } else if looks_like_test_command(&cmd) {
+                // Before the build words: `make e2e` and `make test-integration`
+                // run tests through a build tool.
+                Call::Test(clip(&cmd))
             } else if has(&n, BUILD_COMMANDS) {
                 Call::Build(clip(&cmd))
+            } else if segments(&cmd).next().is_some() {
+                Call::Shell(clip(&cmd))
             } else {
                 Call::Other
             }
@@ -832,8 +1262,110 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         Some(Call::Build(command)) => latest.build = Some((command, failed, output)),
         Some(Call::Commit) if !failed => f.commits += 1,
+        // A command premerge does not know, judged by what it printed: a runner's
+        // summary ("3 passed, 1 failed", "Ran 12 tests", "not ok 4") makes it a test run.
+        Some(Call::Shell(command)) if looks_like_test_report(&output) => {
+            f.test_runs += 1;
+            latest.test = Some((command, failed, output));
+        }
         _ => {}
     }
+}
+
+/// Programs that only show or search text: a test report they print is an old one.
+const READ_ONLY_PROGRAMS: &[&str] = &[
+    "cat", "less", "more", "head", "tail", "grep", "rg", "ag", "ls", "find", "fd", "sed", "awk", "jq", "git", "echo",
+    "printf", "wc", "diff", "sort", "uniq", "tree", "stat", "file", "which", "type", "man", "bat", "cut", "tr",
+];
+/// Wrappers before the program that runs (`npx playwright test`, `uv run ward`).
+const WRAPPERS: &[&str] = &[
+    "sudo", "time", "env", "nice", "npx", "bunx", "pnpx", "exec", "run", "uv", "poetry", "pipenv", "hatch", "pdm",
+    "bundle", "yarn", "pnpm", "npm", "bun", "deno", "python", "python3", "node", "sh", "bash", "m", "dotnet",
+    "timeout", "xvfb", "docker", "compose", "podman", "kubectl", "nix", "develop", "c", "script", "task", "just",
+];
+/// Words naming a test run, as a program, a subcommand or a script's name.
+const TEST_NAME_PARTS: &[&str] = &["test", "tests", "spec", "specs", "e2e", "integration", "acceptance", "smoke"];
+
+/// Whether a shell command runs tests by its own words: in any `&&`/`;` segment
+/// whose program is not a read-only one, a program or subcommand named like a test
+/// run (`bin/run-tests`, `npm run test:e2e`, `ward test`, `./scripts/e2e.sh`), not
+/// a path argument of another command.
+fn looks_like_test_command(cmd: &str) -> bool {
+    segments(cmd).any(|words| {
+        // The program and its first two non-option words (`ward test`, `run test:e2e`).
+        words.iter().filter(|w| !w.starts_with('-')).take(3).enumerate().any(|(k, w)| {
+            // A later word with a path is an argument (`mytool tests/data.json`).
+            if k > 0 && (w.contains('/') || w.contains('.')) {
+                return false;
+            }
+            let base = w.rsplit('/').next().unwrap_or(w);
+            let stem = base.split('.').next().unwrap_or(base);
+            stem.split(['-', '_', ':']).any(|part| TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
+        })
+    })
+}
+
+/// The words of each `&&` / `;` / `||` segment of a command line from its program
+/// on (wrappers, options and variable assignments before it skipped), for segments
+/// whose program changes or runs something: not a read-only program, not a file
+/// operation. Only a pipe's first stage: the later ones read its output.
+fn segments(cmd: &str) -> impl Iterator<Item = Vec<&str>> {
+    cmd.split("&&").flat_map(|c| c.split(';')).flat_map(|c| c.split("||")).filter_map(|segment| {
+        let first = segment.split('|').next().unwrap_or("");
+        let words: Vec<&str> = first.split_whitespace().filter(|w| !w.contains('=') || w.starts_with('-')).collect();
+        let mut i = 0;
+        while i < words.len() && (WRAPPERS.contains(&words[i]) || words[i].starts_with('-') || is_number(words[i])) {
+            i += 1;
+        }
+        let program = words.get(i)?;
+        let base = program.rsplit('/').next().unwrap_or(program);
+        if READ_ONLY_PROGRAMS.contains(&base) || FILE_PROGRAMS.contains(&base) {
+            return None;
+        }
+        Some(words[i..].to_vec())
+    })
+}
+
+/// Programs that move files or install things, never a test run.
+const FILE_PROGRAMS: &[&str] = &[
+    "cd", "mkdir", "touch", "rm", "cp", "mv", "chmod", "chown", "ln", "vim", "vi", "nano", "code", "open", "curl",
+    "wget", "pip", "pip3", "apt", "apt-get", "brew", "install", "tar", "unzip", "gh",
+];
+
+fn is_number(w: &str) -> bool {
+    !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit() || b == b's' || b == b'm')
+}
+
+/// Whether output has the shape of a test runner's summary, whatever the runner: a
+/// count of passed or failed tests, a count of tests with failures, a TAP `ok` /
+/// `not ok` line, or a `PASS` / `FAIL` / `test result:` line.
+fn looks_like_test_report(output: &str) -> bool {
+    const COUNTED: &[&str] = &["passed", "passing", "failed", "failing"];
+    const UNITS: &[&str] =
+        &["tests", "test", "examples", "example", "specs", "spec", "scenarios", "cases", "assertions"];
+    let n = norm(output);
+    let words: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+    let counted = words.windows(2).any(|p| is_count(p[0]) && COUNTED.contains(&p[1]));
+    let units = words.windows(3).any(|p| {
+        (is_count(p[0]) && UNITS.contains(&p[1]) && (is_count(p[2]) || matches!(p[2], "ok" | "passed" | "failed")))
+            || (p[0] == "ran" && is_count(p[1]) && UNITS.contains(&p[2]))
+    });
+    counted
+        || units
+        || output.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("test result:")
+                || l.starts_with("not ok ")
+                || (l.starts_with("ok ") && l[3..].starts_with(|c: char| c.is_ascii_digit()))
+                || l.starts_with("PASS ")
+                || l.starts_with("FAIL ")
+                || l.starts_with("FAILED ")
+                || l.starts_with("Tests:")
+        })
+}
+
+fn is_count(w: &str) -> bool {
+    !w.is_empty() && w.len() <= 7 && w.bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -930,6 +1462,96 @@ mod tests {
         assert_eq!(f.user_turns, 0);
         assert_eq!(f.last_assistant_text.as_deref(), Some("Done."));
         assert_eq!(f.skipped, 3, "{f:?}");
+    }
+
+    #[test]
+    fn scope_limits_by_their_structure() {
+        let scope = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        for t in [
+            "Please only handle the backend part.",
+            "For now, just rename the error type.",
+            "Could you just bump the version?",
+            "Keep this change really small: fix the typo.",
+            "Don't modify any files, explain the retry loop.",
+            "Review it without changing any code.",
+            "Make the smallest possible change.",
+        ] {
+            assert_eq!(scope(t), Some(InstructionKind::Scope), "{t}");
+        }
+        for t in [
+            "Just implement the whole plan.",
+            "I just noticed the endpoint is slow; implement the plan.",
+            "Don't change the public API. Implement the caching layer.",
+            "Implement the plan, it only needs the parser and the evaluator.",
+        ] {
+            assert_eq!(scope(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn hand_backs_and_ends_by_their_structure() {
+        let kind = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        assert_eq!(kind("Add it, then hand it back to me so I can test it."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Draft the migration and then I'll look it over."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Do the CSV parser; that's all I need for now."), Some(InstructionKind::Stop));
+        assert_eq!(kind("Implement the caching plan. I'll check back in an hour."), None);
+        assert_eq!(kind("Build the export so I can use it in the demo."), None);
+        assert_eq!(kind("Do the whole plan; I'll test it after."), None);
+    }
+
+    #[test]
+    fn questions_only_and_work_left_to_the_user() {
+        assert!(read(&user("How does the consumer retry a message?"), &[]).questions_only);
+        assert!(!read(&user("Can you implement the plan?"), &[]).questions_only);
+        assert!(!read(&user("Why is CI slow? Fix it."), &[]).questions_only);
+        let two = [user("Where is the config read?"), user("Now move it to main.")].join("\n");
+        assert!(!read(&two, &[]).questions_only);
+        let f = read(&user("I'll write the docs myself, do the rest of the plan."), &[]);
+        assert_eq!(f.left_to_user, vec![" ill write the docs myself ".to_string()]);
+        assert_eq!(f.instruction, None);
+    }
+
+    #[test]
+    fn test_runs_known_by_their_words_or_their_output() {
+        let last = |cmd: &str, code: bool, out: &str| {
+            read(&[bash("a", cmd), result("a", code, out)].join("\n"), &[]).last_test.map(|t| (t.command, t.ok))
+        };
+        assert_eq!(
+            last("./scripts/run-tests.sh", true, "3 examples, 1 failure"),
+            Some(("./scripts/run-tests.sh".into(), false))
+        );
+        assert_eq!(last("npm run test:integration", false, "done"), Some(("npm run test:integration".into(), true)));
+        assert_eq!(last("make e2e", true, "FAIL checkout"), Some(("make e2e".into(), false)));
+        assert_eq!(last("bin/check-all", false, "ok 1 - a\nnot ok 2 - b"), Some(("bin/check-all".into(), false)));
+        assert_eq!(last("cat ci.log", false, "2 failed, 118 passed"), None);
+        assert_eq!(last("mkdir -p tests", false, ""), None);
+        assert_eq!(last("rg -n test src", false, "src/a.rs:1: fn test_a()"), None);
+    }
+
+    #[test]
+    fn quiet_results_are_skipped_without_losing_a_fact() {
+        let read_call = serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":"r1","name":"Read","input":{"file_path":"/repo/a.rs"}}]}})
+        .to_string();
+        let t = [
+            bash("t1", "cargo test"),
+            read_call,
+            result("r1", false, "fn main() {}"),
+            result("t1", true, "Exit code 101\ntest result: FAILED. 1 passed; 1 failed"),
+            bash("x", "ls missing"),
+            serde_json::json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"x","is_error": true,"content":"ls: missing: No such file"}]}})
+            .to_string(),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!(f.entries, 6);
+        assert_eq!(f.last_test.map(|r| r.ok), Some(false));
+        assert_eq!((f.tool_errors, f.last_error.as_deref()), (2, Some("ls: missing: No such file")));
+        assert!(is_quiet_result(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"q","content":"x"}]}}"#,
+            &HashMap::new()
+        ));
     }
 
     #[test]
