@@ -197,6 +197,49 @@ impl Repo {
         Ok(files)
     }
 
+    /// The renames git pairs (`-M`, as `git diff -M` would: exact first, then by file
+    /// name, then by similarity, within `diff.renameLimit`) between `base` and `new`
+    /// among `paths`, the added and deleted paths of the change, as (old path, new path)
+    /// bytes. The paths narrow git's walk to the change's additions and deletions,
+    /// which are all rename detection compares (a path naming a directory on the
+    /// other side brings only more of them): the same pairs as the whole diff's. A
+    /// list too long for one command line is left out and the whole diff asked.
+    pub(super) fn rename_pairs_cli(
+        &self,
+        base: &str,
+        new: NewSide,
+        paths: &[&[u8]],
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut cmd = self.git_command();
+        // Paths are file names, never patterns.
+        cmd.arg("--literal-pathspecs");
+        match new {
+            NewSide::Commit(head) => cmd.args(["diff-tree", "-r", "-z", "--raw", "-M", "--no-abbrev", base, head]),
+            NewSide::Index => cmd.args(["diff-index", "-r", "-z", "--raw", "-M", "--no-abbrev", "--cached", base]),
+            // The working tree is paired by libgit2 (its side has no blob ids to give).
+            NewSide::Worktree => return Err(GitError::Cli("rename pairs of the working tree are libgit2's".into())),
+        };
+        let bytes: usize = paths.iter().map(|p| p.len() + 1).sum();
+        if bytes <= MAX_PATHSPEC_BYTES {
+            cmd.arg("--");
+            cmd.args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)));
+        }
+        let out = cmd
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| GitError::Cli(format!("cannot run `git`: {e}")))?;
+        if !out.status.success() {
+            return Err(failed("diff-tree -M", &out.stderr));
+        }
+        Ok(parse_raw(&out.stdout)?
+            .into_iter()
+            .filter(|f| f.status == Status::Renamed)
+            .filter_map(|f| Some((f.old_path_bytes?, f.path_bytes)))
+            .collect())
+    }
+
     /// Fetch, in one request, the blobs of `oids` a partial clone lacks, as git itself
     /// does before a diff; without this, `cat-file` would fetch them one at a time.
     /// Best effort: whatever this misses, `cat-file` still fetches on demand.
@@ -281,6 +324,11 @@ impl Repo {
         Ok(blobs)
     }
 }
+
+/// Most bytes of paths given to one git command as pathspecs: Linux allows 2 MiB of
+/// arguments and environment together; past this the whole diff is asked instead
+/// (slower where the change is a small part of a large tree, the same answer).
+const MAX_PATHSPEC_BYTES: usize = 512 * 1024;
 
 /// The kind of one side of a raw diff entry, from its octal mode.
 fn kind_of_mode(mode: &str) -> EntryKind {

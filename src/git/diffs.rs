@@ -47,7 +47,8 @@ impl Repo {
                 None => None,
             };
             let new = self.tree_of(head)?;
-            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(opts))?))
+            let sides = base.map(|b| (b, NewSide::Commit(head)));
+            self.odb_changes(sides, |opts| Ok(self.inner.diff_tree_to_tree(old.as_ref(), Some(&new), Some(opts))?))
         })();
         let files = self.or_git(git2, || self.diff_files_cli(base, NewSide::Commit(head)))?;
         let mut d = self.with_patches(files, detail)?;
@@ -63,12 +64,13 @@ impl Repo {
 
     /// [`Repo::diff_staged`] computing only what `detail` asks for.
     pub(crate) fn diff_staged_with(&self, detail: Detail) -> Result<Diff> {
+        let base = self.head_oid();
         let git2 = (|| {
             let old = self.head_tree()?;
             let index = self.inner.index()?;
-            self.odb_changes(|opts| Ok(self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(opts))?))
+            let sides = base.as_deref().map(|b| (b, NewSide::Index));
+            self.odb_changes(sides, |opts| Ok(self.inner.diff_tree_to_index(old.as_ref(), Some(&index), Some(opts))?))
         })();
-        let base = self.head_oid();
         let files = self.or_git(git2, || self.diff_files_cli(base.as_deref(), NewSide::Index))?;
         let mut d = self.with_patches(files, detail)?;
         d.base = base;
@@ -138,52 +140,88 @@ impl Repo {
 
     /// The changed files of a diff whose both sides are in the object database (two
     /// trees, or a tree and the index), renames paired, without hunks. `build` makes
-    /// the diff with the given options (called again, narrowed by a path list, for the
-    /// inexact rename pass).
+    /// the diff with the given options (called again, narrowed by a path list, for
+    /// libgit2's inexact rename pass). `sides` names the diff to git (the base commit
+    /// and the new side; `None`: no base, so nothing deleted to pair).
     ///
     /// Renames are paired the way git pairs them, exact first: identical blobs by id
-    /// here, cheaply; then libgit2's similarity pass on a diff narrowed to the files
-    /// still unpaired. libgit2's `find_similar` runs once per diff: run twice on one
-    /// diff it fails (`delta_is_split(tgt)`) on twin files, one renamed and one edited.
+    /// here, cheaply. Where added and deleted files are left unpaired, git itself is
+    /// asked for the pairs of the whole change ([`Repo::rename_pairs_cli`]): its
+    /// pairing by file name and its similarity estimate are what `git diff -M`
+    /// reports, and several times cheaper than libgit2's similarity pass (on 1,100
+    /// added and 360 deleted files, 1.0 s against 0.25 s). Where git cannot be run,
+    /// libgit2's similarity pass pairs them, on a diff narrowed to the files still
+    /// unpaired (`find_similar` runs once per diff: run twice on one diff it fails,
+    /// `delta_is_split(tgt)`, on twin files, one renamed and one edited).
     fn odb_changes<'r>(
         &'r self,
+        sides: Option<(&str, NewSide)>,
         build: impl Fn(&mut DiffOptions) -> Result<git2::Diff<'r>>,
     ) -> Result<Vec<FileChange>> {
         let mut opts = diff_options();
         let diff = build(&mut opts)?;
         let mut files = owned_changes(&diff);
+        drop(diff);
+        let unpaired = |files: &[FileChange]| {
+            let deleted = files.iter().any(|f| f.status == Status::Deleted && f.old_kind == EntryKind::File);
+            deleted && files.iter().any(|f| f.status == Status::Added && f.new_kind == EntryKind::File)
+        };
+        let original = unpaired(&files).then(|| files.clone());
         pair_exact_renames(&mut files);
-        let deleted: Vec<&FileChange> =
-            files.iter().filter(|f| f.status == Status::Deleted && f.old_kind == EntryKind::File).collect();
-        let added: Vec<&FileChange> =
-            files.iter().filter(|f| f.status == Status::Added && f.new_kind == EntryKind::File).collect();
-        if !deleted.is_empty() && !added.is_empty() {
-            let mut opts = diff_options();
-            opts.disable_pathspec_match(true);
-            // Paths as git stores them: a name that is not UTF-8 is matched by its bytes.
-            let mut paths: Vec<&[u8]> = deleted
-                .iter()
-                .map(|f| f.path_bytes.as_slice())
-                .chain(added.iter().map(|f| f.path_bytes.as_slice()))
-                .collect();
-            paths.sort_unstable();
-            for p in paths {
-                use std::os::unix::ffi::OsStrExt;
-                opts.pathspec(std::ffi::OsStr::from_bytes(p));
+        if let Some(original) = original
+            && unpaired(&files)
+        {
+            let asked = sides.map(|(base, new)| {
+                let paths: Vec<&[u8]> = original
+                    .iter()
+                    .filter(|f| matches!(f.status, Status::Added | Status::Deleted))
+                    .map(|f| f.path_bytes.as_slice())
+                    .collect();
+                self.rename_pairs_cli(base, new, &paths)
+            });
+            match asked {
+                Some(Ok(pairs)) => {
+                    // git's answer covers the exact renames too: laid over the
+                    // unpaired changes, so every pair is git's.
+                    files = original;
+                    apply_renames(&mut files, &pairs);
+                }
+                _ => self.similar_renames(&mut files, &build)?,
             }
-            let mut narrow = build(&mut opts)?;
-            let mut find = DiffFindOptions::new();
-            find.renames(true).rename_limit(RENAME_LIMIT);
-            narrow.find_similar(Some(&mut find))?;
-            let pairs: Vec<(Vec<u8>, Vec<u8>)> = narrow
-                .deltas()
-                .filter(|d| d.status() == Delta::Renamed)
-                .filter_map(|d| Some((d.old_file().path_bytes()?.to_vec(), d.new_file().path_bytes()?.to_vec())))
-                .collect();
-            apply_renames(&mut files, &pairs);
         }
         mark_exact_copies(&mut files);
         Ok(files)
+    }
+
+    /// Pair the added and deleted files of `files` still unpaired by libgit2's
+    /// similarity pass, on a diff `build` makes narrowed to them.
+    fn similar_renames<'r>(
+        &'r self,
+        files: &mut Vec<FileChange>,
+        build: &impl Fn(&mut DiffOptions) -> Result<git2::Diff<'r>>,
+    ) -> Result<()> {
+        let deleted = files.iter().filter(|f| f.status == Status::Deleted && f.old_kind == EntryKind::File);
+        let added = files.iter().filter(|f| f.status == Status::Added && f.new_kind == EntryKind::File);
+        let mut opts = diff_options();
+        opts.disable_pathspec_match(true);
+        // Paths as git stores them: a name that is not UTF-8 is matched by its bytes.
+        let mut paths: Vec<&[u8]> = deleted.chain(added).map(|f| f.path_bytes.as_slice()).collect();
+        paths.sort_unstable();
+        for p in paths {
+            use std::os::unix::ffi::OsStrExt;
+            opts.pathspec(std::ffi::OsStr::from_bytes(p));
+        }
+        let mut narrow = build(&mut opts)?;
+        let mut find = DiffFindOptions::new();
+        find.renames(true).rename_limit(RENAME_LIMIT);
+        narrow.find_similar(Some(&mut find))?;
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = narrow
+            .deltas()
+            .filter(|d| d.status() == Delta::Renamed)
+            .filter_map(|d| Some((d.old_file().path_bytes()?.to_vec(), d.new_file().path_bytes()?.to_vec())))
+            .collect();
+        apply_renames(files, &pairs);
+        Ok(())
     }
 
     /// The owned diff of `files`, with hunks computed from blob ids (and, for the
@@ -355,22 +393,48 @@ fn pair_exact_renames(files: &mut Vec<FileChange>) {
     });
 }
 
-/// Turn each `(old path, new path)` rename found by libgit2's similarity pass into one
-/// renamed change, replacing the deletion and the addition it pairs.
+/// Turn each `(old path, new path)` rename (found by git or by libgit2's similarity
+/// pass) into one renamed change, replacing the deletion and the addition it pairs.
 fn apply_renames(files: &mut Vec<FileChange>, pairs: &[(Vec<u8>, Vec<u8>)]) {
+    use std::collections::HashMap;
+    if pairs.is_empty() {
+        return;
+    }
+    // By path, so that thousands of pairs cost one pass over the change.
+    let mut deleted: HashMap<&[u8], usize> = HashMap::new();
+    let mut added: HashMap<&[u8], usize> = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        match f.status {
+            Status::Deleted => deleted.insert(f.path_bytes.as_slice(), i),
+            Status::Added => added.insert(f.path_bytes.as_slice(), i),
+            _ => None,
+        };
+    }
+    let mut found: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
     for (old, new) in pairs {
-        let d = files.iter().position(|f| f.status == Status::Deleted && f.path_bytes == *old);
-        let a = files.iter().position(|f| f.status == Status::Added && f.path_bytes == *new);
-        let (Some(d), Some(a)) = (d, a) else { continue };
-        let del = files[d].clone();
+        if let (Some(d), Some(a)) = (deleted.remove(old.as_slice()), added.remove(new.as_slice())) {
+            found.push((d, a));
+        }
+    }
+    drop((deleted, added));
+    let mut gone = vec![false; files.len()];
+    for (d, a) in found {
+        let old_path = std::mem::take(&mut files[d].path);
+        let old_bytes = std::mem::take(&mut files[d].path_bytes);
+        let (old_kind, old_oid) = (files[d].old_kind, files[d].old_oid.take());
         let add = &mut files[a];
         add.status = Status::Renamed;
-        add.old_path = Some(del.path);
-        add.old_path_bytes = Some(del.path_bytes);
-        add.old_kind = del.old_kind;
-        add.old_oid = del.old_oid;
-        files.remove(d);
+        add.old_path = Some(old_path);
+        add.old_path_bytes = Some(old_bytes);
+        add.old_kind = old_kind;
+        add.old_oid = old_oid;
+        gone[d] = true;
     }
+    let mut i = 0;
+    files.retain(|_| {
+        i += 1;
+        !gone[i - 1]
+    });
 }
 
 /// An added file identical to the old side of a file the change also modifies is a

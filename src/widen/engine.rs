@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::migrations::History;
 use super::syntax::compact;
-use super::{Family, Language, RawFinding, RuleId, Severity, catalogue, detector};
+use super::{Family, Language, RawFinding, RuleId, Severity, catalogue, detector, window};
 
 /// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
 /// a larger "source" file is almost always generated or vendored, and parsing it
@@ -394,6 +394,10 @@ fn scan_one(
         // No old constraint to loosen: nothing to parse.
         return (Vec::new(), None, false);
     }
+    if policy.window && comments_alone_changed(lang, path, before, after) {
+        // The detector ran in effect: the same code has the same constraints.
+        return (Vec::new(), None, true);
+    }
     let known = ids.and_then(|ids| {
         Some(detector::Known { store: caches.inventories?, old: ids.old.as_deref(), new: ids.new.as_deref() })
     });
@@ -423,6 +427,21 @@ fn scan_one(
     // this checks in one pass: the merge below relies on it.
     findings.sort_by(finding_order);
     (findings, None, true)
+}
+
+/// Whether an edit of a file changes its comments alone ([`window::same_code`]), in a
+/// language whose detector has a change window (Rust; TypeScript and JavaScript but
+/// JSX, as [`detector::Grammar::window`] says): nothing for its detector to find, no
+/// parse needed. A comment edit is the commonest change a large range carries in
+/// files it does not otherwise touch.
+fn comments_alone_changed(lang: Language, path: &str, before: &str, after: &str) -> bool {
+    use detector::Grammar as _;
+    let lexer = match lang {
+        Language::Rust => super::rust::RustDetector.window(path),
+        Language::Typescript | Language::Javascript => super::ts::ScriptDetector.window(path),
+        _ => None,
+    };
+    lexer.is_some_and(|lexer| window::same_code(lexer, before, after))
 }
 
 /// Whether the new line carries `premerge: allow(<rule-id>)` (a comma-separated list
@@ -517,6 +536,32 @@ mod tests {
         let unrelated = f("src/b.rs", "", "pub fn check(x: u8) {}\n");
         assert!(scan(&[a.clone(), moved], &Policy::default()).findings.is_empty());
         assert_eq!(scan(&[a, unrelated], &Policy::default()).findings.len(), 1);
+    }
+
+    /// A file whose comments alone changed has nothing to find (and counts as
+    /// scanned); a code edit beside a comment edit is found as before, and with the
+    /// window off (the reference parse) the answers are the same.
+    #[test]
+    fn a_comment_edit_alone_finds_nothing() {
+        let f = |path: &str, before: &str, after: &str| FileInput {
+            path: path.into(),
+            before: Some(before.as_bytes().to_vec()),
+            after: Some(after.as_bytes().to_vec()),
+        };
+        let rs = "/// A record.\npub struct S {\n    pub a: u8,\n}\n";
+        let ts = "/** A user. */\nexport interface U {\n  id: string;\n}\n";
+        let cases = [
+            (f("a.rs", rs, "/// An updated record.\npub struct S {\n    pub a: u8, // why\n}\n"), 0),
+            (f("a.rs", rs, "/// An updated record.\npub struct S {\n    pub a: u64, // why\n}\n"), 1),
+            (f("u.ts", ts, "/** The user. */\nexport interface U {\n  // a key\n  id: string;\n}\n"), 0),
+            (f("u.ts", ts, "/** The user. */\nexport interface U {\n  id?: string;\n}\n"), 1),
+        ];
+        let reference = Policy { window: false, ..Policy::default() };
+        for (input, found) in cases {
+            let r = scan_file(&input, &Policy::default());
+            assert_eq!((r.findings.len(), r.files_scanned), (found, 1), "{input:?}");
+            assert_eq!(r, scan_file(&input, &reference), "{input:?}");
+        }
     }
 
     /// Findings are in path, line, rule and symbol order whatever order the files

@@ -25,6 +25,7 @@ mod hostile_input;
 mod install;
 mod loop_model;
 mod managers;
+mod renames;
 mod report_formats;
 mod review;
 mod scan;

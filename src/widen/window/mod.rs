@@ -100,6 +100,69 @@ fn find_with(lexer: Lexer, before: &str, after: &str, early: bool) -> Option<Win
     (changed && parsed < before.len().max(after.len())).then_some(window)
 }
 
+/// Whether two versions are the same code, told apart only by their comments: the
+/// same text once each comment is taken out (with its line where it was all the line
+/// held, else with the blanks on one side of it; a comment glued to the code before
+/// it becomes one space, so that no two tokens join). Every detector with a window
+/// reads no comment (the parse leaves them out, [`super::elide`]), so such a pair
+/// has nothing to compare: a comment edit needs no parse at all. `false` when either
+/// version does not lex.
+pub(in crate::widen) fn same_code(lexer: Lexer, before: &str, after: &str) -> bool {
+    match (without_comments(lexer, before), without_comments(lexer, after)) {
+        (Some(old), Some(new)) => old == new,
+        _ => false,
+    }
+}
+
+/// `src` with its comments taken out as [`same_code`] says; `None` when it does not
+/// lex.
+fn without_comments(lexer: Lexer, src: &str) -> Option<String> {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut from = 0;
+    let mut on = |at: usize, token: Token| -> Option<()> {
+        let Token::Comment(end) = token else { return Some(()) };
+        let mut start = at;
+        while start > from && matches!(b[start - 1], b' ' | b'\t') {
+            start -= 1;
+        }
+        let line_start = start == 0 || b[start - 1] == b'\n';
+        if line_start && matches!(b.get(end), None | Some(b'\n')) {
+            // A line of its own: the line goes.
+            out.push_str(&src[from..start]);
+            from = (end + 1).min(src.len());
+        } else if line_start {
+            // Code follows on its line: the indentation stays, the comment and the
+            // blanks after it go.
+            out.push_str(&src[from..at]);
+            from = end;
+            while matches!(b.get(from), Some(b' ' | b'\t')) {
+                from += 1;
+            }
+        } else if start < at {
+            // After code and blanks: the blanks and the comment go (one space stays
+            // where code follows at once).
+            out.push_str(&src[from..start]);
+            if !matches!(b.get(end), None | Some(b'\n' | b'\r' | b' ' | b'\t')) {
+                out.push(' ');
+            }
+            from = end;
+        } else {
+            // Glued to the code before it: one space keeps the tokens apart.
+            out.push_str(&src[from..at]);
+            out.push(' ');
+            from = end;
+        }
+        Some(())
+    };
+    match lexer {
+        Lexer::Rust => rust_tokens(src, &mut on)?,
+        Lexer::Script => script_tokens(src, &mut on)?,
+    }
+    out.push_str(&src[from..]);
+    Some(out)
+}
+
 /// Whether the window is sure to be refused as too large, from the old version's
 /// declarations (between `cuts`) alone: one not found in `after` at all is in the
 /// window, and what of `after` the found ones cannot cover is in its new part. Both

@@ -249,3 +249,34 @@ fn outside_tests_answer_maybe_when_unsure() {
     assert_eq!(root("f->"), "f");
     assert_eq!(root("Query.limit"), "Query");
 }
+
+/// Comment edits alone are the same code; any edit outside comments is not, nor one
+/// that joins two tokens a comment kept apart, nor a `//` inside a string.
+#[test]
+fn same_code_tells_comment_edits_from_code_edits() {
+    let rust = "/// A record.\npub struct S {\n    pub a: u8, // small\n    /* kept */ pub b: u8,\n}\n";
+    for same in [
+        "/// An updated record.\npub struct S {\n    pub a: u8, // small\n    /* kept */ pub b: u8,\n}\n",
+        "pub struct S {\n    pub a: u8,\n    pub b: u8,\n}\n",
+        "/// A record.\n// Two lines now.\npub struct S {\n    pub a: u8, /* small */\n    pub b: u8,\n}\n",
+    ] {
+        assert!(same_code(Lexer::Rust, rust, same), "{same}");
+    }
+    for differs in [
+        "/// A record.\npub struct S {\n    pub a: u64, // small\n    /* kept */ pub b: u8,\n}\n",
+        "/// A record.\npub struct S {\n    pub a: u8, // small\n\n    /* kept */ pub b: u8,\n}\n",
+        "pub struct S {\n    pub a: u8,\n}\n",
+    ] {
+        assert!(!same_code(Lexer::Rust, rust, differs), "{differs}");
+    }
+    assert!(!same_code(Lexer::Rust, "let x = a/*c*/b;\n", "let x = ab;\n"));
+    assert!(same_code(Lexer::Rust, "let x = a/*c*/b;\n", "let x = a/*d*/b;\n"));
+    assert!(!same_code(Lexer::Rust, "let x = a /*c*/b;\n", "let x = ab;\n"));
+    assert!(same_code(Lexer::Rust, "let x = a /*c*/b;\n", "let x = a b;\n"));
+    assert!(!same_code(Lexer::Rust, "let s = \"// a\";\n", "let s = \"// b\";\n"));
+    assert!(!same_code(Lexer::Rust, "let s = \"open;\n", "let s = \"open;\n// x\n"), "does not lex");
+    let ts = "/** A user. */\nexport interface U {\n  id: string; // key\n}\n";
+    assert!(same_code(Lexer::Script, ts, "/** The user. */\nexport interface U {\n  id: string;\n}\n"));
+    assert!(!same_code(Lexer::Script, ts, "/** A user. */\nexport interface U {\n  id?: string; // key\n}\n"));
+    assert!(!same_code(Lexer::Script, "const r = /a/;\n", "const r = /b/;\n"));
+}
