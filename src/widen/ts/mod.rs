@@ -100,6 +100,33 @@ pub(crate) const RULES: &[RuleDef] = &[
         message: "the assertion `{before}` was removed from `{symbol}`",
         invariant: "The asserted condition held at that point on every run that got past it.",
     },
+    RuleDef {
+        id: RuleId::TsEarlyReturnRemoved,
+        languages: BOTH,
+        family: Family::CheckRemoved,
+        description: "A silent early return (`if (closed) return;`, a body of only `return`, `return null`, `return undefined` or `return false`) is removed from a function that stays, and its condition is checked nowhere else in it.",
+        severity: Severity::Medium,
+        message: "the early return `{before}` was removed from `{symbol}`",
+        invariant: "The function did nothing in the state the condition describes (already closed, nothing to do), so the rest of its body never ran there.",
+    },
+    RuleDef {
+        id: RuleId::TsGenericConstraintLoosened,
+        languages: TS,
+        family: Family::TypeErasure,
+        description: "A type parameter's constraint (`<T extends A>`) is removed, widened to a union holding more members or to `any`/`unknown`/`object`/`{}`, or replaced by another named type.",
+        severity: Severity::Medium,
+        message: "the type parameter of `{symbol}` admits more types now: `{before}` became `{after}`",
+        invariant: "Every type argument had to be assignable to the old constraint, so the body and the callers could use its members.",
+    },
+    RuleDef {
+        id: RuleId::TsLiteralUnionWidened,
+        languages: TS,
+        family: Family::EnumErasure,
+        description: "A union of literal types (a property's, a parameter's, a return type's or a type alias's) gains a literal and keeps every old one (`'a' | 'b'` to `'a' | 'b' | 'c'`).",
+        severity: Severity::Medium,
+        message: "`{symbol}` admits more values now: `{before}` became `{after}`",
+        invariant: "The value was one of a closed set that switch statements and lookups handled; a new value reaches code that has no case for it.",
+    },
 ];
 
 /// Identifier node kinds of the TypeScript and JavaScript grammars.
@@ -212,6 +239,15 @@ impl super::detector::Grammar for ScriptDetector {
             }
         }
         out.extend(removed_checks(&b.body, &a.body));
+        out.extend(removed_returns(b, a));
+        for (bs, as_) in pair_slots(&b.generics, &a.generics) {
+            if let Some(bt) = &bs.info
+                && constraint_loosened(bt, as_.info.as_ref())
+                && !renamed(bt, as_.info.as_ref(), b, a)
+            {
+                out.push(slot_finding(RuleId::TsGenericConstraintLoosened, bs, as_));
+            }
+        }
         out
     }
 }
@@ -227,6 +263,8 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         let symbols = (inv.slots.iter().flat_map(|s| [&s.key, &s.symbol]))
             .chain(body.owners.keys())
             .chain(body.checks.iter().map(|c| &c.owner))
+            .chain(inv.returns.iter().map(|c| &c.owner))
+            .chain(inv.generics.iter().map(|s| &s.symbol))
             .chain(body.conditions.iter().map(|c| &c.0))
             .chain(body.calls.iter().map(|c| &c.0))
             .chain(&inv.enums)
@@ -241,6 +279,15 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
     // A new call to a function outside that holds checks would stand in for a check.
     if new.body.calls.iter().any(|call| !old.body.calls.contains(call) && outside.may_name(&call.1)) {
         return false;
+    }
+    // Whether a constraint's type was renamed in the file is a file-wide question.
+    for (b, a) in pair_slots(&old.generics, &new.generics) {
+        let keys = [b, a].map(|s| s.info.as_ref().map(TsType::member_keys).unwrap_or_default());
+        if b.info.as_ref().map(|t| &t.key) != a.info.as_ref().map(|t| &t.key)
+            && keys.iter().flatten().any(|k| outside.may_declare(window::Lexer::Script, k))
+        {
+            return false;
+        }
     }
     // Whether a type names an enum or a literal alias of the file is a file-wide question.
     if outside.contains_word("enum") || outside.contains_word("type") {
@@ -308,6 +355,17 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
     }
     // The same container on both sides: compare what it holds.
     let a_core_members: Vec<&Member> = a.members.iter().filter(|m| !m.nullish).collect();
+    // A closed set of literals that gained one (never what the container comparison
+    // below reads: that needs one non-literal member on each side).
+    let all_literal = |ms: &[&Member]| !ms.is_empty() && ms.iter().all(|m| m.literal.is_some());
+    if all_literal(&b_core_members)
+        && all_literal(&a_core_members)
+        && bcore.len() < acore.len()
+        && bcore.is_subset(&acore)
+        && (a_null || !b.members.iter().any(|m| m.nullish))
+    {
+        return Some(RuleId::TsLiteralUnionWidened);
+    }
     if let ([bm], [am]) = (b_core_members.as_slice(), a_core_members.as_slice())
         && let (Some((bh, bargs)), Some((ah, aargs))) = (&bm.args, &am.args)
         && bh == ah
@@ -316,6 +374,60 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
     }
     None
+}
+
+/// Whether a type parameter constrained by `b` admits more types under `a` (`None`:
+/// unconstrained): the constraint removed; widened to a catch-all; a union that keeps
+/// every old member and adds one; or one named type replaced by another (`extends
+/// APIGatewayProxyEventV2` to `extends LambdaEvent`, which may be a union holding it).
+/// A constraint only reformatted, or one whose new members are all among the old ones
+/// (narrowed), is not.
+fn constraint_loosened(b: &TsType, a: Option<&TsType>) -> bool {
+    let Some(a) = a else { return true };
+    if b.key == a.key {
+        return false;
+    }
+    let members = |t: &TsType| -> BTreeSet<String> { t.members.iter().map(|m| m.key.clone()).collect() };
+    let (bm, am) = (members(b), members(a));
+    let catch_all = |set: &BTreeSet<String>| {
+        set.iter().any(|m| matches!(m.as_str(), "any" | "unknown" | "object" | "Object" | "{}"))
+    };
+    if catch_all(&am) {
+        return !catch_all(&bm);
+    }
+    if am.is_subset(&bm) {
+        return false;
+    }
+    if bm.is_subset(&am) {
+        return true;
+    }
+    // One named type for another: a plain name on both sides (no generic arguments, no
+    // literal, no object type), so that a reshaped constraint is not guessed at.
+    let named = |t: &TsType| match t.members.as_slice() {
+        [only] => only.args.is_none() && only.literal.is_none() && window::is_identifier(&only.key),
+        _ => false,
+    };
+    named(b) && named(a)
+}
+
+/// Whether the constraint `bt` became `at` because its type was renamed: the old name
+/// is declared in the old version of the file alone and the new one in the new version
+/// alone (`type ResolverDef` became `export type TRPCResolverDef`), or one name holds
+/// the other (`AnyRouter` to `AnyTRPCRouter`, an import renamed elsewhere).
+fn renamed(bt: &TsType, at: Option<&TsType>, b: &Inventory, a: &Inventory) -> bool {
+    let Some(at) = at else { return false };
+    let (old, new) = (&bt.key, &at.key);
+    let in_file = b.type_names.contains(old)
+        && !a.type_names.contains(old)
+        && a.type_names.contains(new)
+        && !b.type_names.contains(new);
+    let names = window::is_identifier(old) && window::is_identifier(new);
+    in_file || (names && (new.contains(old.as_str()) || old.contains(new.as_str())))
+}
+
+/// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
+fn removed_returns(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    super::early_return::removed(&b.body, &b.returns, &a.body, &a.returns)
 }
 
 /// The mutable spellings of a read-only type, or `None` when the type is not read-only.
@@ -494,6 +606,14 @@ pub(crate) struct Inventory {
     /// Type aliases that are unions of literals, with the primitives they draw from.
     #[serde(deserialize_with = "super::stored::word_sets")]
     literal_aliases: BTreeMap<String, BTreeSet<super::stored::Word>>,
+    /// Silent early returns (`if (c) return;`), apart from `body.checks` so that the
+    /// guard rules' matching stays exactly as it was without them.
+    returns: Vec<Check>,
+    /// Type parameters (`f<T>`), with their constraints.
+    generics: Vec<Slot<Option<TsType>>>,
+    /// The names of the interfaces, classes and type aliases declared in the file (a
+    /// constraint whose type was renamed in the file is not loosened).
+    type_names: BTreeSet<String>,
 }
 
 /// One step of the walk, which keeps its own stack instead of recursing: generated code
@@ -580,7 +700,7 @@ impl super::syntax::Part for Inventory {
     /// lists and sets grow.
     fn absorb(&mut self, o: Inventory) {
         // Destructured, so that a new field cannot be forgotten here.
-        let Inventory { slots, body, enums, literal_aliases } = o;
+        let Inventory { slots, body, enums, literal_aliases, returns, generics, type_names } = o;
         let Body { checks, owners, conditions, calls } = body;
         self.slots.extend(slots);
         self.body.checks.extend(checks);
@@ -591,6 +711,9 @@ impl super::syntax::Part for Inventory {
         self.body.calls.extend(calls);
         self.enums.extend(enums);
         self.literal_aliases.extend(literal_aliases);
+        self.returns.extend(returns);
+        self.generics.extend(generics);
+        self.type_names.extend(type_names);
     }
 
     /// Moves every line this inventory records by `delta`.
@@ -600,6 +723,7 @@ impl super::syntax::Part for Inventory {
         }
         let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
         self.slots.iter_mut().for_each(|s| shift(&mut s.line));
+        self.generics.iter_mut().for_each(|s| shift(&mut s.line));
         self.body.owners.values_mut().for_each(shift);
     }
 }
@@ -679,7 +803,11 @@ impl<'a> Walker<'a> {
             | "class"
             | "internal_module"
             | "module" => match self.field_text(node, "name") {
-                Some(name) => self.scoped(name, node),
+                Some(name) => {
+                    self.type_parameters(&self.symbol(&name), node);
+                    self.inv.type_names.insert(name.clone());
+                    self.scoped(name, node)
+                }
                 None => self.visit_children(node),
             },
             "enum_declaration" => {
@@ -716,6 +844,8 @@ impl<'a> Walker<'a> {
         let (Some(name), Some(value)) = (self.field_text(node, "name"), field(node, "value")) else {
             return;
         };
+        self.type_parameters(&self.symbol(&name), node);
+        self.inv.type_names.insert(name.clone());
         if kind_of(value) == "object_type" {
             self.scoped(name, value);
             return;
@@ -801,6 +931,9 @@ impl<'a> Walker<'a> {
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let parts = super::syntax::Parts::of(node);
+        if let Some(params) = parts.field("type_parameters") {
+            self.type_parameters_of(&symbol, params);
+        }
         // Once a parameter's inline object type waits to be walked, what follows it
         // waits too, so that the inventory is filled in source order.
         let waiting = self.later.len();
@@ -901,6 +1034,35 @@ impl<'a> Walker<'a> {
         (!self.scope.is_empty()).then(|| self.scope.join("."))
     }
 
+    /// The type parameters of a declaration (`interface I<T extends A>`), if it has any.
+    fn type_parameters(&mut self, symbol: &str, node: Node) {
+        if let Some(params) = field(node, "type_parameters") {
+            self.type_parameters_of(symbol, params);
+        }
+    }
+
+    /// Each `T extends A` of a `<...>` list, keyed `symbol<T>`.
+    fn type_parameters_of(&mut self, symbol: &str, params: Node) {
+        for p in named_children(params) {
+            if kind_of(p) != "type_parameter" {
+                continue;
+            }
+            let Some(name) = field(p, "name") else { continue };
+            let constraint = field(p, "constraint").and_then(|c| c.named_child(0));
+            let to = field(p, "value").map_or(p.end_byte(), |v| v.start_byte());
+            let display =
+                one_line(self.src.get(p.start_byte()..to).unwrap_or("")).trim_end_matches('=').trim_end().to_string();
+            self.inv.generics.push(Slot {
+                key: format!("{symbol}<{}>", text(name, self.src)),
+                symbol: symbol.to_string(),
+                line: line(p),
+                display,
+                in_test: self.test_depth > 0,
+                info: constraint.map(|c| ts_type(c, self.src)),
+            });
+        }
+    }
+
     /// `if (cond) throw ...` or `if (cond) { ...; throw ...; }`.
     fn throw_guard(&mut self, node: Node) {
         let (Some(owner), Some(cond), Some(cons)) =
@@ -916,9 +1078,40 @@ impl<'a> Walker<'a> {
         } else {
             None
         };
-        let Some(throw) = throw else { return };
+        let Some(throw) = throw else {
+            return self.early_return(&owner, cond, cons);
+        };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
         self.push_check(RuleId::TsThrowGuardRemoved, &owner, cond, display);
+    }
+
+    /// `if (cond) return;` or `if (cond) { return null; }`: a guard whose body is only a
+    /// return of nothing (`undefined`, `null`, `false`), with no `else`.
+    fn early_return(&mut self, owner: &str, cond: Node, cons: Node) {
+        if cons.parent().is_some_and(|p| field(p, "alternative").is_some()) {
+            return;
+        }
+        let ret = match kind_of(cons) {
+            "return_statement" => cons,
+            "statement_block" => {
+                match named_children(cons).into_iter().filter(|s| kind_of(s) != "comment").collect::<Vec<_>>()[..] {
+                    [only] if kind_of(only) == "return_statement" => only,
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        let silent = match ret.named_child(0) {
+            None => true,
+            Some(v) => matches!(compact(text(v, self.src)).as_str(), "null" | "undefined" | "false" | "void0"),
+        };
+        if !silent {
+            return;
+        }
+        let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(ret, self.src)));
+        let check =
+            Check::new(RuleId::TsEarlyReturnRemoved, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.returns.push(check);
     }
 
     /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
