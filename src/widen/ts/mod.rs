@@ -15,119 +15,7 @@ use super::syntax::{
 use super::window;
 use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
-const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
-const TS: &[Language] = &[Language::Typescript];
-
-pub(crate) const RULES: &[RuleDef] = &[
-    RuleDef {
-        id: RuleId::TsNullableWidened,
-        languages: TS,
-        family: Family::Optionality,
-        description: "A property, parameter or return type gains `null` or `undefined` in its union (`T` to `T | null`).",
-        severity: Severity::High,
-        message: "`{symbol}` may now be null or undefined: `{before}` became `{after}`",
-        invariant: "Readers of the value could rely on it always being present.",
-    },
-    RuleDef {
-        id: RuleId::TsPropertyMadeOptional,
-        languages: TS,
-        family: Family::Optionality,
-        description: "A required property or parameter is made optional (`name: T` to `name?: T`).",
-        severity: Severity::High,
-        message: "`{symbol}` is no longer required: `{before}` became `{after}`",
-        invariant: "Every object or call had to supply the value, so code reading it never saw it missing.",
-    },
-    RuleDef {
-        id: RuleId::TsLiteralUnionErased,
-        languages: TS,
-        family: Family::EnumErasure,
-        description: "A union of literal types (or an alias of one) is replaced by `string`, `number` or `boolean`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` accepts any value of the primitive type now: `{before}` became `{after}`",
-        invariant: "The value was one of a closed set of literals that switch statements and lookups could handle exhaustively.",
-    },
-    RuleDef {
-        id: RuleId::TsEnumErased,
-        languages: TS,
-        family: Family::EnumErasure,
-        description: "A property or parameter typed by an enum declared in the file becomes `string` or `number`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` is no longer restricted to the enum's members: `{before}` became `{after}`",
-        invariant: "The value was one of the enum's members, so every consumer could handle each case.",
-    },
-    RuleDef {
-        id: RuleId::TsTypeErased,
-        languages: TS,
-        family: Family::TypeErasure,
-        description: "A concrete type is replaced by `any`, `unknown`, `object`, `Object` or `{}`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` lost its type: `{before}` became `{after}`",
-        invariant: "The compiler checked every use of the value against its concrete shape.",
-    },
-    RuleDef {
-        id: RuleId::TsReadonlyRemoved,
-        languages: TS,
-        family: Family::MutabilityExposure,
-        description: "A `readonly` modifier, `readonly T[]`, `ReadonlyArray`, `ReadonlyMap`, `ReadonlySet` or `Readonly<T>` is removed.",
-        severity: Severity::Medium,
-        message: "`{symbol}` can be mutated now: `{before}` became `{after}`",
-        invariant: "Nobody could reassign or mutate the value after construction, so holders could share it safely.",
-    },
-    RuleDef {
-        id: RuleId::TsPrivateMadePublic,
-        languages: BOTH,
-        family: Family::MutabilityExposure,
-        description: "A `private`/`protected`/`#` class member is made public.",
-        severity: Severity::Low,
-        message: "`{symbol}` is exposed outside its class now: `{before}` became `{after}`",
-        invariant: "Only the class itself could read or write the member, so its methods kept it consistent.",
-    },
-    RuleDef {
-        id: RuleId::TsThrowGuardRemoved,
-        languages: BOTH,
-        family: Family::CheckRemoved,
-        description: "An `if (...) throw` guard is removed from a function body.",
-        severity: Severity::High,
-        message: "the guard `{before}` was removed from `{symbol}`",
-        invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
-    },
-    RuleDef {
-        id: RuleId::TsInvariantRemoved,
-        languages: BOTH,
-        family: Family::CheckRemoved,
-        description: "An `invariant(...)`, `assert(...)`, `assert.*(...)` or `console.assert(...)` call is removed from a function body.",
-        severity: Severity::High,
-        message: "the assertion `{before}` was removed from `{symbol}`",
-        invariant: "The asserted condition held at that point on every run that got past it.",
-    },
-    RuleDef {
-        id: RuleId::TsEarlyReturnRemoved,
-        languages: BOTH,
-        family: Family::CheckRemoved,
-        description: "A silent early return (`if (closed) return;`, a body of only `return`, `return null`, `return undefined` or `return false`) is removed from a function that stays, and its condition is checked nowhere else in it.",
-        severity: Severity::Medium,
-        message: "the early return `{before}` was removed from `{symbol}`",
-        invariant: "The function did nothing in the state the condition describes (already closed, nothing to do), so the rest of its body never ran there.",
-    },
-    RuleDef {
-        id: RuleId::TsGenericConstraintLoosened,
-        languages: TS,
-        family: Family::TypeErasure,
-        description: "A type parameter's constraint (`<T extends A>`) is removed, widened to a union holding more members or to `any`/`unknown`/`object`/`{}`, or replaced by another named type.",
-        severity: Severity::Medium,
-        message: "the type parameter of `{symbol}` admits more types now: `{before}` became `{after}`",
-        invariant: "Every type argument had to be assignable to the old constraint, so the body and the callers could use its members.",
-    },
-    RuleDef {
-        id: RuleId::TsLiteralUnionWidened,
-        languages: TS,
-        family: Family::EnumErasure,
-        description: "A union of literal types (a property's, a parameter's, a return type's or a type alias's) gains a literal and keeps every old one (`'a' | 'b'` to `'a' | 'b' | 'c'`).",
-        severity: Severity::Medium,
-        message: "`{symbol}` admits more values now: `{before}` became `{after}`",
-        invariant: "The value was one of a closed set that switch statements and lookups handled; a new value reaches code that has no case for it.",
-    },
-];
+pub(crate) use rules::RULES;
 
 /// Identifier node kinds of the TypeScript and JavaScript grammars.
 const IDENTS: &[&str] =
@@ -374,55 +262,6 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
     }
     None
-}
-
-/// Whether a type parameter constrained by `b` admits more types under `a` (`None`:
-/// unconstrained): the constraint removed; widened to a catch-all; a union that keeps
-/// every old member and adds one; or one named type replaced by another (`extends
-/// APIGatewayProxyEventV2` to `extends LambdaEvent`, which may be a union holding it).
-/// A constraint only reformatted, or one whose new members are all among the old ones
-/// (narrowed), is not.
-fn constraint_loosened(b: &TsType, a: Option<&TsType>) -> bool {
-    let Some(a) = a else { return true };
-    if b.key == a.key {
-        return false;
-    }
-    let members = |t: &TsType| -> BTreeSet<String> { t.members.iter().map(|m| m.key.clone()).collect() };
-    let (bm, am) = (members(b), members(a));
-    let catch_all = |set: &BTreeSet<String>| {
-        set.iter().any(|m| matches!(m.as_str(), "any" | "unknown" | "object" | "Object" | "{}"))
-    };
-    if catch_all(&am) {
-        return !catch_all(&bm);
-    }
-    if am.is_subset(&bm) {
-        return false;
-    }
-    if bm.is_subset(&am) {
-        return true;
-    }
-    // One named type for another: a plain name on both sides (no generic arguments, no
-    // literal, no object type), so that a reshaped constraint is not guessed at.
-    let named = |t: &TsType| match t.members.as_slice() {
-        [only] => only.args.is_none() && only.literal.is_none() && window::is_identifier(&only.key),
-        _ => false,
-    };
-    named(b) && named(a)
-}
-
-/// Whether the constraint `bt` became `at` because its type was renamed: the old name
-/// is declared in the old version of the file alone and the new one in the new version
-/// alone (`type ResolverDef` became `export type TRPCResolverDef`), or one name holds
-/// the other (`AnyRouter` to `AnyTRPCRouter`, an import renamed elsewhere).
-fn renamed(bt: &TsType, at: Option<&TsType>, b: &Inventory, a: &Inventory) -> bool {
-    let Some(at) = at else { return false };
-    let (old, new) = (&bt.key, &at.key);
-    let in_file = b.type_names.contains(old)
-        && !a.type_names.contains(old)
-        && a.type_names.contains(new)
-        && !b.type_names.contains(new);
-    let names = window::is_identifier(old) && window::is_identifier(new);
-    in_file || (names && (new.contains(old.as_str()) || old.contains(new.as_str())))
 }
 
 /// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
@@ -1034,35 +873,6 @@ impl<'a> Walker<'a> {
         (!self.scope.is_empty()).then(|| self.scope.join("."))
     }
 
-    /// The type parameters of a declaration (`interface I<T extends A>`), if it has any.
-    fn type_parameters(&mut self, symbol: &str, node: Node) {
-        if let Some(params) = field(node, "type_parameters") {
-            self.type_parameters_of(symbol, params);
-        }
-    }
-
-    /// Each `T extends A` of a `<...>` list, keyed `symbol<T>`.
-    fn type_parameters_of(&mut self, symbol: &str, params: Node) {
-        for p in named_children(params) {
-            if kind_of(p) != "type_parameter" {
-                continue;
-            }
-            let Some(name) = field(p, "name") else { continue };
-            let constraint = field(p, "constraint").and_then(|c| c.named_child(0));
-            let to = field(p, "value").map_or(p.end_byte(), |v| v.start_byte());
-            let display =
-                one_line(self.src.get(p.start_byte()..to).unwrap_or("")).trim_end_matches('=').trim_end().to_string();
-            self.inv.generics.push(Slot {
-                key: format!("{symbol}<{}>", text(name, self.src)),
-                symbol: symbol.to_string(),
-                line: line(p),
-                display,
-                in_test: self.test_depth > 0,
-                info: constraint.map(|c| ts_type(c, self.src)),
-            });
-        }
-    }
-
     /// `if (cond) throw ...` or `if (cond) { ...; throw ...; }`.
     fn throw_guard(&mut self, node: Node) {
         let (Some(owner), Some(cond), Some(cons)) =
@@ -1083,35 +893,6 @@ impl<'a> Walker<'a> {
         };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
         self.push_check(RuleId::TsThrowGuardRemoved, &owner, cond, display);
-    }
-
-    /// `if (cond) return;` or `if (cond) { return null; }`: a guard whose body is only a
-    /// return of nothing (`undefined`, `null`, `false`), with no `else`.
-    fn early_return(&mut self, owner: &str, cond: Node, cons: Node) {
-        if cons.parent().is_some_and(|p| field(p, "alternative").is_some()) {
-            return;
-        }
-        let ret = match kind_of(cons) {
-            "return_statement" => cons,
-            "statement_block" => {
-                match named_children(cons).into_iter().filter(|s| kind_of(s) != "comment").collect::<Vec<_>>()[..] {
-                    [only] if kind_of(only) == "return_statement" => only,
-                    _ => return,
-                }
-            }
-            _ => return,
-        };
-        let silent = match ret.named_child(0) {
-            None => true,
-            Some(v) => matches!(compact(text(v, self.src)).as_str(), "null" | "undefined" | "false" | "void0"),
-        };
-        if !silent {
-            return;
-        }
-        let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(ret, self.src)));
-        let check =
-            Check::new(RuleId::TsEarlyReturnRemoved, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
-        self.inv.returns.push(check);
     }
 
     /// `invariant(cond, msg)`, `assert(cond)`, `assert.equal(a, b)`, `console.assert(c)`.
@@ -1179,6 +960,10 @@ impl<'a> Walker<'a> {
         }
     }
 }
+
+mod rules;
+mod shapes;
+use shapes::{constraint_loosened, renamed};
 
 #[cfg(test)]
 mod tests;
