@@ -78,6 +78,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         message: "the panic `{before}` was removed from `{symbol}`",
         invariant: "Execution never continued past that point in the state the panic refused.",
     },
+    RuleDef {
+        id: RuleId::GoEarlyReturnRemoved,
+        languages: GO,
+        family: Family::CheckRemoved,
+        description: "A silent early return (`if x == nil { return }`, `if err != nil { return nil }`: a body of only a `return` of nothing, `nil` or `false`) is removed from a function that stays, and its condition is checked nowhere else in it.",
+        severity: Severity::Medium,
+        message: "the early return `{before}` was removed from `{symbol}`",
+        invariant: "The function did nothing in the state the condition describes (nil, already done, a failed call), so the rest of its body never ran there.",
+    },
 ];
 
 /// Identifier node kinds of the Go grammar.
@@ -146,9 +155,22 @@ impl super::detector::Grammar for GoDetector {
             }
         }
         out.extend(removed_checks(&b.body, &a.body));
-        out.extend(errors_discarded(b, a));
+        let discarded = errors_discarded(b, a);
+        // An `if err != nil { return nil }` whose error now goes into `_` is reported
+        // once, as the error dropped.
+        out.extend(
+            removed_returns(b, a)
+                .into_iter()
+                .filter(|r| !discarded.iter().any(|d| d.symbol == r.symbol && d.before == r.before)),
+        );
+        out.extend(discarded);
         out
     }
+}
+
+/// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
+fn removed_returns(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    super::early_return::removed(&b.body, &b.returns, &a.body, &a.returns)
 }
 
 /// An error that was passed up (`if err != nil { return ... }`) and is now dropped
@@ -256,6 +278,9 @@ pub(crate) struct Inventory {
     /// Function symbol -> assignments that drop a value into `_` last (`_ = f()`,
     /// `n, _ := f()`), where an error usually goes: (line, shown text).
     discarded: BTreeMap<String, Vec<(u32, String)>>,
+    /// Silent early returns (`if x == nil { return }`), apart from `body.checks` so
+    /// that the guard rules' matching stays exactly as it was without them.
+    returns: Vec<Check>,
 }
 
 /// One step of the walk. The walk keeps its own stack of steps instead of recursing: a
@@ -568,6 +593,34 @@ impl<'a> Walker<'a> {
             self.push_check(rule, &owner, cond, display);
             return;
         }
+        self.early_return(&owner, node, cond, cons);
+    }
+
+    /// `if x == nil { return }`, `if err != nil { return nil }`: a guard without `else`
+    /// (and without an initialiser, whose variable only the guard reads) whose block is
+    /// only a `return` of nothing, `nil`s or `false`.
+    fn early_return(&mut self, owner: &str, node: Node, cond: Node, cons: Node) {
+        if field(node, "alternative").is_some() || field(node, "initializer").is_some() {
+            return;
+        }
+        let [ret] = Self::statements(cons).into_iter().filter(|s| kind_of(s) != "comment").collect::<Vec<_>>()[..]
+        else {
+            return;
+        };
+        if kind_of(ret) != "return_statement" {
+            return;
+        }
+        let values: Vec<Node> = named_children(ret)
+            .into_iter()
+            .flat_map(|v| if kind_of(v) == "expression_list" { named_children(v) } else { vec![v] })
+            .collect();
+        if !values.iter().all(|v| matches!(kind_of(v), "nil" | "false")) {
+            return;
+        }
+        let display = format!("if {} {{ {} }}", one_line(text(cond, self.src)), one_line(text(ret, self.src)));
+        let check =
+            Check::new(RuleId::GoEarlyReturnRemoved, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.returns.push(check);
     }
 
     fn bare_panic(&mut self, node: Node) {

@@ -13,6 +13,7 @@
 
 pub mod catalogue;
 pub(crate) mod detector;
+mod early_return;
 pub(crate) mod elide;
 pub mod engine;
 pub mod go;

@@ -100,6 +100,33 @@ pub(crate) const RULES: &[RuleDef] = &[
         message: "the guard `{before}` was removed from `{symbol}`",
         invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
     },
+    RuleDef {
+        id: RuleId::PyEarlyReturnRemoved,
+        languages: PY,
+        family: Family::CheckRemoved,
+        description: "A silent early return (`if not x: return`, a body of only `return`, `return None` or `return False`) is removed from a function that stays, and its condition is checked nowhere else in it.",
+        severity: Severity::Medium,
+        message: "the early return `{before}` was removed from `{symbol}`",
+        invariant: "The function did nothing in the state the condition describes (nothing given, already done), so the rest of its body never ran there.",
+    },
+    RuleDef {
+        id: RuleId::PyLiteralWidened,
+        languages: PY,
+        family: Family::EnumErasure,
+        description: "A `Literal[...]` annotation (or a union of them) gains a value and keeps every old one (`Literal[\"a\", \"b\"]` to `Literal[\"a\", \"b\", \"c\"]`).",
+        severity: Severity::Medium,
+        message: "`{symbol}` admits more values now: `{before}` became `{after}`",
+        invariant: "The value was one of a closed set that every branch on it handled; a new value reaches code that has no branch for it.",
+    },
+    RuleDef {
+        id: RuleId::PyUnionWidened,
+        languages: PY,
+        family: Family::TypeErasure,
+        description: "A union annotation gains a member other than `None` and keeps every old one (`str | Sequence[str]` to `str | Sequence[str] | Sentinel`).",
+        severity: Severity::Medium,
+        message: "`{symbol}` admits another type now: `{before}` became `{after}`",
+        invariant: "Every value was one of the old union's types, so code handling each of them handled them all.",
+    },
 ];
 
 /// Identifier node kinds of the Python grammar.
@@ -169,8 +196,14 @@ impl super::detector::Grammar for PythonDetector {
             out.extend(classify(bs, as_, b).into_iter().map(|r| slot_finding(r, bs, as_)));
         }
         out.extend(removed_checks(&b.body, &a.body));
+        out.extend(removed_returns(b, a));
         out
     }
+}
+
+/// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
+fn removed_returns(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    super::early_return::removed(&b.body, &b.returns, &a.body, &a.returns)
 }
 
 fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Vec<RuleId> {
@@ -242,6 +275,24 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
     {
         return Some(RuleId::PyContainerWidened);
     }
+    // A closed set that gained members: literal values, or a union's types (a new
+    // member other than None; a gained None is the optional rule's, and an old None
+    // must stay). Neither can be what the container comparison below reads (one
+    // non-Literal member on each side).
+    if let (Some(bv), Some(av)) = (literal_values(&b_members), literal_values(&a_members))
+        && bv.len() < av.len()
+        && bv.is_subset(&av)
+    {
+        return Some(RuleId::PyLiteralWidened);
+    }
+    if !bcore.is_empty()
+        && acore.len() >= 2
+        && bcore.len() < acore.len()
+        && bcore.is_subset(&acore)
+        && (a_none || !b_none)
+    {
+        return Some(RuleId::PyUnionWidened);
+    }
     // The same container on both sides (`list[int]` to `list[int | None]`): compare what
     // it holds.
     if let ([bm], [am]) = (b_members.as_slice(), a_members.as_slice())
@@ -255,6 +306,19 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
         }
     }
     None
+}
+
+/// The values of a union of `Literal[...]` members, formatting-blind; `None` when a
+/// member is not a literal (or there is none).
+fn literal_values(members: &[&PyMember]) -> Option<BTreeSet<String>> {
+    let mut values = BTreeSet::new();
+    for m in members {
+        match generic(&m.key) {
+            Some(("Literal", inner)) => values.extend(split_top(inner, ',').into_iter().map(|v| v.trim().to_string())),
+            _ => return None,
+        }
+    }
+    (!values.is_empty()).then_some(values)
 }
 
 /// An annotation, read as a type expression.
@@ -483,6 +547,9 @@ pub(crate) struct Inventory {
     /// Enum classes declared in the file, with the plain types their values may have.
     #[serde(deserialize_with = "super::stored::word_sets")]
     enums: BTreeMap<String, BTreeSet<super::stored::Word>>,
+    /// Silent early returns (`if not x: return`), apart from `body.checks` so that the
+    /// guard rules' matching stays exactly as it was without them.
+    returns: Vec<Check>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -762,13 +829,35 @@ impl<'a> Walker<'a> {
         };
         self.inv.body.note_condition(&owner, cond, self.src);
         let Some(raise) = named_children(cons).into_iter().find(|s| kind_of(s) == "raise_statement") else {
-            return;
+            return self.early_return(&owner, node, cond, cons);
         };
         if in_handler_that_reraises(node) {
             return;
         }
         let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(raise, self.src)));
         self.push_check(RuleId::PyRaiseGuardRemoved, &owner, cond, display);
+    }
+}
+
+impl Walker<'_> {
+    /// `if not x: return` (`return None`, `return False`): an `if` without `elif` or
+    /// `else` whose block is only that return.
+    fn early_return(&mut self, owner: &str, node: Node, cond: Node, cons: Node) {
+        if kind_of(node) != "if_statement" || field(node, "alternative").is_some() {
+            return;
+        }
+        let [ret] = named_children(cons).into_iter().filter(|s| kind_of(s) != "comment").collect::<Vec<_>>()[..] else {
+            return;
+        };
+        if kind_of(ret) != "return_statement"
+            || !ret.named_child(0).is_none_or(|v| matches!(kind_of(v), "none" | "false"))
+        {
+            return;
+        }
+        let display = format!("if {}: {}", one_line(text(cond, self.src)), one_line(text(ret, self.src)));
+        let check =
+            Check::new(RuleId::PyEarlyReturnRemoved, owner, cond, self.src, display, self.test_depth > 0, IDENTS);
+        self.inv.returns.push(check);
     }
 }
 

@@ -124,6 +124,14 @@ rule_ids! {
     SchemaConditionalRemoved => "schema-conditional-removed",
     SchemaStructureRemoved => "schema-structure-removed",
     SchemaSecurityRemoved => "schema-security-removed",
+    // Shapes from the enriched sample (issue #30 part 2)
+    TsEarlyReturnRemoved => "ts-early-return-removed",
+    GoEarlyReturnRemoved => "go-early-return-removed",
+    PyEarlyReturnRemoved => "py-early-return-removed",
+    TsGenericConstraintLoosened => "ts-generic-constraint-loosened",
+    TsLiteralUnionWidened => "ts-literal-union-widened",
+    PyLiteralWidened => "py-literal-widened",
+    PyUnionWidened => "py-union-widened",
 }
 
 impl RuleId {

@@ -15,92 +15,7 @@ use super::syntax::{
 use super::window;
 use super::{Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
-const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
-const TS: &[Language] = &[Language::Typescript];
-
-pub(crate) const RULES: &[RuleDef] = &[
-    RuleDef {
-        id: RuleId::TsNullableWidened,
-        languages: TS,
-        family: Family::Optionality,
-        description: "A property, parameter or return type gains `null` or `undefined` in its union (`T` to `T | null`).",
-        severity: Severity::High,
-        message: "`{symbol}` may now be null or undefined: `{before}` became `{after}`",
-        invariant: "Readers of the value could rely on it always being present.",
-    },
-    RuleDef {
-        id: RuleId::TsPropertyMadeOptional,
-        languages: TS,
-        family: Family::Optionality,
-        description: "A required property or parameter is made optional (`name: T` to `name?: T`).",
-        severity: Severity::High,
-        message: "`{symbol}` is no longer required: `{before}` became `{after}`",
-        invariant: "Every object or call had to supply the value, so code reading it never saw it missing.",
-    },
-    RuleDef {
-        id: RuleId::TsLiteralUnionErased,
-        languages: TS,
-        family: Family::EnumErasure,
-        description: "A union of literal types (or an alias of one) is replaced by `string`, `number` or `boolean`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` accepts any value of the primitive type now: `{before}` became `{after}`",
-        invariant: "The value was one of a closed set of literals that switch statements and lookups could handle exhaustively.",
-    },
-    RuleDef {
-        id: RuleId::TsEnumErased,
-        languages: TS,
-        family: Family::EnumErasure,
-        description: "A property or parameter typed by an enum declared in the file becomes `string` or `number`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` is no longer restricted to the enum's members: `{before}` became `{after}`",
-        invariant: "The value was one of the enum's members, so every consumer could handle each case.",
-    },
-    RuleDef {
-        id: RuleId::TsTypeErased,
-        languages: TS,
-        family: Family::TypeErasure,
-        description: "A concrete type is replaced by `any`, `unknown`, `object`, `Object` or `{}`.",
-        severity: Severity::Medium,
-        message: "`{symbol}` lost its type: `{before}` became `{after}`",
-        invariant: "The compiler checked every use of the value against its concrete shape.",
-    },
-    RuleDef {
-        id: RuleId::TsReadonlyRemoved,
-        languages: TS,
-        family: Family::MutabilityExposure,
-        description: "A `readonly` modifier, `readonly T[]`, `ReadonlyArray`, `ReadonlyMap`, `ReadonlySet` or `Readonly<T>` is removed.",
-        severity: Severity::Medium,
-        message: "`{symbol}` can be mutated now: `{before}` became `{after}`",
-        invariant: "Nobody could reassign or mutate the value after construction, so holders could share it safely.",
-    },
-    RuleDef {
-        id: RuleId::TsPrivateMadePublic,
-        languages: BOTH,
-        family: Family::MutabilityExposure,
-        description: "A `private`/`protected`/`#` class member is made public.",
-        severity: Severity::Low,
-        message: "`{symbol}` is exposed outside its class now: `{before}` became `{after}`",
-        invariant: "Only the class itself could read or write the member, so its methods kept it consistent.",
-    },
-    RuleDef {
-        id: RuleId::TsThrowGuardRemoved,
-        languages: BOTH,
-        family: Family::CheckRemoved,
-        description: "An `if (...) throw` guard is removed from a function body.",
-        severity: Severity::High,
-        message: "the guard `{before}` was removed from `{symbol}`",
-        invariant: "The function refused inputs or states that failed the guard's condition before doing any work.",
-    },
-    RuleDef {
-        id: RuleId::TsInvariantRemoved,
-        languages: BOTH,
-        family: Family::CheckRemoved,
-        description: "An `invariant(...)`, `assert(...)`, `assert.*(...)` or `console.assert(...)` call is removed from a function body.",
-        severity: Severity::High,
-        message: "the assertion `{before}` was removed from `{symbol}`",
-        invariant: "The asserted condition held at that point on every run that got past it.",
-    },
-];
+pub(crate) use rules::RULES;
 
 /// Identifier node kinds of the TypeScript and JavaScript grammars.
 const IDENTS: &[&str] =
@@ -212,6 +127,15 @@ impl super::detector::Grammar for ScriptDetector {
             }
         }
         out.extend(removed_checks(&b.body, &a.body));
+        out.extend(removed_returns(b, a));
+        for (bs, as_) in pair_slots(&b.generics, &a.generics) {
+            if let Some(bt) = &bs.info
+                && constraint_loosened(bt, as_.info.as_ref())
+                && !renamed(bt, as_.info.as_ref(), b, a)
+            {
+                out.push(slot_finding(RuleId::TsGenericConstraintLoosened, bs, as_));
+            }
+        }
         out
     }
 }
@@ -227,6 +151,8 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         let symbols = (inv.slots.iter().flat_map(|s| [&s.key, &s.symbol]))
             .chain(body.owners.keys())
             .chain(body.checks.iter().map(|c| &c.owner))
+            .chain(inv.returns.iter().map(|c| &c.owner))
+            .chain(inv.generics.iter().map(|s| &s.symbol))
             .chain(body.conditions.iter().map(|c| &c.0))
             .chain(body.calls.iter().map(|c| &c.0))
             .chain(&inv.enums)
@@ -241,6 +167,15 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
     // A new call to a function outside that holds checks would stand in for a check.
     if new.body.calls.iter().any(|call| !old.body.calls.contains(call) && outside.may_name(&call.1)) {
         return false;
+    }
+    // Whether a constraint's type was renamed in the file is a file-wide question.
+    for (b, a) in pair_slots(&old.generics, &new.generics) {
+        let keys = [b, a].map(|s| s.info.as_ref().map(TsType::member_keys).unwrap_or_default());
+        if b.info.as_ref().map(|t| &t.key) != a.info.as_ref().map(|t| &t.key)
+            && keys.iter().flatten().any(|k| outside.may_declare(window::Lexer::Script, k))
+        {
+            return false;
+        }
     }
     // Whether a type names an enum or a literal alias of the file is a file-wide question.
     if outside.contains_word("enum") || outside.contains_word("type") {
@@ -308,6 +243,17 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
     }
     // The same container on both sides: compare what it holds.
     let a_core_members: Vec<&Member> = a.members.iter().filter(|m| !m.nullish).collect();
+    // A closed set of literals that gained one (never what the container comparison
+    // below reads: that needs one non-literal member on each side).
+    let all_literal = |ms: &[&Member]| !ms.is_empty() && ms.iter().all(|m| m.literal.is_some());
+    if all_literal(&b_core_members)
+        && all_literal(&a_core_members)
+        && bcore.len() < acore.len()
+        && bcore.is_subset(&acore)
+        && (a_null || !b.members.iter().any(|m| m.nullish))
+    {
+        return Some(RuleId::TsLiteralUnionWidened);
+    }
     if let ([bm], [am]) = (b_core_members.as_slice(), a_core_members.as_slice())
         && let (Some((bh, bargs)), Some((ah, aargs))) = (&bm.args, &am.args)
         && bh == ah
@@ -316,6 +262,11 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
     }
     None
+}
+
+/// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
+fn removed_returns(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
+    super::early_return::removed(&b.body, &b.returns, &a.body, &a.returns)
 }
 
 /// The mutable spellings of a read-only type, or `None` when the type is not read-only.
@@ -494,6 +445,14 @@ pub(crate) struct Inventory {
     /// Type aliases that are unions of literals, with the primitives they draw from.
     #[serde(deserialize_with = "super::stored::word_sets")]
     literal_aliases: BTreeMap<String, BTreeSet<super::stored::Word>>,
+    /// Silent early returns (`if (c) return;`), apart from `body.checks` so that the
+    /// guard rules' matching stays exactly as it was without them.
+    returns: Vec<Check>,
+    /// Type parameters (`f<T>`), with their constraints.
+    generics: Vec<Slot<Option<TsType>>>,
+    /// The names of the interfaces, classes and type aliases declared in the file (a
+    /// constraint whose type was renamed in the file is not loosened).
+    type_names: BTreeSet<String>,
 }
 
 /// One step of the walk, which keeps its own stack instead of recursing: generated code
@@ -580,7 +539,7 @@ impl super::syntax::Part for Inventory {
     /// lists and sets grow.
     fn absorb(&mut self, o: Inventory) {
         // Destructured, so that a new field cannot be forgotten here.
-        let Inventory { slots, body, enums, literal_aliases } = o;
+        let Inventory { slots, body, enums, literal_aliases, returns, generics, type_names } = o;
         let Body { checks, owners, conditions, calls } = body;
         self.slots.extend(slots);
         self.body.checks.extend(checks);
@@ -591,6 +550,9 @@ impl super::syntax::Part for Inventory {
         self.body.calls.extend(calls);
         self.enums.extend(enums);
         self.literal_aliases.extend(literal_aliases);
+        self.returns.extend(returns);
+        self.generics.extend(generics);
+        self.type_names.extend(type_names);
     }
 
     /// Moves every line this inventory records by `delta`.
@@ -600,6 +562,7 @@ impl super::syntax::Part for Inventory {
         }
         let shift = |l: &mut u32| *l = u32::try_from(i64::from(*l) + delta).unwrap_or(1);
         self.slots.iter_mut().for_each(|s| shift(&mut s.line));
+        self.generics.iter_mut().for_each(|s| shift(&mut s.line));
         self.body.owners.values_mut().for_each(shift);
     }
 }
@@ -679,7 +642,11 @@ impl<'a> Walker<'a> {
             | "class"
             | "internal_module"
             | "module" => match self.field_text(node, "name") {
-                Some(name) => self.scoped(name, node),
+                Some(name) => {
+                    self.type_parameters(&self.symbol(&name), node);
+                    self.inv.type_names.insert(name.clone());
+                    self.scoped(name, node)
+                }
                 None => self.visit_children(node),
             },
             "enum_declaration" => {
@@ -716,6 +683,8 @@ impl<'a> Walker<'a> {
         let (Some(name), Some(value)) = (self.field_text(node, "name"), field(node, "value")) else {
             return;
         };
+        self.type_parameters(&self.symbol(&name), node);
+        self.inv.type_names.insert(name.clone());
         if kind_of(value) == "object_type" {
             self.scoped(name, value);
             return;
@@ -801,6 +770,9 @@ impl<'a> Walker<'a> {
         let symbol = self.symbol(&name);
         self.inv.body.owners.entry(symbol.clone()).or_insert(line(node));
         let parts = super::syntax::Parts::of(node);
+        if let Some(params) = parts.field("type_parameters") {
+            self.type_parameters_of(&symbol, params);
+        }
         // Once a parameter's inline object type waits to be walked, what follows it
         // waits too, so that the inventory is filled in source order.
         let waiting = self.later.len();
@@ -916,7 +888,9 @@ impl<'a> Walker<'a> {
         } else {
             None
         };
-        let Some(throw) = throw else { return };
+        let Some(throw) = throw else {
+            return self.early_return(&owner, cond, cons);
+        };
         let display = format!("if {} {}", one_line(text(cond, self.src)), one_line(text(throw, self.src)));
         self.push_check(RuleId::TsThrowGuardRemoved, &owner, cond, display);
     }
@@ -986,6 +960,10 @@ impl<'a> Walker<'a> {
         }
     }
 }
+
+mod rules;
+mod shapes;
+use shapes::{constraint_loosened, renamed};
 
 #[cfg(test)]
 mod tests;
