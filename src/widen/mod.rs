@@ -18,9 +18,11 @@ pub mod engine;
 pub mod go;
 pub(crate) mod go_tags;
 pub mod migrations;
+pub(crate) mod prisma;
 pub(crate) mod python;
 pub mod rule;
 pub mod rust;
+pub(crate) mod rust_decl;
 pub mod schema;
 pub mod sql;
 mod sql_constraints;
@@ -31,6 +33,7 @@ pub mod syntax;
 #[cfg(test)]
 mod testing;
 pub mod ts;
+pub(crate) mod ts_class_validator;
 pub mod window;
 pub(crate) mod zod;
 
@@ -50,6 +53,8 @@ pub enum Language {
     Sql,
     /// JSON Schema in JSON or YAML, including OpenAPI component schemas.
     JsonSchema,
+    /// Prisma schema files (`schema.prisma`).
+    Prisma,
 }
 
 impl Language {
@@ -62,6 +67,7 @@ impl Language {
             Language::Go => "go",
             Language::Sql => "sql",
             Language::JsonSchema => "json-schema",
+            Language::Prisma => "prisma",
         }
     }
 
@@ -77,6 +83,7 @@ impl Language {
             "go" => Language::Go,
             "sql" => Language::Sql,
             "json" | "yaml" | "yml" => Language::JsonSchema,
+            "prisma" => Language::Prisma,
             _ => return None,
         })
     }
