@@ -143,7 +143,7 @@ mod tests {
             );
             let prefix = id.split('-').next().unwrap_or("");
             assert!(
-                ["rust", "ts", "py", "go", "sql", "schema"].contains(&prefix),
+                ["rust", "ts", "py", "go", "sql", "schema", "prisma"].contains(&prefix),
                 "rule id {id} has no language prefix"
             );
             assert!(!r.languages.is_empty(), "rule {id} names no language");

@@ -22,6 +22,7 @@ use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
+use super::{prisma, rust_decl, ts_class_validator};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -513,6 +514,7 @@ type Judge = fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError>;
 
 const SQL: WholeText<Judge> = WholeText { rules: sql::RULES, detect: sql::detect };
 const SCHEMA: WholeText<Judge> = WholeText { rules: schema::RULES, detect: schema::detect };
+const PRISMA: WholeText<Judge> = WholeText { rules: prisma::RULES, detect: prisma::detect };
 
 impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Detector for WholeText<F> {
     type Inventory = String;
@@ -532,7 +534,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 8] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 11] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -542,6 +544,9 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 8] {
         ("JSON Schema (JSON, YAML, OpenAPI)", SCHEMA.rules()),
         ("TypeScript and JavaScript: zod schemas", zod::RULES),
         ("Go: validation struct tags", go_tags::RULES),
+        ("TypeScript and JavaScript: class-validator decorators", ts_class_validator::RULES),
+        ("Prisma schemas", PRISMA.rules()),
+        ("Rust: serde defaults and validator attributes", rust_decl::RULES),
     ]
 }
 
@@ -554,6 +559,8 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
         Language::Go => Detector::added_may_fire(&go::GoDetector, after),
         Language::Sql => SQL.added_may_fire(after),
         Language::JsonSchema => SCHEMA.added_may_fire(after),
+        // Every Prisma rule loosens a declaration the old version held.
+        Language::Prisma => false,
     }
 }
 
@@ -581,11 +588,16 @@ pub(crate) fn run_known(
     known: Option<Known>,
 ) -> Result<Vec<RawFinding>, DetectError> {
     caught(lang, path, || match lang {
-        Language::Rust => run_with(&rust::RustDetector, path, before, after, parse, known),
+        Language::Rust => {
+            let found = run_with(&rust::RustDetector, path, before, after, parse, known)?;
+            also(found, rust_decl::may_hold(before, after).then(|| rust_decl::detect(before, after)))
+        }
         Language::Typescript | Language::Javascript => {
             let found = run_with(&ts::ScriptDetector, path, before, after, parse, known)?;
             // Declared constraints: a pass of their own, only where a file mentions them.
-            also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))
+            let found = also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))?;
+            let cv = ts_class_validator::may_hold(before, after);
+            also(found, cv.then(|| ts_class_validator::detect(path, before, after)))
         }
         Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
         Language::Go => {
@@ -594,6 +606,7 @@ pub(crate) fn run_known(
         }
         Language::Sql => run_with(&SQL, path, before, after, parse, None),
         Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse, None),
+        Language::Prisma => run_with(&PRISMA, path, before, after, parse, None),
     })
 }
 

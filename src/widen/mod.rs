@@ -19,9 +19,11 @@ pub mod engine;
 pub mod go;
 pub(crate) mod go_tags;
 pub mod migrations;
+pub(crate) mod prisma;
 pub(crate) mod python;
 pub mod rule;
 pub mod rust;
+pub(crate) mod rust_decl;
 pub mod schema;
 pub mod sql;
 mod sql_constraints;
@@ -32,6 +34,7 @@ pub mod syntax;
 #[cfg(test)]
 mod testing;
 pub mod ts;
+pub(crate) mod ts_class_validator;
 pub mod window;
 pub(crate) mod zod;
 
@@ -51,6 +54,8 @@ pub enum Language {
     Sql,
     /// JSON Schema in JSON or YAML, including OpenAPI component schemas.
     JsonSchema,
+    /// Prisma schema files (`schema.prisma`).
+    Prisma,
 }
 
 impl Language {
@@ -63,6 +68,7 @@ impl Language {
             Language::Go => "go",
             Language::Sql => "sql",
             Language::JsonSchema => "json-schema",
+            Language::Prisma => "prisma",
         }
     }
 
@@ -78,6 +84,7 @@ impl Language {
             "go" => Language::Go,
             "sql" => Language::Sql,
             "json" | "yaml" | "yml" => Language::JsonSchema,
+            "prisma" => Language::Prisma,
             _ => return None,
         })
     }

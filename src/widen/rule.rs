@@ -52,6 +52,10 @@ rule_ids! {
     RustStaticMadeMut => "rust-static-made-mut",
     RustTypeErased => "rust-type-erased",
     RustUnsafeIntroduced => "rust-unsafe-introduced",
+    // Rust: serde defaults and `validator` attributes
+    RustSerdeDefaultAdded => "rust-serde-default-added",
+    RustValidateBoundLoosened => "rust-validate-bound-loosened",
+    RustValidateCheckRemoved => "rust-validate-check-removed",
     // TypeScript and JavaScript
     TsEnumErased => "ts-enum-erased",
     TsInvariantRemoved => "ts-invariant-removed",
@@ -70,6 +74,12 @@ rule_ids! {
     TsZodOptionalAdded => "ts-zod-optional-added",
     TsZodRefinementRemoved => "ts-zod-refinement-removed",
     TsZodStrictRemoved => "ts-zod-strict-removed",
+    // TypeScript and JavaScript: class-validator decorators
+    TsClassValidatorBoundLoosened => "ts-class-validator-bound-loosened",
+    TsClassValidatorEnumWidened => "ts-class-validator-enum-widened",
+    TsClassValidatorFormatRemoved => "ts-class-validator-format-removed",
+    TsClassValidatorNotEmptyRemoved => "ts-class-validator-not-empty-removed",
+    TsClassValidatorOptionalAdded => "ts-class-validator-optional-added",
     // Python
     PyAssertRemoved => "py-assert-removed",
     PyConstrainedTypeErased => "py-constrained-type-erased",
@@ -105,6 +115,12 @@ rule_ids! {
     SqlTypeToText => "sql-type-to-text",
     SqlUniqueIndexDropped => "sql-unique-index-dropped",
     SqlConstraintDropped => "sql-constraint-dropped",
+    // Prisma schemas
+    PrismaEnumValueAdded => "prisma-enum-value-added",
+    PrismaFieldMadeOptional => "prisma-field-made-optional",
+    PrismaIdChanged => "prisma-id-changed",
+    PrismaUniqueRemoved => "prisma-unique-removed",
+    PrismaVarcharWidened => "prisma-varchar-widened",
     // JSON Schema, OpenAPI
     SchemaAdditionalPropertiesAllowed => "schema-additional-properties-allowed",
     SchemaConstDropped => "schema-const-dropped",

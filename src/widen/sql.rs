@@ -659,7 +659,13 @@ fn dropped_unique_index(
     if view.unique_over(&index.table, &index.columns, Some(&key)) {
         return None;
     }
-    let symbol = format!("{}.{}", index.table_shown, name.0.last().map_or(String::new(), |p| p.to_string()));
+    // The index's name as the database knows it: `"User_email_key"` (Prisma quotes every
+    // name) is the index `User_email_key`, as the unknown-index path names it too.
+    let last = name.0.last().map_or(String::new(), |p| match p {
+        ObjectNamePart::Identifier(i) => i.value.clone(),
+        _ => p.to_string(),
+    });
+    let symbol = format!("{}.{last}", index.table_shown);
     let line = name.0.last().and_then(|p| match p {
         ObjectNamePart::Identifier(i) => Some(ident_line(i)),
         _ => None,

@@ -188,10 +188,10 @@ fn with_zod_imports(src: &str, cuts: &[usize], touched: &[std::ops::Range<usize>
 
 /// A bound as `.min(3)` or `.positive()` says it.
 #[derive(Debug, Clone, PartialEq)]
-struct Bound {
+pub(in crate::widen) struct Bound {
     /// `NaN` when the argument is not a number literal (a date, a constant).
-    value: f64,
-    exclusive: bool,
+    pub(in crate::widen) value: f64,
+    pub(in crate::widen) exclusive: bool,
 }
 
 /// What one schema (a top-level one or a property's) declares.
@@ -580,14 +580,14 @@ fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name
 }
 
 /// A number literal's value (`64`, `1_000`, `0.5`, `-1`, `1e3`); `NaN` for anything else.
-fn number_literal(s: &str) -> f64 {
+pub(in crate::widen) fn number_literal(s: &str) -> f64 {
     s.trim().replace('_', "").parse().unwrap_or(f64::NAN)
 }
 
 /// Text on one line, the inside of a long object or array literal elided
 /// (`z.object({…})`). Reads only the ends of a long text: the walk renders every
 /// nested schema, so the cost stays linear in the file.
-fn elide(s: &str) -> String {
+pub(in crate::widen) fn elide(s: &str) -> String {
     if s.len() <= MAX_PART {
         return collapse_whitespace(s);
     }
@@ -605,7 +605,7 @@ fn elide(s: &str) -> String {
     cap(&collapse_whitespace(&s[..end]), MAX_PART)
 }
 
-fn cap(s: &str, max: usize) -> String {
+pub(in crate::widen) fn cap(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &s[..cut]),
         None => s.to_string(),
@@ -613,7 +613,7 @@ fn cap(s: &str, max: usize) -> String {
 }
 
 /// Whether `new` admits a value below (`lower`) or above the old bound.
-fn bound_loosened(old: &Option<Bound>, new: &Option<Bound>, lower: bool) -> bool {
+pub(in crate::widen) fn bound_loosened(old: &Option<Bound>, new: &Option<Bound>, lower: bool) -> bool {
     let (Some(o), n) = (old, new) else {
         return false;
     };
