@@ -21,7 +21,7 @@ use super::engine::InventoryCache;
 use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
-use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
+use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, py_pydantic, python, rust, schema, sql, ts, zod};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,7 +532,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 8] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 9] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -542,6 +542,7 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 8] {
         ("JSON Schema (JSON, YAML, OpenAPI)", SCHEMA.rules()),
         ("TypeScript and JavaScript: zod schemas", zod::RULES),
         ("Go: validation struct tags", go_tags::RULES),
+        ("Python: pydantic models", py_pydantic::RULES),
     ]
 }
 
@@ -587,7 +588,10 @@ pub(crate) fn run_known(
             // Declared constraints: a pass of their own, only where a file mentions them.
             also(found, zod::may_hold(before, after).then(|| zod::detect(path, before, after)))
         }
-        Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
+        Language::Python => {
+            let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
+            also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))
+        }
         Language::Go => {
             let found = run_with(&go::GoDetector, path, before, after, parse, known)?;
             also(found, go_tags::may_hold(before, after).then(|| go_tags::detect(before, after)))

@@ -18,6 +18,8 @@ pub mod engine;
 pub mod go;
 pub(crate) mod go_tags;
 pub mod migrations;
+mod py_decl;
+pub(crate) mod py_pydantic;
 pub(crate) mod python;
 pub mod rule;
 pub mod rust;

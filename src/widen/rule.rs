@@ -79,6 +79,12 @@ rule_ids! {
     PyOptionalWidened => "py-optional-widened",
     PyRaiseGuardRemoved => "py-raise-guard-removed",
     PyTypeErased => "py-type-erased",
+    // Python: pydantic models
+    PyPydanticBoundLoosened => "py-pydantic-bound-loosened",
+    PyPydanticExtraAllowed => "py-pydantic-extra-allowed",
+    PyPydanticFrozenRemoved => "py-pydantic-frozen-removed",
+    PyPydanticOptionalAdded => "py-pydantic-optional-added",
+    PyPydanticValidatorRemoved => "py-pydantic-validator-removed",
     // Go
     GoConstMadeVar => "go-const-made-var",
     GoEnumErased => "go-enum-erased",
