@@ -21,7 +21,9 @@ use super::engine::InventoryCache;
 use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
-use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, py_pydantic, python, rust, schema, sql, ts, zod};
+use super::{
+    DetectError, Language, RawFinding, RuleDef, go, go_tags, py_django, py_pydantic, python, rust, schema, sql, ts, zod,
+};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,7 +534,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 9] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 10] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -543,6 +545,7 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 9] {
         ("TypeScript and JavaScript: zod schemas", zod::RULES),
         ("Go: validation struct tags", go_tags::RULES),
         ("Python: pydantic models", py_pydantic::RULES),
+        ("Python: Django models and migrations", py_django::RULES),
     ]
 }
 
@@ -551,7 +554,9 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
     match lang {
         Language::Rust => Detector::added_may_fire(&rust::RustDetector, after),
         Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
-        Language::Python => Detector::added_may_fire(&python::PythonDetector, after),
+        Language::Python => {
+            Detector::added_may_fire(&python::PythonDetector, after) || py_django::added_may_fire(after)
+        }
         Language::Go => Detector::added_may_fire(&go::GoDetector, after),
         Language::Sql => SQL.added_may_fire(after),
         Language::JsonSchema => SCHEMA.added_may_fire(after),
@@ -590,7 +595,8 @@ pub(crate) fn run_known(
         }
         Language::Python => {
             let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
-            also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))
+            let found = also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))?;
+            also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))
         }
         Language::Go => {
             let found = run_with(&go::GoDetector, path, before, after, parse, known)?;

@@ -19,6 +19,7 @@ pub mod go;
 pub(crate) mod go_tags;
 pub mod migrations;
 mod py_decl;
+pub(crate) mod py_django;
 pub(crate) mod py_pydantic;
 pub(crate) mod python;
 pub mod rule;

@@ -85,6 +85,12 @@ rule_ids! {
     PyPydanticFrozenRemoved => "py-pydantic-frozen-removed",
     PyPydanticOptionalAdded => "py-pydantic-optional-added",
     PyPydanticValidatorRemoved => "py-pydantic-validator-removed",
+    // Python: Django models and migrations
+    PyDjangoBoundLoosened => "py-django-bound-loosened",
+    PyDjangoChoicesWidened => "py-django-choices-widened",
+    PyDjangoConstraintRemoved => "py-django-constraint-removed",
+    PyDjangoNullAllowed => "py-django-null-allowed",
+    PyDjangoValidatorRemoved => "py-django-validator-removed",
     // Go
     GoConstMadeVar => "go-const-made-var",
     GoEnumErased => "go-enum-erased",
