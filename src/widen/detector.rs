@@ -22,7 +22,8 @@ use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{
-    DetectError, Language, RawFinding, RuleDef, go, go_tags, py_django, py_pydantic, python, rust, schema, sql, ts, zod,
+    DetectError, Language, RawFinding, RuleDef, go, go_tags, py_django, py_pydantic, py_sqlalchemy, python, rust,
+    schema, sql, ts, zod,
 };
 
 /// How a file may be read: what the engine's policy allows.
@@ -534,7 +535,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 10] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 11] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -546,6 +547,7 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 10] {
         ("Go: validation struct tags", go_tags::RULES),
         ("Python: pydantic models", py_pydantic::RULES),
         ("Python: Django models and migrations", py_django::RULES),
+        ("Python: SQLAlchemy models and alembic revisions", py_sqlalchemy::RULES),
     ]
 }
 
@@ -555,7 +557,9 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
         Language::Rust => Detector::added_may_fire(&rust::RustDetector, after),
         Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
         Language::Python => {
-            Detector::added_may_fire(&python::PythonDetector, after) || py_django::added_may_fire(after)
+            Detector::added_may_fire(&python::PythonDetector, after)
+                || py_django::added_may_fire(after)
+                || py_sqlalchemy::added_may_fire(after)
         }
         Language::Go => Detector::added_may_fire(&go::GoDetector, after),
         Language::Sql => SQL.added_may_fire(after),
@@ -596,7 +600,11 @@ pub(crate) fn run_known(
         Language::Python => {
             let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
             let found = also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))?;
-            also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))
+            let found = also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))?;
+            also(
+                found,
+                py_sqlalchemy::may_hold(path, before, after).then(|| py_sqlalchemy::detect(path, before, after)),
+            )
         }
         Language::Go => {
             let found = run_with(&go::GoDetector, path, before, after, parse, known)?;

@@ -21,6 +21,7 @@ pub mod migrations;
 mod py_decl;
 pub(crate) mod py_django;
 pub(crate) mod py_pydantic;
+pub(crate) mod py_sqlalchemy;
 pub(crate) mod python;
 pub mod rule;
 pub mod rust;

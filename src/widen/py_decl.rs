@@ -115,6 +115,8 @@ pub(super) fn assignment<'t>(stmt: Node<'t>, src: &str) -> Option<(String, Optio
 /// A call's parts: the callee's last dotted segment, the positional arguments and the
 /// keyword arguments.
 pub(super) struct Call<'t> {
+    /// The line the call starts on.
+    pub(super) line: u32,
     pub(super) name: String,
     pub(super) positional: Vec<Node<'t>>,
     pub(super) keywords: Vec<(String, Node<'t>)>,
@@ -147,7 +149,7 @@ pub(super) fn call<'t>(node: Node<'t>, src: &str) -> Option<Call<'t>> {
         }
     }
     let name = last_segment(&callee).to_string();
-    Some(Call { name, positional, keywords })
+    Some(Call { line: line(node), name, positional, keywords })
 }
 
 /// Every call inside `node` (itself included), outermost first: an explicit stack.

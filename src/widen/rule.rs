@@ -91,6 +91,10 @@ rule_ids! {
     PyDjangoConstraintRemoved => "py-django-constraint-removed",
     PyDjangoNullAllowed => "py-django-null-allowed",
     PyDjangoValidatorRemoved => "py-django-validator-removed",
+    // Python: SQLAlchemy models and alembic revisions
+    PySqlalchemyConstraintRemoved => "py-sqlalchemy-constraint-removed",
+    PySqlalchemyLengthWidened => "py-sqlalchemy-length-widened",
+    PySqlalchemyNullableAllowed => "py-sqlalchemy-nullable-allowed",
     // Go
     GoConstMadeVar => "go-const-made-var",
     GoEnumErased => "go-enum-erased",
