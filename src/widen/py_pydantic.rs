@@ -529,6 +529,18 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_walked_without_recursion() {
+        let depth = 3000;
+        let nested = |leaf: &str| {
+            let open = "conlist(".repeat(depth);
+            let close = ")".repeat(depth);
+            format!("{HEAD}class Deep(BaseModel):\n    x: {open}{leaf}{close}\n")
+        };
+        // The parse itself may refuse a tree this deep; the walk must not overflow.
+        let _ = detect(&nested("int, max_length=1"), &nested("int, max_length=2"));
+    }
+
+    #[test]
     fn files_without_a_model_base_are_not_parsed() {
         assert!(!may_hold("class A:\n    x: int = 1\n", "class A:\n    x: int = 2\n"));
     }
