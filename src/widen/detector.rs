@@ -22,7 +22,7 @@ use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
-use super::{prisma, rust_decl, ts_class_validator};
+use super::{prisma, py_django, py_pydantic, py_sqlalchemy, rust_decl, ts_class_validator};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -534,7 +534,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 11] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 14] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -547,6 +547,9 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 11] {
         ("TypeScript and JavaScript: class-validator decorators", ts_class_validator::RULES),
         ("Prisma schemas", PRISMA.rules()),
         ("Rust: serde defaults and validator attributes", rust_decl::RULES),
+        ("Python: pydantic models", py_pydantic::RULES),
+        ("Python: Django models and migrations", py_django::RULES),
+        ("Python: SQLAlchemy models and alembic revisions", py_sqlalchemy::RULES),
     ]
 }
 
@@ -555,7 +558,11 @@ pub(crate) fn added_may_fire(lang: Language, after: &str) -> bool {
     match lang {
         Language::Rust => Detector::added_may_fire(&rust::RustDetector, after),
         Language::Typescript | Language::Javascript => Detector::added_may_fire(&ts::ScriptDetector, after),
-        Language::Python => Detector::added_may_fire(&python::PythonDetector, after),
+        Language::Python => {
+            Detector::added_may_fire(&python::PythonDetector, after)
+                || py_django::added_may_fire(after)
+                || py_sqlalchemy::added_may_fire(after)
+        }
         Language::Go => Detector::added_may_fire(&go::GoDetector, after),
         Language::Sql => SQL.added_may_fire(after),
         Language::JsonSchema => SCHEMA.added_may_fire(after),
@@ -599,7 +606,15 @@ pub(crate) fn run_known(
             let cv = ts_class_validator::may_hold(before, after);
             also(found, cv.then(|| ts_class_validator::detect(path, before, after)))
         }
-        Language::Python => run_with(&python::PythonDetector, path, before, after, parse, known),
+        Language::Python => {
+            let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
+            let found = also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))?;
+            let found = also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))?;
+            also(
+                found,
+                py_sqlalchemy::may_hold(path, before, after).then(|| py_sqlalchemy::detect(path, before, after)),
+            )
+        }
         Language::Go => {
             let found = run_with(&go::GoDetector, path, before, after, parse, known)?;
             also(found, go_tags::may_hold(before, after).then(|| go_tags::detect(before, after)))

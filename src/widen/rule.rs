@@ -90,6 +90,22 @@ rule_ids! {
     PyOptionalWidened => "py-optional-widened",
     PyRaiseGuardRemoved => "py-raise-guard-removed",
     PyTypeErased => "py-type-erased",
+    // Python: pydantic models
+    PyPydanticBoundLoosened => "py-pydantic-bound-loosened",
+    PyPydanticExtraAllowed => "py-pydantic-extra-allowed",
+    PyPydanticFrozenRemoved => "py-pydantic-frozen-removed",
+    PyPydanticOptionalAdded => "py-pydantic-optional-added",
+    PyPydanticValidatorRemoved => "py-pydantic-validator-removed",
+    // Python: Django models and migrations
+    PyDjangoBoundLoosened => "py-django-bound-loosened",
+    PyDjangoChoicesWidened => "py-django-choices-widened",
+    PyDjangoConstraintRemoved => "py-django-constraint-removed",
+    PyDjangoNullAllowed => "py-django-null-allowed",
+    PyDjangoValidatorRemoved => "py-django-validator-removed",
+    // Python: SQLAlchemy models and alembic revisions
+    PySqlalchemyConstraintRemoved => "py-sqlalchemy-constraint-removed",
+    PySqlalchemyLengthWidened => "py-sqlalchemy-length-widened",
+    PySqlalchemyNullableAllowed => "py-sqlalchemy-nullable-allowed",
     // Go
     GoConstMadeVar => "go-const-made-var",
     GoEnumErased => "go-enum-erased",

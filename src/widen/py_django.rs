@@ -1,0 +1,610 @@
+//! Django models and migrations: the constraints a model field declares
+//! (`models.CharField(max_length=64, unique=True, validators=[...], choices=...)`), a
+//! model's `Meta` (`constraints`, `unique_together`), and the operations of a migration
+//! (`AlterField`, `RemoveConstraint`, `AlterUniqueTogether`), compared between the two
+//! versions of a file.
+//!
+//! A pass of its own beside the Python detector, run only where both versions mention
+//! `django` or `models.` (a substring test), or where an added file holds a migration
+//! operation this pass judges ([`added_may_fire`]). A model is a class deriving
+//! `models.Model` (or `Model`, Django's abstract user classes), or a class of the same
+//! file that is a model. Symbols are `Model.field` (a migration's lower-case
+//! `model_name` is spelt as the `CreateModel` of the same file names it, when there is
+//! one) and `Model` for a `Meta` constraint.
+//!
+//! A migration's `AlterField` is judged against the field as the same file defined it
+//! before that operation (a `CreateModel`, `AddField` or `AlterField` earlier in its
+//! operations) or, failing that, as the file's old version left it; an `AlterField`
+//! whose old field neither shows is not judged. An `AddField` is never a loosening (a
+//! new column constrains nothing yet, `null=True` or not). Findings the old version
+//! already had are not reported again.
+//!
+//! Not findings: a model, field or migration removed, a bound given by a constant
+//! changed (only its removal is judged), a validator or constraint rewritten under the
+//! same name (what the new one admits cannot be told), narrowing and formatting.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::Node;
+
+use super::py_decl::{self, Bound, Call, bound_loosened, call, is_true, number, string};
+use super::syntax::{compact, field, kind_of, line, named_children, one_line, text};
+use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
+
+const PY: &[Language] = &[Language::Python];
+
+pub(crate) const RULES: &[RuleDef] = &[
+    RuleDef {
+        id: RuleId::PyDjangoBoundLoosened,
+        languages: PY,
+        family: Family::NumericRange,
+        description: "A Django model field admits more: `max_length`, `max_digits` or `decimal_places` raised or removed, or a `MinValueValidator`/`MinLengthValidator` lowered or removed, a `MaxValueValidator`/`MaxLengthValidator` raised or removed (in a model, or in a migration's `AlterField`).",
+        severity: Severity::Medium,
+        message: "{symbol} accepts values outside the old bounds: `{before}` became `{after}`",
+        invariant: "Stored values and lengths stayed within the field's declared bounds, which the column, forms and consumers rely on.",
+    },
+    RuleDef {
+        id: RuleId::PyDjangoNullAllowed,
+        languages: PY,
+        family: Family::Optionality,
+        description: "A Django model field accepts an empty value it refused: `null=True` or `blank=True` added (in a model, or in a migration's `AlterField`); `AddField(null=True)` is not a loosening.",
+        severity: Severity::High,
+        message: "{symbol} may now be empty: `{before}` became `{after}`",
+        invariant: "Every stored row had a value for this field, so code reading it never handled None or an empty string.",
+    },
+    RuleDef {
+        id: RuleId::PyDjangoConstraintRemoved,
+        languages: PY,
+        family: Family::CheckRemoved,
+        description: "A Django uniqueness or check constraint is removed: `unique=True` taken from a field, a `UniqueConstraint`/`CheckConstraint` taken from `Meta.constraints`, `unique_together` losing a set of fields, or a migration's `RemoveConstraint`, `AlterUniqueTogether` dropping a set, or `AlterField` dropping `unique`.",
+        severity: Severity::High,
+        message: "{symbol}: the constraint `{before}` was removed or loosened to `{after}`",
+        invariant: "The database refused rows that broke the constraint, so code could rely on it holding for every stored row.",
+    },
+    RuleDef {
+        id: RuleId::PyDjangoValidatorRemoved,
+        languages: PY,
+        family: Family::CheckRemoved,
+        description: "A validator is taken from a Django model field's `validators=[...]` (or the list removed) with no other validator added to the field; bounds (`MinValueValidator`...) are `py-django-bound-loosened`.",
+        severity: Severity::Medium,
+        message: "{symbol}: the validator `{before}` was removed",
+        invariant: "Every value saved through model validation passed the removed validator.",
+    },
+    RuleDef {
+        id: RuleId::PyDjangoChoicesWidened,
+        languages: PY,
+        family: Family::EnumErasure,
+        description: "A Django field's `choices` admits more: the list (inline, a constant of the same file, or a `TextChoices`/`IntegerChoices` class of the same file) gains a member, or `choices` is removed.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts values outside its old choices: `{before}` became `{after}`",
+        invariant: "The stored value was one of a closed set of choices, so every consumer could handle each case.",
+    },
+];
+
+/// The bases that make a class a Django model.
+const BASES: &[&str] = &["Model", "AbstractUser", "AbstractBaseUser"];
+
+/// The bases of a choices enumeration.
+const CHOICES_BASES: &[&str] = &["TextChoices", "IntegerChoices", "Choices"];
+
+/// Longest `before`/`after` rendering of a declaration.
+const MAX_RENDER: usize = 160;
+
+/// The operations of a migration that can loosen something when a file is added.
+const ADDED_OPERATIONS: &[&str] = &["RemoveConstraint", "AlterUniqueTogether", "AlterField"];
+
+fn mentions(s: &str) -> bool {
+    py_decl::both_mention(s, s, &["django", "models."])
+}
+
+/// Whether both versions may hold a Django model or migration (the pass's prefilter);
+/// an added file is read only where [`added_may_fire`] says so.
+pub(crate) fn may_hold(before: &str, after: &str) -> bool {
+    mentions(after) && (mentions(before) || (before.is_empty() && added_may_fire(after)))
+}
+
+/// Whether an added file may yield a finding: a migration with an operation this pass
+/// judges.
+pub(crate) fn added_may_fire(after: &str) -> bool {
+    py_decl::both_mention(after, after, &["migrations."]) && py_decl::both_mention(after, after, ADDED_OPERATIONS)
+}
+
+/// The Django findings of a Python file. A version that does not parse gives none (the
+/// Python detector reports the error).
+pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    if !may_hold(before, after) {
+        return Ok(Vec::new());
+    }
+    let Some((old, new)) = super::syntax::both_versions(&py_decl::grammar(), before, after, Inventory::build) else {
+        return Ok(Vec::new());
+    };
+    Ok(compare(&old, &new))
+}
+
+/// What one field declares.
+#[derive(Debug, Default, Clone)]
+struct FieldDecl {
+    line: u32,
+    shown: String,
+    null: bool,
+    blank: bool,
+    unique: bool,
+    /// `max_length`, `max_digits`, `decimal_places`, `MaxValueValidator`,
+    /// `MaxLengthValidator`, by name.
+    upper: BTreeMap<&'static str, Bound>,
+    /// `MinValueValidator`, `MinLengthValidator`.
+    lower: BTreeMap<&'static str, Bound>,
+    /// Every other validator, compacted.
+    validators: BTreeSet<String>,
+    /// The members `choices` admits (`None`: no choices; an empty set: choices that
+    /// could not be read, never judged).
+    choices: Option<BTreeSet<String>>,
+    choices_shown: String,
+}
+
+/// A finding found within one version (a migration's `AlterField` against the field
+/// before it, a `RemoveConstraint`).
+type Found = (RuleId, String, String, String, u32);
+
+#[derive(Debug, Default)]
+struct Inventory {
+    /// Model fields, by `Model.field`.
+    fields: BTreeMap<String, FieldDecl>,
+    /// Meta constraints, by `Model` then by name (or text).
+    constraints: BTreeMap<String, BTreeMap<String, String>>,
+    /// `unique_together`, by `Model`: each set of fields sorted and joined.
+    together: BTreeMap<String, (BTreeSet<String>, String)>,
+    /// A migration's fields as its operations leave them, by `model.field` (lower-case model).
+    migrated: BTreeMap<String, FieldDecl>,
+    /// A migration's `unique_together`s as its operations leave them, by lower-case model.
+    migrated_together: BTreeMap<String, BTreeSet<String>>,
+    /// `AlterField`s whose old field the same version does not show: judged against
+    /// the other version's `migrated`: (key, symbol, the new field).
+    open_alters: Vec<(String, String, FieldDecl)>,
+    /// What the migration's own operations loosen.
+    found: Vec<Found>,
+}
+
+/// The choices lists and choices classes of a module, by name, read first so that a
+/// field can refer to one declared after it.
+type ChoiceSets = BTreeMap<String, BTreeSet<String>>;
+
+impl Inventory {
+    fn build(root: Node, src: &str) -> Inventory {
+        let mut inv = Inventory::default();
+        let classes = py_decl::classes(root, src);
+        let mut sets: ChoiceSets = BTreeMap::new();
+        // Constants at module and class level holding a list or tuple literal.
+        let mut consts: Vec<Node> = named_children(root);
+        for c in &classes {
+            consts.extend(c.body.iter().copied());
+            if c.derives(CHOICES_BASES) {
+                let members = c
+                    .body
+                    .iter()
+                    .filter_map(|s| py_decl::assignment(*s, src))
+                    .filter_map(|(_, _, v)| v)
+                    .map(|v| member(v, src))
+                    .collect();
+                let name = py_decl::last_segment(&c.symbol).to_string();
+                sets.insert(format!("{name}.choices"), members);
+            }
+        }
+        for s in consts {
+            if let Some((name, _, Some(v))) = py_decl::assignment(s, src)
+                && matches!(kind_of(v), "list" | "tuple")
+            {
+                sets.insert(name, list_members(v, src));
+            }
+        }
+        let mut model_names: BTreeSet<String> = BTreeSet::new();
+        for c in &classes {
+            let is_model = c.derives(BASES) && !c.derives(CHOICES_BASES)
+                || c.bases.iter().any(|b| model_names.contains(py_decl::last_segment(b)));
+            if !is_model {
+                continue;
+            }
+            model_names.insert(py_decl::last_segment(&c.symbol).to_string());
+            for stmt in &c.body {
+                if kind_of(*stmt) == "class_definition" && field(*stmt, "name").is_some_and(|n| text(n, src) == "Meta")
+                {
+                    inv.meta(&c.symbol, *stmt, src);
+                    continue;
+                }
+                let Some((name, _, Some(value))) = py_decl::assignment(*stmt, src) else { continue };
+                let Some(c_) = call(value, src).filter(is_field) else { continue };
+                inv.fields.insert(format!("{}.{name}", c.symbol), field_decl(&c_, *stmt, src, &sets));
+            }
+        }
+        inv.migration(root, src, &sets);
+        inv
+    }
+
+    fn meta(&mut self, model: &str, meta: Node, src: &str) {
+        for s in field(meta, "body").map(named_children).unwrap_or_default() {
+            let Some((name, _, Some(value))) = py_decl::assignment(s, src) else { continue };
+            match name.as_str() {
+                "constraints" => {
+                    let list = self.constraints.entry(model.to_string()).or_default();
+                    for item in named_children(value) {
+                        if let Some(c) = call(item, src) {
+                            let key = c
+                                .keyword("name")
+                                .and_then(|n| string(n, src))
+                                .unwrap_or_else(|| compact(text(item, src)));
+                            list.insert(key, cap(one_line(text(item, src))));
+                        }
+                    }
+                }
+                "unique_together" => {
+                    self.together.insert(model.to_string(), (together(value, src), cap(one_line(text(s, src)))));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A migration's `operations = [...]`, in order.
+    fn migration(&mut self, root: Node, src: &str, sets: &ChoiceSets) {
+        let mut ops = Vec::new();
+        // `class Migration(migrations.Migration): operations = [...]`.
+        for c in py_decl::classes(root, src) {
+            if !c.derives(&["Migration"]) {
+                continue;
+            }
+            for s in &c.body {
+                if let Some((name, _, Some(v))) = py_decl::assignment(*s, src)
+                    && name == "operations"
+                {
+                    ops.extend(named_children(v));
+                }
+            }
+        }
+        // Model names as `CreateModel` spells them, to name a lower-case `model_name`.
+        let mut spelt: BTreeMap<String, String> = BTreeMap::new();
+        for op in &ops {
+            if let Some(c) = call(*op, src).filter(|c| c.name == "CreateModel")
+                && let Some(n) = arg(&c, "name", 0).and_then(|n| string(n, src))
+            {
+                spelt.insert(n.to_lowercase(), n);
+            }
+        }
+        let symbol = |model: &str, field: &str| {
+            let m = spelt.get(&model.to_lowercase()).cloned().unwrap_or_else(|| model.to_string());
+            if field.is_empty() { m } else { format!("{m}.{field}") }
+        };
+        for op in ops {
+            let Some(c) = call(op, src) else { continue };
+            let model = arg(&c, if c.name == "CreateModel" { "name" } else { "model_name" }, 0)
+                .and_then(|n| string(n, src))
+                .unwrap_or_default();
+            let lower = model.to_lowercase();
+            match c.name.as_str() {
+                "CreateModel" => {
+                    if let Some(fields) = arg(&c, "fields", 1) {
+                        for pair in named_children(fields) {
+                            let items = named_children(pair);
+                            if let (Some(n), Some(f)) = (items.first().and_then(|n| string(*n, src)), items.get(1))
+                                && let Some(fc) = call(*f, src)
+                            {
+                                self.migrated.insert(format!("{lower}.{n}"), field_decl(&fc, pair, src, sets));
+                            }
+                        }
+                    }
+                    if let Some(options) = c.keyword("options") {
+                        for p in named_children(options).into_iter().filter(|p| kind_of(*p) == "pair") {
+                            if field(p, "key").and_then(|k| string(k, src)).as_deref() == Some("unique_together")
+                                && let Some(v) = field(p, "value")
+                            {
+                                self.migrated_together.insert(lower.clone(), together(v, src));
+                            }
+                        }
+                    }
+                }
+                "AddField" | "AlterField" => {
+                    let (Some(name), Some(fc)) = (
+                        arg(&c, "name", 1).and_then(|n| string(n, src)),
+                        arg(&c, "field", 2).and_then(|f| call(f, src)),
+                    ) else {
+                        continue;
+                    };
+                    let key = format!("{lower}.{name}");
+                    let decl = field_decl(&fc, op, src, sets);
+                    if c.name == "AlterField" {
+                        match self.migrated.get(&key) {
+                            Some(old) => {
+                                let sym = symbol(&model, &name);
+                                self.found.extend(field_findings(&sym, old, &decl));
+                            }
+                            None => self.open_alters.push((key.clone(), symbol(&model, &name), decl.clone())),
+                        }
+                    }
+                    self.migrated.insert(key, decl);
+                }
+                "RemoveConstraint" => {
+                    let name = arg(&c, "name", 1).map(|n| one_line(text(n, src))).unwrap_or_default();
+                    let shown = format!("RemoveConstraint {name}");
+                    self.found.push((
+                        RuleId::PyDjangoConstraintRemoved,
+                        symbol(&model, ""),
+                        shown,
+                        String::new(),
+                        line(op),
+                    ));
+                }
+                "AlterUniqueTogether" => {
+                    let model = arg(&c, "name", 0).and_then(|n| string(n, src)).unwrap_or_default();
+                    let lower = model.to_lowercase();
+                    let Some(v) = arg(&c, "unique_together", 1) else { continue };
+                    let now = together(v, src);
+                    let shrunk = match self.migrated_together.get(&lower) {
+                        Some(was) => !was.is_subset(&now),
+                        // Emptied: makemigrations writes that only where a set was declared.
+                        None => now.is_empty(),
+                    };
+                    if shrunk {
+                        let before = self
+                            .migrated_together
+                            .get(&lower)
+                            .map(sets_shown)
+                            .unwrap_or_else(|| "unique_together".to_string());
+                        self.found.push((
+                            RuleId::PyDjangoConstraintRemoved,
+                            symbol(&model, ""),
+                            before,
+                            sets_shown(&now),
+                            line(op),
+                        ));
+                    }
+                    self.migrated_together.insert(lower, now);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn sets_shown(s: &BTreeSet<String>) -> String {
+    let inner: Vec<String> = s.iter().map(|t| format!("({t})")).collect();
+    format!("unique_together={{{}}}", inner.join(", "))
+}
+
+/// An argument by keyword, else by position.
+fn arg<'t>(c: &Call<'t>, name: &str, position: usize) -> Option<Node<'t>> {
+    c.keyword(name).or_else(|| c.positional.get(position).copied())
+}
+
+/// Whether a call builds a model field (`models.CharField(...)`, `ForeignKey(...)`).
+fn is_field(c: &Call) -> bool {
+    c.name.ends_with("Field") || matches!(c.name.as_str(), "ForeignKey" | "OneToOneField" | "ManyToManyField")
+}
+
+fn cap(s: String) -> String {
+    // A call written over several lines reads as one written on one.
+    let s = s.replace("( ", "(").replace(", )", ")").replace(",)", ")");
+    match s.char_indices().nth(MAX_RENDER) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s,
+    }
+}
+
+/// `unique_together`'s sets: `(("a", "b"),)` or a single `("a", "b")`, each sorted.
+fn together(value: Node, src: &str) -> BTreeSet<String> {
+    let items = named_children(value);
+    let nested = items.iter().any(|i| matches!(kind_of(*i), "tuple" | "list"));
+    let one = |n: Node| -> String {
+        let mut names: Vec<String> = named_children(n).into_iter().filter_map(|s| string(s, src)).collect();
+        names.sort();
+        names.join(", ")
+    };
+    if nested {
+        items.into_iter().filter(|i| matches!(kind_of(*i), "tuple" | "list")).map(one).collect()
+    } else if items.is_empty() || kind_of(value) == "call" {
+        BTreeSet::new()
+    } else {
+        BTreeSet::from([one(value)])
+    }
+}
+
+/// A choices entry: the stored value (a pair's first item, a class member's value).
+fn member(n: Node, src: &str) -> String {
+    // `("open", "Open")` in a list, `OPEN = "open", "Open"` in a choices class.
+    let n = if matches!(kind_of(n), "tuple" | "expression_list") { n.named_child(0).unwrap_or(n) } else { n };
+    compact(text(n, src)).replace('\'', "\"")
+}
+
+fn list_members(list: Node, src: &str) -> BTreeSet<String> {
+    named_children(list).into_iter().filter(|n| kind_of(*n) != "comment").map(|n| member(n, src)).collect()
+}
+
+fn field_decl(c: &Call, stmt: Node, src: &str, sets: &ChoiceSets) -> FieldDecl {
+    let mut f = FieldDecl { line: line(stmt), shown: cap(one_line(text(stmt, src))), ..FieldDecl::default() };
+    let flag = |k: &str| c.keyword(k).is_some_and(|v| is_true(v, src));
+    (f.null, f.blank, f.unique) = (flag("null"), flag("blank"), flag("unique") || flag("primary_key"));
+    for k in ["max_length", "max_digits", "decimal_places"] {
+        if let Some(v) = c.keyword(k) {
+            f.upper.insert(k, Bound { value: number(v, src), exclusive: false });
+        }
+    }
+    if let Some(list) = c.keyword("validators") {
+        for item in named_children(list) {
+            let Some(v) = call(item, src) else {
+                f.validators.insert(compact(text(item, src)));
+                continue;
+            };
+            let bound = v.positional.first().map(|n| Bound { value: number(*n, src), exclusive: false });
+            match (v.name.as_str(), bound) {
+                ("MinValueValidator", Some(b)) => drop(f.lower.insert("MinValueValidator", b)),
+                ("MinLengthValidator", Some(b)) => drop(f.lower.insert("MinLengthValidator", b)),
+                ("MaxValueValidator", Some(b)) => drop(f.upper.insert("MaxValueValidator", b)),
+                ("MaxLengthValidator", Some(b)) => drop(f.upper.insert("MaxLengthValidator", b)),
+                _ => drop(f.validators.insert(compact(text(item, src)))),
+            }
+        }
+    }
+    if let Some(ch) = c.keyword("choices") {
+        let members = match kind_of(ch) {
+            "list" | "tuple" => list_members(ch, src),
+            _ => {
+                let key = compact(text(ch, src));
+                let short = key.rsplit('.').take(2).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(".");
+                sets.get(&key).or_else(|| sets.get(&short)).cloned().unwrap_or_default()
+            }
+        };
+        // A name's members shown beside it: the name alone reads the same in both versions.
+        let listed: Vec<&str> = members.iter().map(String::as_str).collect();
+        f.choices_shown = match kind_of(ch) {
+            "list" | "tuple" => cap(format!("choices={}", one_line(text(ch, src)))),
+            _ => cap(format!("choices={} ({})", one_line(text(ch, src)), listed.join(", "))),
+        };
+        f.choices = Some(members);
+    }
+    f
+}
+
+/// What `new` loosens of `old`, one field.
+fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> {
+    let mut out = Vec::new();
+    let mut push = |rule, before: &str, after: &str| {
+        out.push((rule, symbol.to_string(), before.to_string(), after.to_string(), new.line));
+    };
+    let (b, a) = (old.shown.as_str(), new.shown.as_str());
+    let loosened = old.upper.iter().any(|(k, o)| bound_loosened(Some(*o), new.upper.get(k).copied(), false))
+        || old.lower.iter().any(|(k, o)| bound_loosened(Some(*o), new.lower.get(k).copied(), true));
+    if loosened {
+        push(RuleId::PyDjangoBoundLoosened, b, a);
+    }
+    if (new.null && !old.null) || (new.blank && !old.blank) {
+        push(RuleId::PyDjangoNullAllowed, b, a);
+    }
+    if old.unique && !new.unique {
+        push(RuleId::PyDjangoConstraintRemoved, b, a);
+    }
+    let added = new.validators.iter().any(|v| !old.validators.contains(v));
+    if let (Some(gone), false) = (old.validators.iter().find(|v| !new.validators.contains(*v)), added) {
+        push(RuleId::PyDjangoValidatorRemoved, gone, "");
+    }
+    match (&old.choices, &new.choices) {
+        (Some(o), Some(n)) if !o.is_empty() && !n.is_empty() && !n.is_subset(o) => {
+            push(RuleId::PyDjangoChoicesWidened, &old.choices_shown, &new.choices_shown)
+        }
+        (Some(o), None) if !o.is_empty() => push(RuleId::PyDjangoChoicesWidened, &old.choices_shown, ""),
+        _ => {}
+    }
+    out
+}
+
+fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
+    let mut found: Vec<Found> = Vec::new();
+    for (symbol, a) in &new.fields {
+        if let Some(b) = old.fields.get(symbol) {
+            found.extend(field_findings(symbol, b, a));
+        }
+    }
+    for (model, now) in &new.constraints {
+        let Some(was) = old.constraints.get(model) else { continue };
+        for (name, shown) in was {
+            if !now.contains_key(name) {
+                let line =
+                    new.fields.iter().find(|(k, _)| k.starts_with(&format!("{model}."))).map_or(1, |(_, f)| f.line);
+                found.push((RuleId::PyDjangoConstraintRemoved, model.clone(), shown.clone(), String::new(), line));
+            }
+        }
+    }
+    for (model, (was, shown)) in &old.together {
+        let Some(model_line) =
+            new.fields.iter().find(|(k, _)| k.starts_with(&format!("{model}."))).map(|(_, f)| f.line)
+        else {
+            continue;
+        };
+        let (now, now_shown) = new.together.get(model).map_or((BTreeSet::new(), ""), |(s, t)| (s.clone(), t.as_str()));
+        if !was.is_subset(&now) {
+            found.push((
+                RuleId::PyDjangoConstraintRemoved,
+                model.clone(),
+                shown.clone(),
+                now_shown.to_string(),
+                model_line,
+            ));
+        }
+    }
+    // A migration: its own operations' findings the old version did not have, and its
+    // `AlterField`s judged against the old version's fields.
+    let before: BTreeSet<(RuleId, &str, &str, &str)> =
+        old.found.iter().map(|(r, s, b, a, _)| (*r, s.as_str(), b.as_str(), a.as_str())).collect();
+    found.extend(
+        new.found.iter().filter(|(r, s, b, a, _)| !before.contains(&(*r, s.as_str(), b.as_str(), a.as_str()))).cloned(),
+    );
+    for (key, symbol, decl) in &new.open_alters {
+        if let Some(was) = old.migrated.get(key) {
+            found.extend(field_findings(symbol, was, decl));
+        }
+    }
+    let mut out: Vec<RawFinding> = found
+        .into_iter()
+        .map(|(rule, symbol, before, after, line)| RawFinding { line, rule, symbol, before, after, in_test: false })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(before: &str, after: &str) -> Vec<(RuleId, String)> {
+        detect(before, after).unwrap().into_iter().map(|f| (f.rule, f.symbol)).collect()
+    }
+
+    const HEAD: &str =
+        "from django.db import models\nfrom django.core.validators import MaxValueValidator, RegexValidator\n\n";
+
+    #[test]
+    fn each_field_loosening_is_found() {
+        let before = format!(
+            "{HEAD}STATUS = [(\"open\", \"Open\"), (\"closed\", \"Closed\")]\n\nclass Ticket(models.Model):\n    title = models.CharField(max_length=64, unique=True)\n    note = models.TextField()\n    score = models.IntegerField(validators=[MaxValueValidator(10)])\n    code = models.CharField(max_length=8, validators=[RegexValidator(r\"^[A-Z]+$\")])\n    status = models.CharField(max_length=8, choices=STATUS)\n\n    class Meta:\n        constraints = [models.UniqueConstraint(fields=[\"title\", \"code\"], name=\"uniq_title_code\")]\n"
+        );
+        let after = format!(
+            "{HEAD}STATUS = [(\"open\", \"Open\"), (\"closed\", \"Closed\"), (\"held\", \"Held\")]\n\nclass Ticket(models.Model):\n    title = models.CharField(max_length=255)\n    note = models.TextField(null=True, blank=True)\n    score = models.IntegerField(validators=[MaxValueValidator(100)])\n    code = models.CharField(max_length=8)\n    status = models.CharField(max_length=8, choices=STATUS)\n\n    class Meta:\n        constraints = []\n"
+        );
+        let got = found(&before, &after);
+        let want = [
+            (RuleId::PyDjangoBoundLoosened, "Ticket.score"),
+            (RuleId::PyDjangoBoundLoosened, "Ticket.title"),
+            (RuleId::PyDjangoChoicesWidened, "Ticket.status"),
+            (RuleId::PyDjangoConstraintRemoved, "Ticket"),
+            (RuleId::PyDjangoConstraintRemoved, "Ticket.title"),
+            (RuleId::PyDjangoNullAllowed, "Ticket.note"),
+            (RuleId::PyDjangoValidatorRemoved, "Ticket.code"),
+        ];
+        for (rule, symbol) in want {
+            assert!(got.contains(&(rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
+        }
+        assert_eq!(got.len(), want.len(), "{got:?}");
+    }
+
+    #[test]
+    fn an_added_migration_is_judged_on_its_own_operations() {
+        let after = "from django.db import migrations, models\n\nclass Migration(migrations.Migration):\n    operations = [\n        migrations.AddField(model_name=\"user\", name=\"bio\", field=models.TextField(null=True)),\n        migrations.AlterField(model_name=\"user\", name=\"email\", field=models.EmailField(max_length=512)),\n        migrations.RemoveConstraint(model_name=\"user\", name=\"uniq_email\"),\n    ]\n";
+        assert!(added_may_fire(after));
+        assert_eq!(found("", after), [(RuleId::PyDjangoConstraintRemoved, "user".to_string())]);
+    }
+
+    #[test]
+    fn alter_field_is_judged_against_the_same_files_earlier_definition() {
+        let before = "from django.db import migrations, models\n\nclass Migration(migrations.Migration):\n    operations = [\n        migrations.CreateModel(name=\"Shop\", fields=[(\"name\", models.CharField(max_length=64))]),\n    ]\n";
+        let after = before.replace(
+            "    ]\n",
+            "        migrations.AlterField(model_name=\"shop\", name=\"name\", field=models.CharField(max_length=128, null=True)),\n    ]\n",
+        );
+        let got = found(before, &after);
+        assert_eq!(
+            got,
+            [
+                (RuleId::PyDjangoBoundLoosened, "Shop.name".to_string()),
+                (RuleId::PyDjangoNullAllowed, "Shop.name".to_string())
+            ]
+        );
+    }
+}
