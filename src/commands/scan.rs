@@ -293,6 +293,7 @@ mod tests {
             after: "limit: u64\n".into(),
             message: "m".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         for findings in [vec![], vec![finding("a.rs", "A.b")], vec![finding("a.rs", "A.b"), finding("b/ü.rs", "x")]] {
             let rest = serde_json::json!({"schema_version": 1, "base": "b", "head": null, "notes": [{"file": "z"}],
@@ -329,6 +330,7 @@ mod tests {
             after: "limit: u64".into(),
             message: "m\u{202e}".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         let three = [finding("a.rs", "A\u{1b}b", "limit: u8"), finding("a.rs", "B", ""), finding("b c.rs", "C", "x")];
         let mut out = Vec::new();

@@ -180,6 +180,7 @@ mod tests {
             after: "limit: u64".into(),
             message: String::new(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         }
     }
 

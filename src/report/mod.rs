@@ -320,6 +320,7 @@ mod tests {
             after: "limit: u64".into(),
             message: "m".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         let fp = |x: ScanFinding| from_scan(&[x]).items()[0].fingerprint();
         assert_eq!(fp(f(3, "limit: u8")), fp(f(40, "limit:  u8 ")));

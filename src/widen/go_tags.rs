@@ -63,7 +63,7 @@ pub(crate) const RULES: &[RuleDef] = &[
 ];
 
 /// The tag keys whose values are validation rules.
-const KEYS: &[&str] = &["validate", "binding"];
+pub(super) const KEYS: &[&str] = &["validate", "binding"];
 
 /// Whether both versions may hold a validation tag (the pass's prefilter).
 pub(crate) fn may_hold(before: &str, after: &str) -> bool {
@@ -159,7 +159,7 @@ fn fields(root: Node, src: &str) -> BTreeMap<String, Field> {
 /// The value of `key` in a struct tag, as `reflect.StructTag.Lookup` finds it
 /// (`key:"value"` pairs separated by spaces; escapes inside the value kept as written,
 /// which no validation rule uses).
-fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
+pub(super) fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
     let mut rest = tag.trim_matches('`');
     loop {
         rest = rest.trim_start();

@@ -217,6 +217,41 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
     Ok(out)
 }
 
+/// One version of a JSON or YAML document read for the cross-layer index
+/// ([`super::layers`]): its schemas by key path and where each key is written.
+pub(super) struct Document {
+    doc: Value,
+    lines: KeyLines,
+}
+
+impl Document {
+    /// The schemas the document holds ([`schema_roots`]).
+    pub(super) fn roots(&self) -> Vec<(Vec<String>, &Value)> {
+        schema_roots(&self.doc)
+    }
+
+    /// The line a key path is written on.
+    pub(super) fn line(&self, path: &[String]) -> u32 {
+        self.lines.locate(path)
+    }
+}
+
+/// [`Document`] of one version; `None` when it is no schema or does not load.
+pub(super) fn document(path: &str, text: &str) -> Option<Document> {
+    if is_jsonc_path(path) {
+        return None;
+    }
+    let yaml = is_yaml_path(path);
+    let doc = load(text, yaml).ok()??;
+    let lines = if yaml { yaml_key_lines(text) } else { json_key_lines(text) };
+    Some(Document { doc, lines })
+}
+
+/// The symbol the detector gives a key path (`#/components/schemas/User/properties/name`).
+pub(super) fn symbol_of(path: &[String]) -> String {
+    pointer(path)
+}
+
 /// Files that are JSON with comments by convention (tsconfig, editor settings): not
 /// schemas, and not worth a parse warning.
 fn is_jsonc_path(path: &str) -> bool {
