@@ -394,7 +394,9 @@ fn write_memories(
     let mut out = MemoryOutcome::default();
     let backend = &config.memory.backend_command;
     let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
-    let planned = memory::plan(findings, cycle, opts.issue, commit);
+    let mut planned = memory::plan(findings, cycle, opts.issue, commit);
+    // One memory for each site another layer still holds (issue 30 part 3).
+    planned.extend(memory::plan_linked(findings, cycle, opts.issue, commit));
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     // The memories are committed: an event log that cannot take their lines (a FIFO, a
     // full disk) is one warning, never "not written" for rows that were.

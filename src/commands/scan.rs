@@ -248,6 +248,12 @@ fn text_finding(s: &mut String, f: &Finding, previous: Option<&str>) {
     s.push_str("\n    ");
     push_escaped(s, &f.message);
     s.push('\n');
+    // Across layers: each other declaration of the field still holding the old constraint.
+    for l in &f.linked {
+        s.push_str("    still held at ");
+        push_escaped(s, &format!("{}:{} {}", crate::diff::quote_path(&l.path), l.line, crate::report::linked_site(l)));
+        s.push('\n');
+    }
 }
 
 /// The demo: scan the change under review, then read the memories back.
