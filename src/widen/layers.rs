@@ -238,18 +238,27 @@ pub(crate) fn field_key(name: &str) -> String {
     name.chars().filter(|c| !matches!(c, '_' | '-')).map(|c| c.to_ascii_lowercase()).collect()
 }
 
-/// Word suffixes that name the role of a type rather than its entity: `UserSchema`,
-/// `UserModel`, `UserEntity`, `UserDto`, `UserRecord`, `UserRow`, `user_table`. Only a
-/// whole last word is stripped (`Narrow` keeps its `row`), and only one. No prefix is
-/// stripped: `CreateUserRequest` is not `User` (a request may differ from the row on
-/// purpose).
-pub(crate) const ROLE_SUFFIXES: &[&str] = &["schema", "model", "entity", "dto", "record", "row", "table"];
+/// Last words that name the role of a type rather than its entity: `UserSchema`,
+/// `UserModel`, `UserEntity`, `UserDto`, `UserRecord`, `UserRow`, `user_table`, and the
+/// request and response types that carry an entity's fields (`UserRequest`,
+/// `SysUserInsertReq`, `UserResponse`, `UserInput`, `UserPayload`, `UserParams`). Only a
+/// whole last word is stripped (`Narrow` keeps its `row`), and only one.
+pub(crate) const ROLE_SUFFIXES: &[&str] = &[
+    "schema", "model", "entity", "dto", "record", "row", "table", "request", "req", "response", "resp", "input",
+    "payload", "params",
+];
+
+/// Verbs that name what a request does to its entity: one is stripped when it is the
+/// first or the last word left after the role suffix (`CreateUserRequest`,
+/// `SysUserInsertReq`, `NewUser`, `UserUpdate`), and only when a word remains.
+pub(crate) const ACTION_WORDS: &[&str] = &["create", "update", "insert", "new", "patch"];
 
 /// An entity's key: its words (split at `_`, `-` and lower-to-upper case changes),
-/// lowercased, one role suffix dropped ([`ROLE_SUFFIXES`]), the last word made singular
-/// (`ies` to `y`; `ses`, `xes`, `ches`, `shes` lose `es`; another final `s` not after
-/// `s` is dropped), joined: `users`, `User`, `UserSchema`, `user_accounts` and
-/// `UserAccount` give `user`, `user`, `user`, `useraccount`, `useraccount`.
+/// lowercased, one role suffix dropped ([`ROLE_SUFFIXES`]), then one action word at
+/// either end ([`ACTION_WORDS`]), the last word made singular (`ies` to `y`; `ses`,
+/// `xes`, `ches`, `shes` lose `es`; another final `s` not after `s` is dropped), joined:
+/// `users`, `User`, `UserSchema`, `CreateUserRequest`, `user_accounts` and
+/// `UserAccount` give `user` four times, then `useraccount` twice.
 pub(crate) fn entity_key(name: &str) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut current = String::new();
@@ -273,6 +282,13 @@ pub(crate) fn entity_key(name: &str) -> String {
     }
     if words.len() > 1 && words.last().is_some_and(|w| ROLE_SUFFIXES.contains(&w.as_str())) {
         words.pop();
+    }
+    if words.len() > 1 {
+        if words.first().is_some_and(|w| ACTION_WORDS.contains(&w.as_str())) {
+            words.remove(0);
+        } else if words.last().is_some_and(|w| ACTION_WORDS.contains(&w.as_str())) {
+            words.pop();
+        }
     }
     if let Some(last) = words.last_mut() {
         *last = singular(last);

@@ -168,3 +168,12 @@ fn a_scan_without_a_linkable_finding_reads_no_other_file() {
     assert!(!out.stdout.contains("linked"), "{}", out.stdout);
     assert!(!out.stderr.contains("across layers"), "{}", out.stderr);
 }
+
+#[test]
+fn the_kill_switch_leaves_the_links_out() {
+    let mut r = repo(&[], &[("web/src/schema.ts", &zod(1000))]);
+    r.env.push(("PREMERGE_SCAN_LAYERS".into(), "0".into()));
+    let v = scan(&r, &["--no-memory"]);
+    assert_eq!(findings(&v).len(), 1, "{v:#}");
+    assert!(findings(&v)[0].get("linked").is_none(), "{v:#}");
+}
