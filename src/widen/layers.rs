@@ -370,7 +370,10 @@ impl Index {
         let now = |k: Kind| at.iter().map(|&i| &self.decls[i]).find(|d| mine(d) && d.kind == k).map(|d| &d.value);
         // Candidates by layer; a layer with two candidate entities is ambiguous.
         let mut by_layer: BTreeMap<Layer, Vec<&Declaration>> = BTreeMap::new();
-        for d in at.iter().map(|&i| &self.decls[i]).filter(|d| d.layer != own.layer) {
+        // The same field's declaration beside the changed one (a Go tag's field type,
+        // in the same struct) is the changed site itself, not a candidate.
+        let beside = |d: &Declaration| d.path == own.path && d.symbol == own.symbol;
+        for d in at.iter().map(|&i| &self.decls[i]).filter(|d| d.layer != own.layer && !beside(d)) {
             by_layer.entry(d.layer).or_default().push(d);
         }
         let mut out = Vec::new();
@@ -381,9 +384,10 @@ impl Index {
                 continue;
             }
             for d in decls.iter().filter(|d| kinds.contains(&d.kind)) {
-                // The same field's declaration beside the changed one (a Go tag's field
-                // type, in the same struct) is the changed site itself.
-                if d.path == own.path && d.symbol == own.symbol {
+                // A Go value is never nil, yet may be empty: it says nothing about a
+                // validation tag's `required` (non-zero), nor the tag about nil.
+                let go = [Layer::GoTag, Layer::GoType];
+                if d.kind == Kind::Required && go.contains(&d.layer) && go.contains(&own.layer) {
                     continue;
                 }
                 if stricter(d.kind, &d.value, now(d.kind)) {

@@ -134,3 +134,15 @@ fn a_rule_of_another_family_or_language_links_nothing() {
     assert!(linkable("sql-varchar-widened"));
     assert!(linkable("ts-zod-optional-added"));
 }
+
+#[test]
+fn a_go_value_type_is_no_site_of_a_validation_tag_s_required() {
+    let req = "package dto\n\ntype UserInsertReq struct {\n\tName string `binding:\"max=64\"`\n}\n";
+    let model = "package models\n\ntype User struct {\n\tName string `binding:\"required\"`\n}\n";
+    let sql = "CREATE TABLE users (\n  name VARCHAR(64) NOT NULL\n);\n";
+    let index = Index::build(&files(&[("dto/user.go", req), ("models/user.go", model), ("schema.sql", sql)]));
+    let f = finding("go-tag-required-removed", "dto/user.go", "UserInsertReq.Name");
+    let sites = index.sites(&f);
+    let sites: Vec<(Layer, &str)> = sites.iter().map(|l| (l.layer, l.path.as_str())).collect();
+    assert_eq!(sites, [(Layer::Sql, "schema.sql")]);
+}
