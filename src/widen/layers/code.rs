@@ -147,7 +147,7 @@ fn union_members(ty: Node, src: &str) -> Vec<String> {
 }
 
 /// Go structs, two layers: the field's type (`go-type`: a value that is not a pointer,
-/// slice, map, interface, channel, function or `sql.Null*` is always there) and its
+/// slice, map, interface, channel, function or a `Null*` type is always there) and its
 /// `validate:`/`binding:` tag (`go-tag`: `required`, `min`/`max`/`len`/`gte`/`lte` as
 /// lengths on strings and values on numbers, `oneof`). Rules after `dive` are not read.
 pub(crate) struct GoStructs;
@@ -193,7 +193,7 @@ fn go_structs(root: Node, path: &str, src: &str, out: &mut Vec<Declaration>) {
             let always_there = !matches!(
                 kind_of(ty),
                 "pointer_type" | "slice_type" | "map_type" | "interface_type" | "channel_type" | "function_type"
-            ) && !ty_text.contains(".Null");
+            ) && !nullable_go_type(ty_text);
             let tag = field(fd, "tag").map_or("", |t| text(t, src));
             for name in named_children(fd).into_iter().filter(|c| kind_of(*c) == "field_identifier") {
                 let field_name = text(name, src);
@@ -251,6 +251,13 @@ fn go_structs(root: Node, path: &str, src: &str, out: &mut Vec<Declaration>) {
             }
         }
     }
+}
+
+/// A Go type that holds "no value" by design: `sql.NullString`, `null.String`,
+/// openapi-generator's `NullableString`, `NullableInt32`.
+fn nullable_go_type(ty: &str) -> bool {
+    let name = ty.rsplit('.').next().unwrap_or(ty);
+    name.starts_with("Null") || ty.starts_with("null.")
 }
 
 /// Rust structs with named fields: a field whose type is not `Option<...>` always

@@ -84,6 +84,7 @@ fn a_raised_zod_bound_links_the_column_and_the_property_still_at_the_old_one() {
 fn a_column_made_nullable_links_the_types_that_still_promise_a_value() {
     let sql_after = "CREATE TABLE users (\n  id BIGINT PRIMARY KEY,\n  name VARCHAR(255) NOT NULL,\n  role TEXT NOT NULL\n);\nALTER TABLE users ALTER COLUMN name DROP NOT NULL;\n";
     let go = "package m\n\ntype UserModel struct {\n\tName string `json:\"name\" binding:\"required,max=255\"`\n\tBio *string\n}\n";
+
     let rs = "pub struct User {\n    pub name: String,\n    pub bio: Option<String>,\n}\n";
     let index = Index::build(&files(&[
         ("migrations/001_users.sql", sql_after),
@@ -145,4 +146,15 @@ fn a_go_value_type_is_no_site_of_a_validation_tag_s_required() {
     let sites = index.sites(&f);
     let sites: Vec<(Layer, &str)> = sites.iter().map(|l| (l.layer, l.path.as_str())).collect();
     assert_eq!(sites, [(Layer::Sql, "schema.sql")]);
+}
+
+#[test]
+fn go_nullable_wrappers_promise_no_value() {
+    // openapi-generator's `NullableString` and `database/sql`'s `NullString` (svix c7a8154f).
+    let client = "package c\n\ntype User struct {\n\tName NullableString\n\tEmail sql.NullString\n}\n";
+    let sql = "CREATE TABLE users (\n  name TEXT,\n  email TEXT\n);\n";
+    let index = Index::build(&files(&[("client/user.go", client), ("schema.sql", sql)]));
+    for symbol in ["users.name", "users.email"] {
+        assert!(index.sites(&finding("sql-not-null-dropped", "schema.sql", symbol)).is_empty(), "{symbol}");
+    }
 }
