@@ -198,14 +198,10 @@ pub(crate) fn detect_after(
     Ok(out)
 }
 
-/// The up statements of one version of a SQL file as [`detect_after`] reads them
-/// (templates and down halves left out; a down migration or a text that does not
-/// parse gives none), for the cross-layer index ([`super::layers`]).
+/// The up statements of one version as [`detect_after`] reads them (none for a down
+/// migration or a text that does not parse), for [`super::layers`].
 pub(super) fn statements(path: &str, text: &str) -> Vec<Statement> {
-    if is_down_migration(path) {
-        return Vec::new();
-    }
-    parse(up_half(&untemplated(text))).unwrap_or_default()
+    (!is_down_migration(path)).then(|| parse(up_half(&untemplated(text))).ok()).flatten().unwrap_or_default()
 }
 
 fn parse(text: &str) -> Result<Vec<Statement>, String> {

@@ -7,7 +7,36 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 
 use super::{Contributor, Declaration, Kind, Layer, Value};
+use crate::widen::schema::lines::{KeyLines, json_key_lines, yaml_key_lines};
 use crate::widen::{migrations, schema, sql, sql_model, sql_types, zod};
+
+/// One version of a JSON or YAML document: its schemas by key path
+/// ([`schema::schema_roots`]) and where each key is written.
+struct Document {
+    doc: Json,
+    lines: KeyLines,
+}
+
+impl Document {
+    /// Read as the JSON Schema detector reads it; `None` when it is no schema.
+    fn read(path: &str, text: &str) -> Option<Document> {
+        if schema::is_jsonc_path(path) {
+            return None;
+        }
+        let yaml = schema::is_yaml_path(path);
+        let doc = schema::load(text, yaml).ok()??;
+        let lines = if yaml { yaml_key_lines(text) } else { json_key_lines(text) };
+        Some(Document { doc, lines })
+    }
+
+    fn roots(&self) -> Vec<(Vec<String>, &Json)> {
+        schema::schema_roots(&self.doc)
+    }
+
+    fn line(&self, path: &[String]) -> u32 {
+        self.lines.locate(path)
+    }
+}
 
 fn ext(path: &str) -> String {
     path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default()
@@ -135,7 +164,7 @@ impl Contributor for SchemaProperties {
 
     fn declare(&self, files: &[(&str, &str)], out: &mut Vec<Declaration>) {
         for (path, text) in files {
-            let Some(doc) = schema::document(path, text) else { continue };
+            let Some(doc) = Document::read(path, text) else { continue };
             for (root, value) in doc.roots() {
                 let stem = path.rsplit('/').next().unwrap_or(path).split('.').next().unwrap_or("");
                 let entity = match root.last() {
@@ -154,7 +183,7 @@ impl Contributor for SchemaProperties {
                     let Some(prop) = prop.as_object() else { continue };
                     let mut at = root.clone();
                     at.extend(["properties".to_string(), name.clone()]);
-                    let symbol = schema::symbol_of(&at);
+                    let symbol = schema::pointer(&at);
                     let site = Site {
                         layer: Layer::JsonSchema,
                         origin: path,
