@@ -217,6 +217,13 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         }
         None => engine::scan_with_history(&files, &policy, &history),
     };
+    // Across layers (issue 30 part 3): only a finding of a linkable rule costs a look
+    // at the other layers; a scan without one reads nothing more.
+    // `PREMERGE_SCAN_LAYERS=0` leaves the links out (to measure what they cost).
+    let layers_on = crate::env::process().var_os("PREMERGE_SCAN_LAYERS").is_none_or(|v| v != "0");
+    if layers_on && report.findings.iter().any(|f| crate::widen::layers::linkable(&f.rule)) {
+        history_notes.extend(link_layers(repo, diff, &files, &mut report.findings));
+    }
     if !history_notes.is_empty() {
         report.notes.extend(history_notes);
         report.notes.sort_by(|a, b| {
@@ -244,6 +251,76 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         });
     }
     Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
+}
+
+/// Link each linkable finding to the other layers' declarations of its field
+/// ([`crate::widen::layers`]), read at the head revision (the change's own new
+/// versions laid over it, so `--staged` and the working tree see what they scan),
+/// within the caps of `widen::layers`. Only files that mention one of the findings'
+/// field names (ASCII case aside) are parsed; every migration is (a later one may
+/// alter or drop the table). What the caps leave out, or a head that cannot be
+/// listed, is one note; the findings stand either way.
+fn link_layers(repo: &Repo, diff: &Diff, files: &[FileInput], findings: &mut [Finding]) -> Vec<Note> {
+    use crate::widen::layers;
+    let names: Vec<String> = layers::field_names(findings).into_iter().collect();
+    let Ok(mentions) = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&names) else {
+        return Vec::new();
+    };
+    let first = findings.first().map(|f| f.file.clone()).unwrap_or_default();
+    let note = |reason: String| Note { file: first.clone(), kind: NoteKind::Skipped, reason };
+    let changed: BTreeMap<&str, &FileInput> = files.iter().map(|f| (f.path.as_str(), f)).collect();
+    let touched: BTreeSet<String> = diff.touched_paths().into_iter().collect();
+    let head = diff.head.clone().or_else(|| repo.head_oid());
+    let listed = match head.as_deref().map(|h| repo.tree_files(h, "", layers::MAX_TREE_DEPTH)) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return vec![note(format!("across layers: the head revision not listed: {e}"))],
+        None => Vec::new(),
+    };
+    let (mut oids, mut paths, mut left_out, mut bytes) = (Vec::new(), Vec::new(), 0usize, 0u64);
+    for f in listed.iter().filter(|f| !touched.contains(&f.path) && layers::wanted(&f.path)) {
+        // A file over the per-file cap is generated (a bundle, a dump): left out
+        // without a note, as documented; the note is for what the totals leave out.
+        let Some(size) = f.bytes.filter(|&b| b <= layers::MAX_INDEX_FILE_BYTES) else {
+            continue;
+        };
+        if oids.len() >= layers::MAX_INDEX_FILES || bytes + size > layers::MAX_INDEX_BYTES {
+            left_out += 1;
+            continue;
+        }
+        bytes += size;
+        oids.push(f.oid.as_str());
+        paths.push(f.path.as_str());
+    }
+    let blobs = match repo.blobs(&oids) {
+        Ok(b) => b,
+        Err(e) => return vec![note(format!("across layers: the head revision not read: {e}"))],
+    };
+    let is_sql = |p: &str| p.to_ascii_lowercase().ends_with(".sql");
+    let mut texts: Vec<(String, String)> = paths
+        .into_iter()
+        .zip(blobs)
+        .filter_map(|(p, b)| Some((p.to_string(), String::from_utf8(b).ok()?)))
+        .filter(|(p, t)| is_sql(p) || mentions.is_match(t.as_str()))
+        .collect();
+    for (path, f) in &changed {
+        if let Some(text) = f.after.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+            && layers::wanted(path)
+        {
+            texts.push((path.to_string(), text.to_string()));
+        }
+    }
+    texts.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let index = layers::Index::build(&texts);
+    layers::link(findings, &index);
+    if left_out == 0 {
+        return Vec::new();
+    }
+    vec![note(format!(
+        "across layers: {left_out} file(s) of the head revision not read for the links (past {} files or {} \
+         bytes in all)",
+        layers::MAX_INDEX_FILES,
+        layers::MAX_INDEX_BYTES
+    ))]
 }
 
 /// The earlier migrations of every migration sequence the change adds to or edits,
@@ -319,7 +396,9 @@ fn write_memories(
     let mut out = MemoryOutcome::default();
     let backend = &config.memory.backend_command;
     let timeout = Duration::from_millis(config.memory.backend_timeout_ms);
-    let planned = memory::plan(findings, cycle, opts.issue, commit);
+    let mut planned = memory::plan(findings, cycle, opts.issue, commit);
+    // One memory for each site another layer still holds (issue 30 part 3).
+    planned.extend(memory::plan_linked(findings, cycle, opts.issue, commit));
     let writes = db::insert_all(&mut conn, &planned, &crate::store::now_rfc3339())?;
     // The memories are committed: an event log that cannot take their lines (a FIFO, a
     // full disk) is one warning, never "not written" for rows that were.

@@ -248,6 +248,12 @@ fn text_finding(s: &mut String, f: &Finding, previous: Option<&str>) {
     s.push_str("\n    ");
     push_escaped(s, &f.message);
     s.push('\n');
+    // Across layers: each other declaration of the field still holding the old constraint.
+    for l in &f.linked {
+        s.push_str("    still held at ");
+        push_escaped(s, &format!("{}:{} {}", crate::diff::quote_path(&l.path), l.line, crate::report::linked_site(l)));
+        s.push('\n');
+    }
 }
 
 /// The demo: scan the change under review, then read the memories back.
@@ -293,6 +299,7 @@ mod tests {
             after: "limit: u64\n".into(),
             message: "m".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         for findings in [vec![], vec![finding("a.rs", "A.b")], vec![finding("a.rs", "A.b"), finding("b/ü.rs", "x")]] {
             let rest = serde_json::json!({"schema_version": 1, "base": "b", "head": null, "notes": [{"file": "z"}],
@@ -329,6 +336,7 @@ mod tests {
             after: "limit: u64".into(),
             message: "m\u{202e}".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         let three = [finding("a.rs", "A\u{1b}b", "limit: u8"), finding("a.rs", "B", ""), finding("b c.rs", "C", "x")];
         let mut out = Vec::new();

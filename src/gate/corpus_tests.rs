@@ -484,7 +484,10 @@ fn sessions_heldout_2_parses() {
 fn sessions_heldout_2_agreement() {
     let (agree, total, blocked, legit, _) = measure("held-out 2", HELDOUT_2_DIR);
     assert!(agree >= HELDOUT_2_FIRST_AGREE, "agreement {agree}/{total}, below the first run's");
-    assert!(blocked <= HELDOUT_2_FIRST_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}, above the first run's");
+    assert!(
+        blocked <= HELDOUT_2_FIRST_LEGIT_BLOCKED,
+        "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    );
 }
 
 /// The second held-out set's first run against the rules frozen at the merge of

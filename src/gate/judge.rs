@@ -105,17 +105,7 @@ fn judge(
         Ok(c) => slot.insert(c),
         Err(e) => return fail(row, Failure::new(FailureKind::DatabaseError, format!("{e:#}"))),
     };
-    // WAL with NORMAL sync: a power loss may drop the newest event, never corrupt the
-    // database or break the counter's atomicity; it saves an fsync per statement on a
-    // hook that runs on every stop.
-    let _ = conn.pragma_update(None, "synchronous", "NORMAL");
-    // No checkpoint when the connection closes: SQLite's last connection checkpoints
-    // the WAL into the database and deletes it (two fsyncs), and the next evaluation
-    // creates it again (two more, of the WAL header and the directory). Every stop
-    // paid four fsyncs for it, tens of milliseconds on a busy disk. The WAL stays and
-    // is checkpointed when it grows past SQLite's automatic threshold (1,000 pages),
-    // which other premerge commands' connections also do when they close.
-    let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+    db::tune_for_hook(conn);
     let cfg = match crate::context::load_config(repo) {
         Ok(c) => c,
         Err(e) => return fail(row, Failure::new(FailureKind::ConfigError, format!("{e:#}"))),

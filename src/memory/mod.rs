@@ -164,6 +164,66 @@ pub fn plan(findings: &[Finding], cycle: &str, issue: Option<u64>, commit: Optio
         .collect()
 }
 
+/// A finding and one of the sites it is linked to.
+type LinkedTo<'a> = (&'a Finding, &'a crate::widen::layers::Linked);
+
+/// The memories of the sites a finding is linked to across layers (one per site's
+/// `(file, symbol)`, byte-sorted; a site that is itself a finding's `(file, symbol)`
+/// keeps that finding's memory): each says what the site still holds, which change
+/// loosened the same field elsewhere, and what to check before relying on either.
+pub fn plan_linked(findings: &[Finding], cycle: &str, issue: Option<u64>, commit: Option<&str>) -> Vec<NewMemory> {
+    let own: std::collections::BTreeSet<(&str, &str)> =
+        findings.iter().map(|f| (f.file.as_str(), f.symbol.as_str())).collect();
+    let mut groups: BTreeMap<(Vec<u8>, Vec<u8>), Vec<LinkedTo>> = BTreeMap::new();
+    for f in findings {
+        for l in f.linked.iter().filter(|l| !own.contains(&(l.path.as_str(), l.symbol.as_str()))) {
+            groups.entry((l.path.as_bytes().to_vec(), l.symbol.as_bytes().to_vec())).or_default().push((f, l));
+        }
+    }
+    groups
+        .into_values()
+        .map(|links| {
+            let (first, site) = links[0];
+            let mut rules: Vec<&str> = links.iter().map(|(f, _)| f.rule.as_str()).collect();
+            rules.dedup();
+            let changes: Vec<String> = links
+                .iter()
+                .map(|(f, _)| format!("{} `{}` {} ({})", f.file, f.symbol, text::change(f), f.rule))
+                .collect();
+            let when = match (issue, commit) {
+                (Some(n), _) => format!("in issue #{n}"),
+                (None, Some(c)) => format!("in commit {}", &c[..c.len().min(12)]),
+                (None, None) => "in uncommitted changes".to_string(),
+            };
+            let content = format!(
+                "Guard memory for {} `{}` ({} layer): it still holds `{}` for a field another layer loosened {when}: \
+                 {}. Values the loosened layer now accepts may fail, be cut or surprise here; decide which \
+                 constraint is meant and make the layers agree before relying on either.",
+                site.path,
+                site.symbol,
+                site.layer.as_str(),
+                site.constraint,
+                changes.join("; also ")
+            );
+            let language = crate::widen::Language::for_path(&site.path).map_or(first.language.as_str(), |l| l.as_str());
+            NewMemory {
+                cycle: cycle.to_string(),
+                file: site.path.clone(),
+                symbol: site.symbol.clone(),
+                rule: first.rule.clone(),
+                language: language.to_string(),
+                line: site.line,
+                before: site.constraint.clone(),
+                after: site.constraint.clone(),
+                issue,
+                commit: commit.map(str::to_string),
+                content,
+                metadata: metadata(cycle, &site.path, &site.symbol, &rules, issue, commit),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +240,7 @@ mod tests {
             after: "limit: u64".into(),
             message: String::new(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         }
     }
 

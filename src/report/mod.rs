@@ -94,6 +94,17 @@ pub struct Item {
     /// The fields the fingerprint hashes: controller-normalised, never a line number,
     /// so a result keeps its identity when the code around it moves.
     pub identity: Vec<String>,
+    /// Other places the result names (SARIF `relatedLocations`): for a widening
+    /// finding, the other layers' declarations of the field still holding a stricter
+    /// constraint.
+    pub related: Vec<Related>,
+}
+
+/// A place a result relates to, with what it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    pub location: Location,
+    pub message: String,
 }
 
 impl Item {
@@ -184,12 +195,35 @@ pub fn from_scan(findings: &[ScanFinding]) -> Report {
             rule: rules::scan_rule(&f.rule),
             level: Level::of_scan(f.severity),
             locations: vec![Location { path: f.file.clone().into_bytes(), line: Some(u64::from(f.line)) }],
-            message: f.message.clone(),
+            message: scan_message(f),
             title: format!("{}: {}", f.rule, f.symbol),
             identity: vec![f.symbol.clone(), normalised(&f.before), normalised(&f.after)],
+            related: f
+                .linked
+                .iter()
+                .map(|l| Related {
+                    location: Location { path: l.path.clone().into_bytes(), line: Some(u64::from(l.line)) },
+                    message: linked_site(l),
+                })
+                .collect(),
         })
         .collect();
     Report::new(items)
+}
+
+/// A widening finding's message, and when other layers still hold a stricter
+/// constraint on the field, where (annotations show no related locations).
+fn scan_message(f: &ScanFinding) -> String {
+    if f.linked.is_empty() {
+        return f.message.clone();
+    }
+    let sites: Vec<String> = f.linked.iter().map(|l| format!("{}:{} {}", l.path, l.line, linked_site(l))).collect();
+    format!("{}; other layers still hold the old constraint: {}", f.message, sites.join("; "))
+}
+
+/// One linked site in words: `users.name (sql): name VARCHAR(255) NOT NULL`.
+pub(crate) fn linked_site(l: &crate::widen::layers::Linked) -> String {
+    format!("{} ({}): {}", l.symbol, l.layer.as_str(), l.constraint)
 }
 
 /// The fence's stray paths of `scope` (`attempt 2`, `owner w01-01 of attempt 2`).
@@ -209,6 +243,7 @@ pub fn from_strays(strays: &[Vec<u8>], scope: &str, no_plan: bool) -> Report {
             message: format!("{} changed {why}", crate::waves::fence::display_path_bytes(p)),
             title: rules::FENCE_STRAY_PATH.id.to_string(),
             identity: Vec::new(),
+            related: Vec::new(),
         })
         .collect();
     Report::new(items)
@@ -232,6 +267,7 @@ pub fn from_route(findings: &[ReviewFinding], route: &Route) -> Report {
                 },
                 title: if lens.is_empty() { rules::REVIEW_FINDING.id.to_string() } else { lens.clone() },
                 identity: vec![lens, title],
+                related: Vec::new(),
             }
         })
         .collect();
@@ -256,6 +292,7 @@ pub fn from_route(findings: &[ReviewFinding], route: &Route) -> Report {
             ),
             title: rules::REVIEW_SEAM.id.to_string(),
             identity,
+            related: Vec::new(),
         });
     }
     Report::new(items)
@@ -284,6 +321,7 @@ pub fn from_copies(clusters: &[crate::review::clones::CloneCluster]) -> Report {
                 ),
                 title: rules::COPIED_BLOCK.id.to_string(),
                 identity,
+                related: Vec::new(),
             }
         })
         .collect();
@@ -320,6 +358,7 @@ mod tests {
             after: "limit: u64".into(),
             message: "m".into(),
             severity: Severity::Medium,
+            linked: Vec::new(),
         };
         let fp = |x: ScanFinding| from_scan(&[x]).items()[0].fingerprint();
         assert_eq!(fp(f(3, "limit: u8")), fp(f(40, "limit:  u8 ")));

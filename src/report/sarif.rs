@@ -57,14 +57,30 @@ fn result_json(item: &Item, rule_index: usize) -> Value {
             json!({"physicalLocation": physical})
         })
         .collect();
-    json!({
+    let mut result = json!({
         "ruleId": item.rule.id,
         "ruleIndex": rule_index,
         "level": item.level.sarif(),
         "message": {"text": plain(&item.message)},
         "locations": locations,
         "partialFingerprints": {FINGERPRINT_KEY: item.fingerprint()},
-    })
+    });
+    if !item.related.is_empty() {
+        let related: Vec<Value> = item
+            .related
+            .iter()
+            .enumerate()
+            .map(|(id, r)| {
+                let mut physical = json!({"artifactLocation": {"uri": uri_of(&r.location.path), "uriBaseId": SRCROOT}});
+                if let Some(line) = r.location.line.filter(|&n| n >= 1) {
+                    physical["region"] = json!({"startLine": line});
+                }
+                json!({"id": id, "physicalLocation": physical, "message": {"text": plain(&r.message)}})
+            })
+            .collect();
+        result["relatedLocations"] = Value::Array(related);
+    }
+    result
 }
 
 /// The log, as a JSON value (the caller writes it as canonical JSON).

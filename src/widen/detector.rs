@@ -602,7 +602,8 @@ pub(crate) fn run_known(
         Language::Typescript | Language::Javascript => {
             let found = run_with(&ts::ScriptDetector, path, before, after, parse, known)?;
             // Declared constraints: a pass of their own, only where a file mentions them.
-            let found = also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))?;
+            let found =
+                also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))?;
             let cv = ts_class_validator::may_hold(before, after);
             also(found, cv.then(|| ts_class_validator::detect(path, before, after)))
         }

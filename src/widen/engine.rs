@@ -121,6 +121,11 @@ pub struct Finding {
     pub file: String,
     pub language: Language,
     pub line: u32,
+    /// The other layers' declarations of the same field that still hold a stricter
+    /// constraint than this change left ([`super::layers`]); left out of the JSON
+    /// when empty, so findings without links serialize as before.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<super::layers::Linked>,
     pub message: String,
     pub rule: String,
     pub severity: Severity,
@@ -486,6 +491,7 @@ fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&s
         before: f.before,
         after: f.after,
         severity,
+        linked: Vec::new(),
     })
 }
 

@@ -63,7 +63,7 @@ pub(crate) const RULES: &[RuleDef] = &[
 ];
 
 /// The tag keys whose values are validation rules.
-const KEYS: &[&str] = &["validate", "binding"];
+pub(super) const KEYS: &[&str] = &["validate", "binding"];
 
 /// Whether both versions may hold a validation tag (the pass's prefilter).
 pub(crate) fn may_hold(before: &str, after: &str) -> bool {
@@ -191,7 +191,7 @@ fn pairs(tag: &str) -> Vec<(&str, &str)> {
 }
 
 /// The value of `key` in a struct tag, as `reflect.StructTag.Lookup` finds it.
-fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
+pub(super) fn lookup<'s>(tag: &'s str, key: &str) -> Option<&'s str> {
     pairs(tag).into_iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod elide;
 pub mod engine;
 pub mod go;
 pub(crate) mod go_tags;
+pub mod layers;
 pub mod migrations;
 pub(crate) mod prisma;
 mod py_decl;

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
 mod keywords;
-mod lines;
+pub(super) mod lines;
 mod openapi;
 
 use lines::{KeyLines, json_key_lines, yaml_key_lines};
@@ -219,7 +219,7 @@ pub fn detect(path: &str, before: &str, after: &str) -> Result<Vec<RawFinding>, 
 
 /// Files that are JSON with comments by convention (tsconfig, editor settings): not
 /// schemas, and not worth a parse warning.
-fn is_jsonc_path(path: &str) -> bool {
+pub(super) fn is_jsonc_path(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.starts_with("tsconfig")
         || name.starts_with("jsconfig")
@@ -228,14 +228,14 @@ fn is_jsonc_path(path: &str) -> bool {
         || path.split('/').any(|s| s == ".vscode")
 }
 
-fn is_yaml_path(path: &str) -> bool {
+pub(super) fn is_yaml_path(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     lower.ends_with(".yaml") || lower.ends_with(".yml")
 }
 
 /// Parse one version. `Ok(None)`: a document that cannot be a schema (absent or empty,
 /// several YAML documents, a YAML template, keys JSON cannot hold).
-fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
+pub(super) fn load(text: &str, yaml: bool) -> Result<Option<Value>, String> {
     // Editors on Windows like to start files with a byte-order mark; JSON forbids it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
@@ -297,7 +297,7 @@ fn flow_depth_over(text: &str, max: usize) -> bool {
 
 /// The schemas a document holds, by their key path: the document itself for a JSON
 /// Schema, each component schema for OpenAPI, each definition for Swagger 2.
-fn schema_roots(doc: &Value) -> Vec<(Vec<String>, &Value)> {
+pub(super) fn schema_roots(doc: &Value) -> Vec<(Vec<String>, &Value)> {
     let Some(obj) = doc.as_object() else {
         return Vec::new();
     };
@@ -864,7 +864,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// `#/properties/a/properties/b`, with JSON Pointer escapes (`~0`, `~1`).
-fn pointer(path: &[String]) -> String {
+pub(super) fn pointer(path: &[String]) -> String {
     let mut out = String::from("#");
     for seg in path {
         out.push('/');

@@ -14,16 +14,14 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
-    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, ObjectName, ObjectNamePart, ObjectType,
-    Statement,
+    AlterColumnOperation, AlterTableOperation, ColumnOption, DataType, ObjectName, ObjectType, Statement,
 };
 use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::sql_constraints::{
-    self as constraints, Added, Verdict, dropped_mysql_index, dropped_primary_key, guessed_unique_index,
-    unknown_constraint_dropped,
+    self as constraints, Added, Verdict, dropped_mysql_index, dropped_primary_key, unknown_constraint_dropped,
 };
 use super::sql_model::*;
 use super::sql_types::{TypeLoosening, type_loosening};
@@ -196,6 +194,12 @@ pub(crate) fn detect_after(
     // Test code is recognised by path in the engine; nothing here is test-only.
     out.sort();
     Ok(out)
+}
+
+/// The up statements of one version as [`detect_after`] reads them (none for a down
+/// migration or a text that does not parse), for [`super::layers`].
+pub(super) fn statements(path: &str, text: &str) -> Vec<Statement> {
+    (!is_down_migration(path)).then(|| parse(up_half(&untemplated(text))).ok()).flatten().unwrap_or_default()
 }
 
 fn parse(text: &str) -> Result<Vec<Statement>, String> {
@@ -609,7 +613,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                 } else {
                     let view = Lookup { first: &so_far, second: old_schema, dropped: &dropped };
                     for name in names {
-                        out.extend(dropped_unique_index(name, &view, (&added, (n, 0))));
+                        out.extend(constraints::dropped_unique_index(name, &view, (&added, (n, 0))));
                     }
                 }
             }
@@ -636,41 +640,6 @@ struct Retype {
     line: u32,
     after: String,
     data_type: DataType,
-}
-
-/// `DROP INDEX name` of a unique index the file or an earlier migration created, or of
-/// one whose name says it is unique (`constraints::unique_by_name`) where no index of
-/// that name is known; not when the migration creates an index or key at least as
-/// strict (`constraints::Added`).
-fn dropped_unique_index(
-    name: &ObjectName,
-    view: &Lookup<'_>,
-    (added, at): (&Added, (usize, usize)),
-) -> Option<RawFinding> {
-    let key = index_key(name);
-    let Some(index) = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)) else {
-        return guessed_unique_index(name, view, added, at);
-    };
-    if let Some((old, table)) = constraints::old_unique_index([view.first, view.second], &key)
-        && added.verdict(Some(&table), Some(&key), at, Some(&old)) == Verdict::Kept
-    {
-        return None;
-    }
-    if view.unique_over(&index.table, &index.columns, Some(&key)) {
-        return None;
-    }
-    // The index's name as the database knows it: `"User_email_key"` (Prisma quotes every
-    // name) is the index `User_email_key`, as the unknown-index path names it too.
-    let last = name.0.last().map_or(String::new(), |p| match p {
-        ObjectNamePart::Identifier(i) => i.value.clone(),
-        _ => p.to_string(),
-    });
-    let symbol = format!("{}.{last}", index.table_shown);
-    let line = name.0.last().and_then(|p| match p {
-        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
-        _ => None,
-    });
-    Some(finding(UNIQUE_INDEX_DROPPED, &symbol, line.unwrap_or(1), &index.text, &format!("DROP INDEX {name}")))
 }
 
 fn op_key(table: &ObjectName, op: &AlterTableOperation) -> String {

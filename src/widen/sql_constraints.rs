@@ -414,3 +414,38 @@ pub(super) fn kind_by_name(name: &str) -> Option<ConstraintKind> {
         None
     }
 }
+
+/// `DROP INDEX name` of a unique index the file or an earlier migration created, or of
+/// one whose name says it is unique (`unique_by_name`) where no index of
+/// that name is known; not when the migration creates an index or key at least as
+/// strict ([`Added`]).
+pub(super) fn dropped_unique_index(
+    name: &ObjectName,
+    view: &Lookup<'_>,
+    (added, at): (&Added, (usize, usize)),
+) -> Option<RawFinding> {
+    let key = index_key(name);
+    let Some(index) = view.first.unique_indexes.get(&key).or_else(|| view.second.unique_indexes.get(&key)) else {
+        return guessed_unique_index(name, view, added, at);
+    };
+    if let Some((old, table)) = old_unique_index([view.first, view.second], &key)
+        && added.verdict(Some(&table), Some(&key), at, Some(&old)) == Verdict::Kept
+    {
+        return None;
+    }
+    if view.unique_over(&index.table, &index.columns, Some(&key)) {
+        return None;
+    }
+    // The index's name as the database knows it: `"User_email_key"` (Prisma quotes every
+    // name) is the index `User_email_key`, as the unknown-index path names it too.
+    let last = name.0.last().map_or(String::new(), |p| match p {
+        ObjectNamePart::Identifier(i) => i.value.clone(),
+        _ => p.to_string(),
+    });
+    let symbol = format!("{}.{last}", index.table_shown);
+    let line = name.0.last().and_then(|p| match p {
+        ObjectNamePart::Identifier(i) => Some(ident_line(i)),
+        _ => None,
+    });
+    Some(finding(RuleId::SqlUniqueIndexDropped, &symbol, line.unwrap_or(1), &index.text, &format!("DROP INDEX {name}")))
+}

@@ -186,6 +186,56 @@ fn with_zod_imports(src: &str, cuts: &[usize], touched: &[std::ops::Range<usize>
     merged
 }
 
+/// What one version of a file declares per zod schema symbol, for the cross-layer
+/// index ([`super::layers`]): the bounds as inclusive numbers (an exclusive integer
+/// bound moved by one; a bound that is no number left out), the closed set, and whether
+/// the value may be missing or null. A version that does not parse gives nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Declared {
+    pub(super) symbol: String,
+    pub(super) line: u32,
+    /// The schema's chain on one line (object literals elided).
+    pub(super) text: String,
+    /// `string`, `number`, `object`, ... (what the bounds measure).
+    pub(super) base: String,
+    pub(super) min: Option<f64>,
+    pub(super) max: Option<f64>,
+    pub(super) members: Option<BTreeSet<String>>,
+    pub(super) optional: bool,
+}
+
+/// [`Declared`] for every schema of one version (only where it mentions `zod`).
+pub(super) fn declared(path: &str, src: &str) -> Vec<Declared> {
+    if memchr::memmem::find(src.as_bytes(), b"zod").is_none() {
+        return Vec::new();
+    }
+    let lang = Grammar::grammar(&ts::ScriptDetector, path);
+    let Some(inv) = super::syntax::with_parser(&lang, |p| p.parse(src, None))
+        .flatten()
+        .and_then(|tree| (!tree.root_node().has_error()).then(|| Inventory::build(tree.root_node(), src)))
+    else {
+        return Vec::new();
+    };
+    let inclusive = |b: &Option<Bound>, step: f64| {
+        b.as_ref()
+            .filter(|b| b.value.is_finite())
+            .map(|b| if b.exclusive && b.value.fract() == 0.0 { b.value + step } else { b.value })
+    };
+    inv.slots
+        .into_iter()
+        .map(|(symbol, s)| Declared {
+            symbol,
+            line: s.line,
+            text: s.text,
+            min: inclusive(&s.lower, 1.0),
+            max: inclusive(&s.upper, -1.0),
+            members: s.members,
+            optional: s.optional || s.nullable || s.partial,
+            base: s.base,
+        })
+        .collect()
+}
+
 /// A bound as `.min(3)` or `.positive()` says it.
 #[derive(Debug, Clone, PartialEq)]
 pub(in crate::widen) struct Bound {

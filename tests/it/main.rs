@@ -23,6 +23,7 @@ mod gate;
 mod hooks_safety;
 mod hostile_input;
 mod install;
+mod layers;
 mod loop_model;
 mod managers;
 mod renames;

@@ -272,6 +272,7 @@ fn guard_memory_states_the_bound_of_the_old_type() {
         after: after.into(),
         message: String::new(),
         severity: premerge::widen::Severity::Medium,
+        linked: Vec::new(),
     };
     let c = |f: engine::Finding| premerge::memory::plan(&[f], "issue-1", Some(1), None)[0].content.clone();
     let m = c(mk("width: u16", "width: u64", "rust-integer-widened"));

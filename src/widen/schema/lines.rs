@@ -3,16 +3,16 @@
 
 use std::collections::HashMap;
 
-pub(super) struct KeyLines(HashMap<Vec<String>, u32>);
+pub(in crate::widen) struct KeyLines(HashMap<Vec<String>, u32>);
 
 impl KeyLines {
     /// The line of the deepest written ancestor of `path` (the document start at worst).
-    pub(super) fn locate(&self, path: &[String]) -> u32 {
+    pub(in crate::widen) fn locate(&self, path: &[String]) -> u32 {
         (1..=path.len()).rev().find_map(|n| self.0.get(&path[..n]).copied()).unwrap_or(1)
     }
 }
 
-pub(super) fn json_key_lines(text: &str) -> KeyLines {
+pub(in crate::widen) fn json_key_lines(text: &str) -> KeyLines {
     enum Frame {
         Object { seg: Option<String>, key: Option<String>, expect_key: bool },
         Array { seg: Option<String>, index: usize },
@@ -82,7 +82,7 @@ pub(super) fn json_key_lines(text: &str) -> KeyLines {
 /// Block-style YAML by indentation: a key's parent is the nearest key above it with a
 /// smaller indent. Flow collections and sequence indices are not tracked; a path
 /// through them resolves to its nearest tracked ancestor.
-pub(super) fn yaml_key_lines(text: &str) -> KeyLines {
+pub(in crate::widen) fn yaml_key_lines(text: &str) -> KeyLines {
     let mut map = HashMap::new();
     let mut stack: Vec<(usize, String)> = Vec::new();
     let mut block_scalar_indent: Option<usize> = None;
