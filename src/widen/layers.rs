@@ -196,7 +196,11 @@ fn kinds_of(family: Family) -> &'static [Kind] {
 
 /// Whether a finding of this rule can have linked sites.
 pub(crate) fn linkable(rule: &str) -> bool {
-    Layer::of_rule(rule).is_some() && RuleId::parse(rule).is_some_and(|r| !kinds_of(r.def().family).is_empty())
+    // Rules about a function, not a field's declaration: nothing to link.
+    const NOT_FIELDS: &[&str] = &["-early-return-removed", "-generic-constraint-loosened", "-generic-bound-removed"];
+    Layer::of_rule(rule).is_some()
+        && !NOT_FIELDS.iter().any(|s| rule.ends_with(s))
+        && RuleId::parse(rule).is_some_and(|r| !kinds_of(r.def().family).is_empty())
 }
 
 /// The last segment of a finding's symbol: the field's name as declared.

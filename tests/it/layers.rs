@@ -36,7 +36,9 @@ fn zod(max: u32) -> String {
 
 /// The four layers at base; `change` applied and committed as head.
 fn repo(extra: &[(&str, &str)], change: &[(&str, &str)]) -> TestRepo {
-    let r = TestRepo::new();
+    let mut r = TestRepo::new();
+    // Linking is opt-in (its cost, docs/scan.md "Across layers"): on for these tests.
+    r.env.push(("PREMERGE_SCAN_LAYERS".into(), "1".into()));
     r.write("db/migrations/001_users.sql", SQL);
     r.write("api/openapi.yaml", OPENAPI);
     r.write("web/src/types.ts", TS);
@@ -167,6 +169,15 @@ fn a_scan_without_a_linkable_finding_reads_no_other_file() {
     out.expect_code(0);
     assert!(!out.stdout.contains("linked"), "{}", out.stdout);
     assert!(!out.stderr.contains("across layers"), "{}", out.stderr);
+}
+
+#[test]
+fn without_the_switch_no_links_are_made() {
+    let mut r = repo(&[], &[("web/src/schema.ts", &zod(1000))]);
+    r.env.retain(|(k, _)| k != "PREMERGE_SCAN_LAYERS");
+    let v = scan(&r, &["--no-memory"]);
+    assert_eq!(findings(&v).len(), 1, "{v:#}");
+    assert!(findings(&v)[0].get("linked").is_none(), "{v:#}");
 }
 
 #[test]
