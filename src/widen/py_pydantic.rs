@@ -500,10 +500,7 @@ mod tests {
             (RuleId::PyPydanticOptionalAdded, "User.email"),
             (RuleId::PyPydanticValidatorRemoved, "User.email"),
         ];
-        for (rule, symbol) in want {
-            assert!(got.contains(&(rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
-        }
-        assert_eq!(got.len(), want.len(), "{got:?}");
+        crate::widen::testing::assert_found(&got, &want);
     }
 
     #[test]

@@ -390,10 +390,7 @@ mod tests {
             (RuleId::PySqlalchemyLengthWidened, "User.email"),
             (RuleId::PySqlalchemyNullableAllowed, "User.email"),
         ];
-        for (rule, symbol) in want {
-            assert!(got.contains(&(rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
-        }
-        assert_eq!(got.len(), want.len(), "{got:?}");
+        crate::widen::testing::assert_found(&got, &want);
     }
 
     #[test]

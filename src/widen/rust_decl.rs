@@ -302,10 +302,7 @@ mod tests {
             (RuleId::RustSerdeDefaultAdded, "Settings.size"),
             (RuleId::RustSerdeDefaultAdded, "Settings.theme"),
         ];
-        for (rule, symbol) in want {
-            assert!(got.contains(&(rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
-        }
-        assert_eq!(got.len(), want.len(), "{got:?}");
+        crate::widen::testing::assert_found(&got, &want);
     }
 
     #[test]

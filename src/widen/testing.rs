@@ -73,3 +73,12 @@ fn read_pair(case: &Path, exts: &[&str]) -> (String, String, String) {
     }
     panic!("{}: no before/after file with extension {exts:?}", case.display());
 }
+
+/// A declared-constraint pass's findings as `(rule, symbol)` pairs are exactly `want`
+/// (in any order), each missing one named.
+pub(crate) fn assert_found(got: &[(crate::widen::RuleId, String)], want: &[(crate::widen::RuleId, &str)]) {
+    for (rule, symbol) in want {
+        assert!(got.contains(&(*rule, symbol.to_string())), "{rule} {symbol} missing in {got:?}");
+    }
+    assert_eq!(got.len(), want.len(), "{got:?}");
+}
