@@ -342,7 +342,8 @@ fn evidence(s: &Scenario, transcript_commits: usize) -> Evidence {
 }
 
 /// Agreement, legitimate stops blocked, legitimate stops, and the disagreements.
-fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
+/// Every scenario of the `.txt` files in `dir`, in file order; ids must be unique.
+fn load(name: &str, dir: &str) -> Vec<Scenario> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
@@ -355,6 +356,11 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
     let n = ids.len();
     ids.dedup();
     assert_eq!(ids.len(), n, "{name}: scenario ids must be unique");
+    all
+}
+
+fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
+    let all = load(name, dir);
     let mut wrong = Vec::new();
     let mut legit_blocked = 0;
     let legit = all.iter().filter(|s| !s.block).count();
@@ -397,14 +403,23 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
 /// ("Sessions") with every disagreement.
 #[test]
 fn sessions_corpus_agreement() {
-    let (agree, total, blocked, legit, _) = measure("sessions", "tests/fixtures/gate/sessions");
-    assert!(total >= 200, "{total} scenarios");
     // The floors are the figures docs/gate.md states for this set.
-    assert!(agree * 1000 >= total * CORPUS_AGREEMENT_PERMILLE, "agreement {agree}/{total}");
-    assert!(
-        blocked as f64 <= CORPUS_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
-        "legitimate stops blocked {blocked}/{legit}"
+    holds_floors(
+        "sessions",
+        "tests/fixtures/gate/sessions",
+        200,
+        CORPUS_AGREEMENT_PERMILLE,
+        CORPUS_MAX_LEGIT_BLOCKED_SHARE,
     );
+}
+
+/// `dir` has at least `min` scenarios, agrees on at least `permille` of them and blocks
+/// at most `share` of its legitimate stops.
+fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) {
+    let (agree, total, blocked, legit, _) = measure(name, dir);
+    assert!(total >= min, "{name}: {total} scenarios");
+    assert!(agree * 1000 >= total * permille, "{name}: agreement {agree}/{total}");
+    assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
 /// The corpus floor: docs/gate.md's measured agreement (249 of 249 this round), in
@@ -420,12 +435,12 @@ const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 /// change that does worse on unseen sessions fails here.
 #[test]
 fn sessions_heldout_agreement() {
-    let (agree, total, blocked, legit, _) = measure("held-out", "tests/fixtures/gate/sessions-heldout");
-    assert!(total >= 60, "{total} scenarios");
-    assert!(agree * 1000 >= total * HELDOUT_AGREEMENT_PERMILLE, "agreement {agree}/{total}");
-    assert!(
-        blocked as f64 <= HELDOUT_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
-        "legitimate stops blocked {blocked}/{legit}"
+    holds_floors(
+        "held-out",
+        "tests/fixtures/gate/sessions-heldout",
+        60,
+        HELDOUT_AGREEMENT_PERMILLE,
+        HELDOUT_MAX_LEGIT_BLOCKED_SHARE,
     );
 }
 
@@ -446,34 +461,17 @@ const HELDOUT_2_MIN_SCENARIOS: usize = 60;
 /// can be measured on the set at all.
 const HELDOUT_2_MIN_LEGIT: usize = 30;
 
-/// The second held-out set parses and renders: every scenario has a known directive,
-/// a verdict, a kind and a final message, ids are unique, and its transcript reads
-/// back with the final message as the last assistant text. It judges nothing: the
-/// set is measured once, after the rules freeze, so no rule is tuned to it.
+/// The second held-out set is what issue 29 asks of one: it parses with unique ids,
+/// every scenario has a user turn, and it holds at least 60 scenarios of which at
+/// least 30 legitimate stops (rendering and reading back are checked where it is
+/// measured, [`sessions_heldout_2_agreement`]).
 #[test]
 fn sessions_heldout_2_parses() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HELDOUT_2_DIR);
-    let mut files: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let mut all = Vec::new();
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "txt")) {
-        all.extend(parse(&f.display().to_string(), &std::fs::read_to_string(f).unwrap()));
-    }
-    let mut ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
-    ids.sort_unstable();
-    let n = ids.len();
-    ids.dedup();
-    assert_eq!(ids.len(), n, "held-out 2: scenario ids must be unique");
+    let all = load("held-out 2", HELDOUT_2_DIR);
     for s in &all {
         assert!(s.lines.iter().any(|(k, _)| k == "user"), "{}: no user turn", s.id);
-        let (jsonl, transcript_commits) = render(s);
-        let ev = evidence(s, transcript_commits);
-        let plans: Vec<&str> = ev.plan_files.iter().map(|p| p.path.as_str()).collect();
-        let facts = session::read(&jsonl, &plans);
-        assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
     }
     let legit = all.iter().filter(|s| !s.block).count();
-    eprintln!("held-out 2: {} scenarios ({} halfway, {legit} legitimate)", all.len(), all.len() - legit);
     assert!(all.len() >= HELDOUT_2_MIN_SCENARIOS, "{} scenarios", all.len());
     assert!(legit >= HELDOUT_2_MIN_LEGIT, "{legit} legitimate stops");
 }

@@ -89,21 +89,7 @@ const MAX_RENDER: usize = 160;
 
 /// The keywords the Python detector reads in a `Field(...)` default: one of them
 /// removed is its finding (`py-constrained-type-erased`), not this pass's.
-const DETECTOR_KEYWORDS: &[&str] = &[
-    "ge",
-    "gt",
-    "le",
-    "lt",
-    "min_length",
-    "max_length",
-    "min_items",
-    "max_items",
-    "pattern",
-    "regex",
-    "multiple_of",
-    "max_digits",
-    "decimal_places",
-];
+use super::python::BOUND_KEYWORDS as DETECTOR_KEYWORDS;
 
 /// Calls whose keywords bound a value or a length.
 const KEYWORD_BOUNDS: &[&str] = &[

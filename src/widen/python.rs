@@ -133,7 +133,7 @@ pub(crate) const RULES: &[RuleDef] = &[
 const IDENTS: &[&str] = &["identifier"];
 
 /// Pydantic `Field(...)` / `constr(...)` keywords that bound a value.
-const BOUND_KEYWORDS: &[&str] = &[
+pub(super) const BOUND_KEYWORDS: &[&str] = &[
     "ge",
     "gt",
     "le",
