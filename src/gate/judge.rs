@@ -165,7 +165,7 @@ fn judge(
     // an unreadable file never refutes a claim.
     let facts = transcript
         .as_deref()
-        .map(|t| session::read(t, &plan_paths))
+        .map(|t| session::read_bytes(t, &plan_paths))
         .filter(|f| f.user_turns + f.tool_calls > 0 || f.instruction.is_some());
     let verdict = match authority(&cfg, conn, &p.session_id, reason.text.as_deref(), &evidence, facts.as_ref(), row) {
         Ok(v) => v,
@@ -223,7 +223,7 @@ pub(crate) fn mode_without_kill_switch(cfg: &Config, control: db::Control) -> Mo
 }
 
 /// `last_assistant_message` when present, else the transcript's last assistant message.
-fn stop_reason(p: &StopPayload, transcript: Option<&str>) -> StopReason {
+fn stop_reason(p: &StopPayload, transcript: Option<&[u8]>) -> StopReason {
     if let Some(m) = p.last_assistant_message.as_deref().filter(|m| !m.trim().is_empty()) {
         return StopReason { text: Some(payload::bound_reason(m)), source: "payload" };
     }
@@ -237,10 +237,9 @@ fn stop_reason(p: &StopPayload, transcript: Option<&str>) -> StopReason {
 /// The last [`TRANSCRIPT_TAIL_BYTES`] of a file, starting at a line boundary.
 /// Only a regular file (a FIFO or `/dev/zero` named as the transcript is refused, and
 /// the gate fails open), read through the one bounded reader.
-fn read_tail(path: &Path) -> Result<String> {
-    let bytes = crate::input::read_tail(path, crate::input::Kind::Transcript, TRANSCRIPT_TAIL_BYTES)?;
-    // Validated in place; only a tail with invalid bytes (a cut character) is copied.
-    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+fn read_tail(path: &Path) -> Result<Vec<u8>> {
+    // Kept as bytes: the session reader checks UTF-8 only in the lines it parses.
+    Ok(crate::input::read_tail(path, crate::input::Kind::Transcript, TRANSCRIPT_TAIL_BYTES)?)
 }
 
 /// Evidence from the repository. With `history` (a database for the walk cache),

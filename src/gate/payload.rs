@@ -108,8 +108,19 @@ pub fn bound_reason(text: &str) -> String {
 /// The text of the last assistant message in a transcript JSONL. Lines that do not
 /// parse (a torn last line while Claude Code is still writing) are skipped; an
 /// assistant entry without text (only tool calls) does not count.
-pub fn last_assistant_text(jsonl: &str) -> Option<String> {
-    jsonl.lines().rev().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find_map(|v| assistant_text(&v))
+pub fn last_assistant_text(jsonl: impl AsRef<[u8]>) -> Option<String> {
+    jsonl
+        .as_ref()
+        .split(|&b| b == b'\n')
+        .rev()
+        .filter(|l| !l.trim_ascii().is_empty())
+        .filter_map(|l| {
+            serde_json::from_slice::<Value>(l).ok().or_else(|| {
+                // A line with bad bytes reads as a lossy copy of the text would.
+                std::str::from_utf8(l).is_err().then(|| serde_json::from_str(&String::from_utf8_lossy(l)).ok())?
+            })
+        })
+        .find_map(|v| assistant_text(&v))
 }
 
 fn assistant_text(v: &Value) -> Option<String> {

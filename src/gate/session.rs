@@ -912,20 +912,36 @@ enum Call {
 /// `plan_paths`: repository-relative plan files; an edit of a path ending with one
 /// of them is a plan edit.
 pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
+    read_bytes(jsonl.as_bytes(), plan_paths)
+}
+
+/// [`read`] over the file's bytes as they were read: lines are split and filtered as
+/// bytes and only the lines that are parsed are checked for UTF-8 (by the parser), so
+/// the megabytes of tool output a long transcript holds are searched once and never
+/// validated or copied (docs/gate.md, "Speed"). A line that is not UTF-8 is read with
+/// its bad bytes replaced, as a lossy copy of the whole text would read it.
+pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
     let mut f = SessionFacts::default();
     let mut pending: HashMap<String, Call> = HashMap::new();
     let mut in_force: Option<Instruction> = None;
     let mut latest = Latest::default();
-    for line in jsonl.lines() {
-        if line.trim().is_empty() {
+    for line in byte_lines(jsonl) {
+        if line.trim_ascii().is_empty() {
             continue;
         }
         if is_quiet_result(line, &pending) {
             f.entries += 1;
             continue;
         }
-        let Ok(entry) = serde_json::from_str::<Entry>(line) else {
-            f.skipped += 1;
+        let parsed = serde_json::from_slice::<Entry>(line).or_else(|e| match std::str::from_utf8(line) {
+            Ok(_) => Err(e),
+            Err(_) => serde_json::from_str::<Entry>(&String::from_utf8_lossy(line)),
+        });
+        let Ok(entry) = parsed else {
+            // Blank in the Unicode sense (no JSON at all) is not a torn entry.
+            if !std::str::from_utf8(line).is_ok_and(|t| t.trim().is_empty()) {
+                f.skipped += 1;
+            }
             continue;
         };
         f.entries += 1;
@@ -1018,23 +1034,92 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
 /// Whether a line is, by a byte search, a successful result of a call whose result is
 /// not read (a file read, a search, an edit): most of a long transcript's bytes, which
 /// need not be parsed. It must carry a tool result, no text block (the user's words),
-/// nothing that looks like an error (`is_error` true, an `Exit code`), and no id of a
-/// call waiting for its result. Anything else is parsed; a wrong guess here only costs
+/// nothing that looks like an error (`is_error` true, an `Exit code`), and no
+/// `tool_use_id` naming a call waiting for its result (an id that is not a plain
+/// string counts as waiting). Anything else is parsed; a wrong guess here only costs
 /// time, never a fact.
-fn is_quiet_result(line: &str, pending: &HashMap<String, Call>) -> bool {
-    line.contains("\"tool_result\"")
-        && !line.contains("\"text\"")
-        && !line.contains("Exit code")
-        && !error_flag_set(line)
-        && !pending.keys().any(|id| line.contains(id.as_str()))
+fn is_quiet_result(b: &[u8], pending: &HashMap<String, Call>) -> bool {
+    let q = quiet_finders();
+    q.result.find(b).is_some()
+        && q.text.find(b).is_none()
+        && q.exit_code.find(b).is_none()
+        && !error_flag_set(b, q)
+        && !names_pending(b, q, pending)
+}
+
+/// The lines of a text as `str::lines` splits them (at `\n`, a trailing `\r`
+/// dropped), by a SIMD search for the line ends.
+fn byte_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    let mut ends = memchr::memchr_iter(b'\n', text);
+    std::iter::from_fn(move || {
+        let end = match ends.next() {
+            Some(i) => i,
+            None if start < text.len() => text.len(),
+            None => return None,
+        };
+        let line = &text[start..end];
+        start = end + 1;
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    })
+}
+
+/// The byte searches of [`is_quiet_result`], built once: SIMD substring search over
+/// megabytes of tool output is most of the gate's reading time (docs/gate.md, "Speed").
+struct QuietFinders {
+    result: memchr::memmem::Finder<'static>,
+    text: memchr::memmem::Finder<'static>,
+    exit_code: memchr::memmem::Finder<'static>,
+    is_error: memchr::memmem::Finder<'static>,
+    tool_use_id: memchr::memmem::Finder<'static>,
+}
+
+fn quiet_finders() -> &'static QuietFinders {
+    static FINDERS: std::sync::OnceLock<QuietFinders> = std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| QuietFinders {
+        result: memchr::memmem::Finder::new(b"\"tool_result\""),
+        text: memchr::memmem::Finder::new(b"\"text\""),
+        exit_code: memchr::memmem::Finder::new(b"Exit code"),
+        is_error: memchr::memmem::Finder::new(b"\"is_error\""),
+        tool_use_id: memchr::memmem::Finder::new(b"\"tool_use_id\""),
+    })
 }
 
 /// Whether any `"is_error"` key of the line is followed by `true` (whitespace allowed).
-fn error_flag_set(line: &str) -> bool {
-    line.match_indices("\"is_error\"").any(|(i, k)| {
-        let rest = line[i + k.len()..].trim_start();
-        rest.strip_prefix(':').is_some_and(|v| v.trim_start().starts_with("true"))
+fn error_flag_set(line: &[u8], q: &QuietFinders) -> bool {
+    q.is_error.find_iter(line).any(|i| {
+        let rest = value_after_key(&line[i + b"\"is_error\"".len()..]);
+        rest.is_some_and(|v| v.starts_with(b"true"))
     })
+}
+
+/// Whether any `"tool_use_id"` of the line names a call waiting for its result. An
+/// id that is not a plain JSON string (escapes, another type) is taken as pending,
+/// so the line is parsed and serde decides.
+fn names_pending(line: &[u8], q: &QuietFinders, pending: &HashMap<String, Call>) -> bool {
+    if pending.is_empty() {
+        return false;
+    }
+    q.tool_use_id.find_iter(line).any(|i| {
+        let Some(v) = value_after_key(&line[i + b"\"tool_use_id\"".len()..]) else {
+            return true;
+        };
+        let Some(body) = v.strip_prefix(b"\"") else {
+            return true;
+        };
+        match memchr::memchr2(b'"', b'\\', body) {
+            Some(end) if body[end] == b'"' => {
+                std::str::from_utf8(&body[..end]).map_or(true, |id| pending.contains_key(id))
+            }
+            _ => true,
+        }
+    })
+}
+
+/// The bytes after a key's `:` (whitespace skipped), or `None` when no `:` follows.
+fn value_after_key(rest: &[u8]) -> Option<&[u8]> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    Some(rest.trim_ascii_start())
 }
 
 /// One Codex rollout item into the same facts as a Claude Code entry.
@@ -1549,8 +1634,59 @@ mod tests {
         assert_eq!(f.last_test.map(|r| r.ok), Some(false));
         assert_eq!((f.tool_errors, f.last_error.as_deref()), (2, Some("ls: missing: No such file")));
         assert!(is_quiet_result(
-            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"q","content":"x"}]}}"#,
+            br#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"q","content":"x"}]}}"#,
             &HashMap::new()
+        ));
+    }
+
+    #[test]
+    fn bytes_are_read_as_a_lossy_text_would_be_crlf_and_bad_bytes_included() {
+        let user = |t: &str| serde_json::json!({"type":"user","message":{"role":"user","content":t}}).to_string();
+        let mut t = Vec::new();
+        t.extend_from_slice(user("Implement the plan.").as_bytes());
+        t.extend_from_slice(b"\r\n\xe2\x80\x83\r\n");
+        // A user turn with a cut character (a tail that starts mid-character elsewhere).
+        let at = t.len() + user("stop after step one, I will review caf@").find('@').unwrap();
+        t.extend_from_slice(user("stop after step one, I will review caf@").as_bytes());
+        t[at] = 0xff;
+        t.extend_from_slice(b"\n");
+        let f = read_bytes(&t, &[]);
+        let lossy = read(&String::from_utf8_lossy(&t), &[]);
+        assert_eq!((f.user_turns, f.skipped), (2, 0));
+        assert_eq!((lossy.user_turns, lossy.skipped), (f.user_turns, f.skipped));
+        assert_eq!(f.instruction.map(|i| i.kind), lossy.instruction.map(|i| i.kind));
+    }
+
+    #[test]
+    fn the_quiet_filter_never_skips_a_result_that_is_waited_for_or_failed() {
+        let mut pending = HashMap::new();
+        pending.insert("t1".to_string(), Call::Shell("make check".into()));
+        let quiet = |line: &str| is_quiet_result(line.as_bytes(), &pending);
+        let r = |id: &str, rest: &str| {
+            format!(
+                r#"{{"type":"user","message":{{"content":[{{"type":"tool_result","tool_use_id":{id},"content":"ok"{rest}}}]}}}}"#
+            )
+        };
+        // Another call's successful result is skipped; spacing around the colon is JSON.
+        assert!(quiet(&r(r#""r9""#, "")));
+        assert!(quiet(&r(r#""r9""#, r#","is_error" : false"#)));
+        // The waited-for call's result, in any spacing, or an id serde might decode to it.
+        assert!(!quiet(&r(r#""t1""#, "")));
+        assert!(!quiet(&r(r#""t1""#, "").replace(r#""tool_use_id":"#, r#""tool_use_id" :  "#)));
+        assert!(!quiet(&r(r#""t\u0031""#, "")));
+        assert!(!quiet(&r("7", "")));
+        // A second result block in the same line naming the waited-for call.
+        let two = r(r#""r9""#, "").replace(
+            r#""content":"ok"}"#,
+            r#""content":"ok"},{"type":"tool_result","tool_use_id":"t1","content":"x"}"#,
+        );
+        assert!(!quiet(&two));
+        // Errors, exit codes and the user's text are always parsed.
+        assert!(!quiet(&r(r#""r9""#, r#","is_error":  true"#)));
+        assert!(!quiet(&r(r#""r9""#, "").replace(r#""ok""#, r#""Exit code 2""#)));
+        assert!(!quiet(
+            &r(r#""r9""#, "")
+                .replace(r#"{"type":"tool_result""#, r#"{"type":"text","text":"stop"},{"type":"tool_result""#)
         ));
     }
 
