@@ -495,3 +495,29 @@ fn sessions_heldout_2_agreement() {
 const HELDOUT_2_FIRST_AGREE: usize = 68;
 /// See [`HELDOUT_2_FIRST_AGREE`].
 const HELDOUT_2_FIRST_LEGIT_BLOCKED: usize = 5;
+
+/// The third held-out set's directory: written blind to the rules on 2026-12-01 while
+/// they were being changed again, and never used to change one. The lead measures it
+/// once, after the rules freeze; until then only its form is checked here.
+const HELDOUT_3_DIR: &str = "tests/fixtures/gate/sessions-heldout-3";
+/// At least this many scenarios, so the set estimates agreement more finely than issue
+/// 29's minimum of 60 (one disagreement moves the figure by under 1.5 points).
+const HELDOUT_3_MIN_SCENARIOS: usize = 70;
+/// At least this many legitimate stops, so "at most one legitimate stop in 30 blocked"
+/// can be measured on the set with room to spare.
+const HELDOUT_3_MIN_LEGIT: usize = 35;
+
+/// The third held-out set parses with unique ids, every scenario has a user turn, and it
+/// holds at least 70 scenarios of which at least 35 legitimate stops. Parse-only on
+/// purpose: no verdict is computed here, so the set cannot be tuned to the rules before
+/// the lead's one measurement.
+#[test]
+fn sessions_heldout_3_parses() {
+    let all = load("held-out 3", HELDOUT_3_DIR);
+    for s in &all {
+        assert!(s.lines.iter().any(|(k, _)| k == "user"), "{}: no user turn", s.id);
+    }
+    let legit = all.iter().filter(|s| !s.block).count();
+    assert!(all.len() >= HELDOUT_3_MIN_SCENARIOS, "{} scenarios", all.len());
+    assert!(legit >= HELDOUT_3_MIN_LEGIT, "{legit} legitimate stops");
+}
