@@ -51,6 +51,7 @@ rule_ids! {
     RustOptionWidened => "rust-option-widened",
     RustStaticMadeMut => "rust-static-made-mut",
     RustTypeErased => "rust-type-erased",
+    RustUnwrapRemoved => "rust-unwrap-removed",
     RustUnsafeIntroduced => "rust-unsafe-introduced",
     // Rust: serde defaults and `validator` attributes
     RustSerdeDefaultAdded => "rust-serde-default-added",

@@ -41,15 +41,22 @@ pub(super) struct Arith {
     /// arguments squashed, text as written on one line).
     calls: Vec<(String, String, String, String)>,
     /// The body squashed, when under [`MAX_BODY_BYTES`].
-    body: Option<String>,
+    pub(super) body: Option<String>,
+    /// `unwrap()` / `expect(..)` calls in source order ([`super::unwrap`]).
+    #[serde(default)]
+    pub(super) unwraps: Vec<super::unwrap::Unwrap>,
 }
 
 /// Record the checked calls and the squashed body of the function `symbol`.
 pub(super) fn record(body: Node, src: &str, symbol: &str, inv: &mut Inventory) {
     let t = text(body, src);
-    let mut arith = Arith { calls: Vec::new(), body: (t.len() <= MAX_BODY_BYTES).then(|| compact(t)) };
+    let mut arith =
+        Arith { calls: Vec::new(), body: (t.len() <= MAX_BODY_BYTES).then(|| compact(t)), unwraps: Vec::new() };
     if t.contains("checked_") {
         collect(body, src, &mut arith.calls);
+    }
+    if super::unwrap::may_hold(t) {
+        super::unwrap::collect(body, src, &mut arith.unwraps);
     }
     inv.arith.insert(symbol.to_string(), arith);
 }
@@ -94,7 +101,7 @@ fn operator(op: &str) -> Option<&'static str> {
 
 /// Occurrences of `needle` in `hay` that stand alone: not preceded by part of an
 /// identifier or path and not followed by part of an identifier.
-fn count(hay: &str, needle: &str) -> usize {
+pub(super) fn count(hay: &str, needle: &str) -> usize {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     hay.match_indices(needle)
         .filter(|(at, _)| {

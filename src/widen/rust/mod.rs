@@ -23,6 +23,7 @@ mod rules;
 #[cfg(test)]
 mod tests;
 mod ty;
+mod unwrap;
 mod walk;
 
 use compare::*;
@@ -192,6 +193,7 @@ impl super::detector::Grammar for RustDetector {
         compare_variants(old, new, &mut out);
         compare_forbid(old, new, &mut out);
         checked::compare(old, new, &mut out);
+        unwrap::compare(old, new, &mut out);
         out
     }
 }
@@ -441,14 +443,15 @@ const TRIGGER_KEYWORDS: &[&str] =
 
 /// Whether a function body's inside may hold what the walk records, read from the
 /// tokens (strings and comments count for nothing): an `unsafe`, `use` or item
-/// keyword, a `#`, a call of checked arithmetic (which [`checked::record`] reads), a
+/// keyword, a `#`, a call of checked arithmetic (which [`checked::record`] reads), an
+/// `unwrap` or `expect` (which [`unwrap::collect`] reads), a
 /// guard macro (`assert!` and the others [`guard_of_macro`] reads; any other macro's
 /// tokens are not looked into), or an `if` together with what a guard's block leaves
 /// by (`bail`, `panic`, `unreachable`, `Err` anywhere in the text: [`guard_of_if`]).
 /// Text that does not lex counts as holding something.
 fn body_may_hold(text: &str) -> bool {
     // Most bodies hold none of it even as text: no need to lex them.
-    if !TRIGGERS.any_in(text) && !text.contains("checked_") {
+    if !TRIGGERS.any_in(text) && !text.contains("checked_") && !unwrap::may_hold(text) {
         return false;
     }
     let b = text.as_bytes();
@@ -460,7 +463,7 @@ fn body_may_hold(text: &str) -> bool {
             window::Token::Word(end) => {
                 let w = &text[i..end];
                 saw_if |= w == "if";
-                (w != "if" && TRIGGER_KEYWORDS.contains(&w)) || w.contains("checked_")
+                (w != "if" && TRIGGER_KEYWORDS.contains(&w)) || w.contains("checked_") || w == "unwrap" || w == "expect"
             }
             window::Token::Punct(b'#') => true,
             window::Token::Punct(b'!') => {

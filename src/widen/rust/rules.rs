@@ -167,4 +167,5 @@ pub(crate) const RULES: &[RuleDef] = &[
         invariant: "The enum held one of the listed variants, and every exhaustive match handled each of them.",
     },
     super::checked::RULE,
+    super::unwrap::RULE,
 ];
