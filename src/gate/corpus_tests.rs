@@ -368,7 +368,12 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
         let (jsonl, transcript_commits) = if s.codex { render_codex(s) } else { render(s) };
         let ev = evidence(s, transcript_commits);
         let plans: Vec<&str> = ev.plan_files.iter().map(|p| p.path.as_str()).collect();
-        let facts = session::read(&jsonl, &plans);
+        let mut facts = session::read(&jsonl, &plans);
+        // As the judge does: where the work tree's plan stands, for a numbered stop point.
+        if facts.stop_point.as_ref().is_some_and(|sp| sp.last_step.is_some()) && !s.plan_new {
+            facts.first_open_step =
+                s.work.as_deref().or(s.plan.as_deref()).and_then(super::payload::first_open_position);
+        }
         assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
         let v = decide_session(Some(&s.final_msg), &ev, Some(&facts));
         validate(&v, &ev).unwrap_or_else(|f| panic!("{}: invalid verdict {f:?}", s.id));

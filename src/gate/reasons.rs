@@ -38,6 +38,10 @@ pub struct Reading {
     pub stated_continuation: bool,
     /// A reason was discounted as a false excuse.
     pub false_excuse: bool,
+    /// The missing access is a credential, key, secret or permission the agent says
+    /// it lacks (not information only the user has, and not for an action the user
+    /// must own such as a deploy): a tool call that met it can show it.
+    pub credential: bool,
 }
 
 /// Lower-case, apostrophes dropped (`can't` -> `cant`), every other non-alphanumeric
@@ -564,7 +568,27 @@ pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
             }
             continue;
         }
-        access |= (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO);
+        let lacks = has(t, ACCESS) && has(t, LACK);
+        // Only a lack the agent states as its own ("I don't have", "isn't set"); "needs
+        // a key" or "requires access" states what a step takes, not what was met.
+        const OWN_LACK: &[&str] = &[
+            " dont have",
+            " do not have",
+            " lack",
+            " missing",
+            " not configured",
+            " arent configured",
+            " isnt set",
+            " not set ",
+            " not available",
+            " isnt available",
+            " unavailable",
+            " no access",
+            " cant access",
+            " cannot access",
+        ];
+        r.credential |= lacks && has(t, OWN_LACK) && !s.question && !has(t, MISSING_INFO) && !has(t, DESTRUCTIVE);
+        access |= lacks || has(t, MISSING_INFO);
         error_noun |= has(t, ERROR);
         blocker |= has(t, BLOCKER);
         question |= (s.question && !asks_leave(t)) || has(t, ASKS_USER);
@@ -782,6 +806,19 @@ pub struct Questions {
     /// A question or request leaves a genuine decision to the user: a choice between
     /// alternatives, a destructive or irreversible action, access the agent lacks.
     pub genuine_decision: bool,
+    /// A question or request hands the work to the user for a look ("Could you
+    /// review it?", "please take a look at the PR"): a hand-off, not a decision.
+    pub hands_off: bool,
+}
+
+/// The user as the subject of a look the agent asks for (`t` normalised).
+fn asks_for_a_look(t: &str) -> bool {
+    const LOOK: &[&str] =
+        &["review", "look", "check", "test", "try", "verify", "approve", "merge", "glance", "eyeball", "skim", "read"];
+    let w: Vec<&str> = t.split(' ').filter(|w| !w.is_empty()).collect();
+    w.iter()
+        .enumerate()
+        .any(|(i, x)| matches!(*x, "you" | "please" | "pls") && w[i + 1..].iter().take(3).any(|y| LOOK.contains(y)))
 }
 
 /// Read the questions of a message against the plan's next unchecked steps.
@@ -797,6 +834,10 @@ pub fn questions(message: &str, steps: &[String]) -> Questions {
         let alternatives = s.question && t.contains(" or ") && !t.contains(" or not ") && !t.ends_with(" or ");
         if alternatives || has(t, DESTRUCTIVE) || (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO) {
             q.genuine_decision = true;
+            continue;
+        }
+        if asks_for_a_look(t) && !has(t, &[" which ", " what ", " how ", " whether ", " who ", " if "]) {
+            q.hands_off = true;
             continue;
         }
         if !has(t, PERMISSION) && !has(t, ASKS_LEAVE) {
@@ -861,7 +902,7 @@ mod tests {
         assert!(claims("As you asked, I stopped after the parser.").user_instruction);
         let steps = vec!["Add retry logic to the HTTP client".to_string()];
         let q = questions("Should I go ahead and add the retry logic to the client?", &steps);
-        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false });
+        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false, hands_off: false });
         let q = questions("Should the retry use exponential backoff or a fixed delay?", &steps);
         assert!(q.genuine_decision);
         let q = questions("Shall I drop the legacy table in production now?", &steps);
