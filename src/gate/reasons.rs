@@ -535,6 +535,8 @@ fn announces_work(s: &str) -> bool {
 /// Read a stop message. `uncommitted`: whether the working tree has uncommitted
 /// changes (`None`: unknown), which makes a claim that everything is committed false.
 pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
+    let marked = mark_secret_names(message);
+    let message = marked.as_str();
     let all = norm(message);
     let ss = sentences(message);
     let mut r = Reading {
@@ -610,6 +612,35 @@ pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
         None
     };
     r
+}
+
+/// Suffixes of an environment variable that holds a secret (`NPM_TOKEN`, `DD_API_KEY`).
+const SECRET_SUFFIXES: &[&str] = &["_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PAT", "_CREDENTIALS", "_PASSPHRASE"];
+
+/// The message with `(credential)` after each name of a secret-holding variable:
+/// whatever the service, `SENTRY_AUTH_TOKEN` or `NPM_TOKEN` names a credential, which
+/// the access words would otherwise only know as "token".
+fn mark_secret_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len() + 16);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(word);
+        let upper = word.len() >= 4 && word.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if upper && SECRET_SUFFIXES.iter().any(|s| word.ends_with(s)) {
+            out.push_str(" (credential)");
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// The whole work is claimed done and nothing is said to remain.
@@ -874,6 +905,15 @@ mod tests {
         assert!(read("The model is in place. I'll add the serializer next.", None).stated_continuation);
         assert!(!read("I'll add the serializer in a follow-up.", None).stated_continuation);
         assert!(!read("Let me know if anything looks off.", None).stated_continuation);
+    }
+
+    #[test]
+    fn secret_names_are_credentials() {
+        assert_eq!(mark_secret_names("needs NPM_TOKEN, not NPM"), "needs NPM_TOKEN (credential), not NPM");
+        let r = read("Publishing needs the NPM_TOKEN, which I don't have.", None);
+        assert_eq!(r.reason, Some(Reason::MissingAccess));
+        assert!(!r.credential, "publishing is an action the user owns");
+        assert!(read("Uploading source maps needs SENTRY_AUTH_TOKEN, which I don't have.", None).credential);
     }
 
     #[test]

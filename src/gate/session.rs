@@ -1404,6 +1404,26 @@ fn stop_point(text: &str) -> Option<StopPoint> {
     named.then_some(point)
 }
 
+/// Whether a command (normalised) looks at a credential: an environment probe or a
+/// word of access.
+fn probes_access(n: &str) -> bool {
+    const PROBES: &[&str] = &[
+        " printenv",
+        " env ",
+        " token",
+        " key ",
+        " secret",
+        " credential",
+        " password",
+        " auth",
+        " login",
+        " whoami",
+        " sts ",
+        " identity",
+    ];
+    has(n, PROBES)
+}
+
 /// Whether a tool's output says a credential is missing or access was refused.
 fn says_access_refused(output: &str) -> bool {
     const REFUSED: &[&str] = &[
@@ -1454,7 +1474,10 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Test(clip(&cmd))
             } else if has(&n, BUILD_COMMANDS) || looks_like_check_command(&cmd) {
                 Call::Build(clip(&cmd))
-            } else if segments(&cmd).next().is_some() {
+            } else if segments(&cmd).next().is_some() || probes_access(&n) {
+                // A read-only probe of a variable or a login (`printenv TOKEN`, `echo
+                // $KEY`, `aws sts get-caller-identity`) is read too: its output may
+                // meet a missing credential.
                 Call::Shell(clip(&cmd))
             } else {
                 Call::Other
@@ -1537,6 +1560,12 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     }
     match call {
         Some(Call::Test(command)) => {
+            f.test_runs += 1;
+            latest.test(f, (command, failed, output));
+        }
+        // A build or check that printed a runner's summary ran tests (`make`,
+        // `bin/check-all`): its result is a test run.
+        Some(Call::Build(command)) if looks_like_test_report(&output) => {
             f.test_runs += 1;
             latest.test(f, (command, failed, output));
         }
@@ -1852,6 +1881,58 @@ mod tests {
             r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"q","content":"x"}]}}"#,
             &HashMap::new()
         ));
+    }
+
+    #[test]
+    fn stop_points_by_number_and_by_step() {
+        let point = |t: &str| read(&user(t), &[]).stop_point;
+        assert_eq!(point("Do steps 1-3 and stop.").and_then(|p| p.last_step), Some(3));
+        assert_eq!(point("Only the first two steps, then stop.").and_then(|p| p.last_step), Some(2));
+        let p = point("Do the plan but stop before the rebuild command, I need to think.").unwrap();
+        assert_eq!((p.last_step, p.before), (None, vec!["rebuild".to_string(), "command".to_string()]));
+        assert_eq!(
+            point("Stop after the config loader.").map(|p| p.after),
+            Some(vec!["config".into(), "loader".into()])
+        );
+        assert_eq!(point("Implement the parser, then stop."), None);
+        // A later turn that lifts the stop lifts its point.
+        let t = [user("Do step 1 and stop."), user("Looks good, continue.")].join("\n");
+        assert_eq!(read(&t, &[]).stop_point, None);
+    }
+
+    #[test]
+    fn hurried_spelling_small_tasks_and_early_looks() {
+        assert!(near_miss("jsut", "just") && near_miss("nothng", "nothing") && near_miss("reveiw", "review"));
+        assert!(!near_miss("just", "just") && !near_miss("ony", "only") && !near_miss("spot", "stop"));
+        let kind = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        assert_eq!(kind("can u jsut fix the footer link, nothng else"), Some(InstructionKind::Scope));
+        assert_eq!(kind("small fix: the last row repeats on page 2"), Some(InstructionKind::Scope));
+        assert_eq!(kind("The plan is three small changes, please do it."), None);
+        assert_eq!(kind("Start on search; open a draft PR once results show up."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Add the screen. The design team wants to see it before the rest."), None, "widened");
+        assert_eq!(kind("Add the screen. The design team wants to see it first."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Implement the plan. Open a draft PR early and keep pushing to it."), None);
+        assert_eq!(kind("Push the bump, wait for the CI run and fix what breaks."), None);
+    }
+
+    #[test]
+    fn the_last_check_and_access_refusals() {
+        let t = [
+            bash("a", "cargo test"),
+            result("a", false, "test result: ok. 9 passed; 0 failed"),
+            bash("b", "cargo clippy -- -D warnings"),
+            result("b", true, "Exit code 101\nerror: needless borrow"),
+            bash("c", "mkdocs build --strict"),
+            result("c", false, "INFO - Documentation built in 1.2 seconds"),
+        ];
+        let f = read(&t[..4].join("\n"), &[]);
+        assert_eq!(f.last_check.map(|c| (c.command, c.ok)), Some(("cargo clippy -- -D warnings".into(), false)));
+        let f = read(&t.join("\n"), &[]);
+        assert_eq!(f.last_check.map(|c| (c.command, c.ok)), Some(("mkdocs build --strict".into(), true)));
+        let unset = [bash("d", "echo ${API_TOKEN:-unset}"), result("d", false, "unset")].join("\n");
+        assert_eq!(read(&unset, &[]).access_failures, 1);
+        let set = [bash("d", "printenv API_TOKEN | wc -c"), result("d", false, "41")].join("\n");
+        assert_eq!(read(&set, &[]).access_failures, 0);
     }
 
     #[test]
