@@ -134,6 +134,27 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // run, which the message does not mention: the newest fact refutes "done".
     let check_failed = f.last_check.as_ref().filter(|c| !c.ok && f.last_test.as_ref() != Some(c) && !names(text, c));
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
+    // Finished work whose boxes the agent never ticked: the plan was not touched in the
+    // session, the work was edited and then verified (the last test or check passed,
+    // nothing edited after it), and the completion claim names every open step. The
+    // boxes are a record the agent forgot, not work left; anything short of that
+    // evidence leaves the steps open.
+    let unticked_done = open > 0
+        && reading.reason == Some(Reason::Completion)
+        && !checked_without_work
+        && f.plan_edits == 0
+        && open_now == open_at_head
+        && f.work_edits > 0
+        && f.edits_after_check == 0
+        && f.last_check.as_ref().is_some_and(|c| c.ok)
+        && test_failed.is_none()
+        && plans.iter().all(|p| p.unchecked_steps.len() == p.unchecked_count)
+        && plans
+            .iter()
+            .flat_map(|p| p.unchecked_steps.iter())
+            .filter(|s| !left_to_user(s, f))
+            .all(|s| named_in(text, s));
+    let open = if unticked_done { 0 } else { open };
     let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
     let facts_line = match users {
         0 => f.summary(),
@@ -281,6 +302,15 @@ fn names(message: &str, run: &super::session::CommandRun) -> bool {
         .split(' ')
         .filter(|w| w.len() >= 3 && !RUNNERS.contains(w) && w.chars().all(|c| c.is_ascii_alphabetic()))
         .any(|w| m.contains(&format!(" {w} ")))
+}
+
+/// Whether a message names a plan step: at least two of the step's content words (its
+/// only one, for a one-word step) are words of the message.
+fn named_in(message: &str, step: &str) -> bool {
+    let words = step_words(step);
+    let said = step_words(message);
+    let overlap = words.iter().filter(|w| said.contains(w)).count();
+    !words.is_empty() && overlap >= 2.min(words.len())
 }
 
 /// Content words of a step or a stop point, a final `s` ignored.
