@@ -614,6 +614,7 @@ fn hands_back(s: &str) -> bool {
     s.contains(" back to me")
         || s.contains(" over to me")
         || s.contains(" take it from there")
+        || s.contains(" take it from here")
         || s.contains(" take over from there")
         || SUBJECT.iter().any(|subj| {
             s.match_indices(subj).any(|(i, m)| {
@@ -1367,11 +1368,17 @@ fn stop_point(text: &str) -> Option<StopPoint> {
     let mut point = StopPoint::default();
     for (i, x) in w.iter().enumerate() {
         let numbers: Vec<usize> = if matches!(*x, "step" | "steps") {
-            w[i + 1..]
+            let numbers: Vec<usize> = w[i + 1..]
                 .iter()
-                .take_while(|y| step_number(y).is_some() || matches!(**y, "to" | "through" | "thru" | "and"))
+                .take_while(|y| step_number(y).is_some() || matches!(**y, "to" | "through" | "thru"))
                 .filter_map(|y| step_number(y))
-                .collect()
+                .collect();
+            // A range ("steps 1-3") or a bound ("up to step 2", "after step 3") is a
+            // point; one step asked for alone ("do step 3 and stop") says nothing of
+            // the steps before it, which the user may have left for later.
+            let bound = i > 0
+                && matches!(w[i - 1], "to" | "through" | "thru" | "until" | "till" | "after" | "as" | "including");
+            if numbers.len() >= 2 || bound { numbers } else { Vec::new() }
         } else if *x == "first" && w.get(i + 2).is_some_and(|y| matches!(*y, "step" | "steps")) {
             w.get(i + 1).and_then(|y| step_number(y)).into_iter().collect()
         } else {
@@ -1396,7 +1403,8 @@ fn stop_point(text: &str) -> Option<StopPoint> {
         }
         match *x {
             "before" if point.before.is_empty() => point.before = words_after(i),
-            "after" | "once" | "when" if point.after.is_empty() => point.after = words_after(i),
+            // Only "after": "stop once the tests pass" names a condition, not a step.
+            "after" if point.after.is_empty() => point.after = words_after(i),
             _ => {}
         }
     }
@@ -1895,6 +1903,10 @@ mod tests {
             Some(vec!["config".into(), "loader".into()])
         );
         assert_eq!(point("Implement the parser, then stop."), None);
+        assert_eq!(point("Do step 3 and stop."), None, "one step alone is no bound");
+        assert_eq!(point("Do step 3 and stop; steps 1 and 2 wait for the vendor."), None);
+        assert_eq!(point("Stop once the tests pass."), None, "a condition, not a step");
+        assert_eq!(point("Go up to step 2, then stop.").and_then(|p| p.last_step), Some(2));
         // A later turn that lifts the stop lifts its point.
         let t = [user("Do step 1 and stop."), user("Looks good, continue.")].join("\n");
         assert_eq!(read(&t, &[]).stop_point, None);
