@@ -26,6 +26,9 @@ use super::reasons::norm;
 pub const MAX_TOOL_OUTPUT_CHARS: usize = 8 * 1024;
 /// How many characters of a user turn or a command are quoted as evidence.
 pub const MAX_QUOTE_CHARS: usize = 160;
+/// A successful tool output is searched for an access refusal only up to this size: a
+/// probe of a credential prints a line, a test or build log that succeeded prints pages.
+pub const MAX_PROBE_OUTPUT: usize = 1024;
 /// At most this many tool calls wait for their result at once; a transcript with
 /// more unanswered calls than this is not one an agent writes, and the map stays bounded.
 pub const MAX_PENDING_CALLS: usize = 4096;
@@ -1563,7 +1566,9 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
     }
-    if call.is_some() && says_access_refused(&output) {
+    // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
+    // successful output (a test log) is not searched, which keeps a long session fast.
+    if call.is_some() && (failed || output.len() <= MAX_PROBE_OUTPUT) && says_access_refused(&output) {
         f.access_failures += 1;
     }
     match call {
