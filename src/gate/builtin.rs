@@ -84,9 +84,17 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         && text.is_some_and(|t| {
             reasons::read(t, None).reason == Some(Reason::Completion) || reasons::claims(t).tests_pass
         });
+    // A stop instruction that names a point the plan has not reached ("do steps 1-3
+    // and stop", and step 2 is open) does not end the work yet: the facts decide.
+    let unreached = f
+        .instruction
+        .as_ref()
+        .filter(|i| i.kind == InstructionKind::Stop)
+        .and(f.stop_point.as_ref())
+        .and_then(|sp| stop_point_unreached(sp, &durable_plans(evidence), f.first_open_step));
     // 1. The user's own instruction, read from the user's turns (never from a tool
     //    result that quotes one), is the strongest reason to stop.
-    if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished) {
+    if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished && unreached.is_none()) {
         let rule = match i.kind {
             // The work the user asked for in this session ends here.
             InstructionKind::Stop | InstructionKind::Scope => Rule::LegitCompletion,
@@ -122,15 +130,47 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let checked_without_work = (open_at_head > open_now || f.plan_edits > 0) && !f.did_work();
     let open = if checked_without_work { open_now.max(open_at_head) } else { open_now.saturating_sub(users) };
     let test_failed = f.last_test.as_ref().filter(|t| !t.ok);
+    // A build or check (clippy, lint, a type check) that failed after the last test
+    // run, which the message does not mention: the newest fact refutes "done".
+    let check_failed = f.last_check.as_ref().filter(|c| !c.ok && f.last_test.as_ref() != Some(c) && !names(text, c));
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
+    // Finished work whose boxes the agent never ticked: the plan was not touched in the
+    // session, the work was edited and then verified (the last test or check passed,
+    // nothing edited after it), and the completion claim names every open step. The
+    // boxes are a record the agent forgot, not work left; anything short of that
+    // evidence leaves the steps open.
+    let unticked_done = open > 0
+        && reading.reason == Some(Reason::Completion)
+        && !checked_without_work
+        && f.plan_edits == 0
+        && open_now == open_at_head
+        && f.work_edits > 0
+        && f.edits_after_check == 0
+        && f.last_check.as_ref().is_some_and(|c| c.ok)
+        && test_failed.is_none()
+        && plans.iter().all(|p| p.unchecked_steps.len() == p.unchecked_count)
+        && plans
+            .iter()
+            .flat_map(|p| p.unchecked_steps.iter())
+            .filter(|s| !left_to_user(s, f))
+            .all(|s| named_in(text, s));
+    let open = if unticked_done { 0 } else { open };
     let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
     let facts_line = match users {
         0 => f.summary(),
         n => format!("{}; {n} open step(s) the user left out or took over", f.summary()),
     };
-    // 2. A claimed instruction the transcript does not hold.
-    if claims.user_instruction {
+    // 2. A claimed instruction the transcript does not hold. The user's turns hold one
+    //    when an instruction was read from them or they leave work out ("skip the
+    //    export"): the message then repeats the user's request, it does not invent one.
+    if claims.user_instruction && f.instruction.is_none() && f.left_to_user.is_empty() {
         return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
+    }
+    if let Some(why) = unreached.as_deref()
+        && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
+        && !reasons::questions(text, &steps).genuine_decision
+    {
+        return refuse(cont, why, &facts_line);
     }
     // 3. The message's reason, checked against the facts.
     let refuted: Option<String> = match reading.reason {
@@ -141,6 +181,19 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
             let last = f.last_error.as_deref().unwrap_or("-");
             return allow_like(Rule::LegitError, &format!("an error the agent reports and the tools met: \"{last}\""));
         }
+        // A credential claimed missing while no tool call of the session failed or
+        // said access was refused, and the plan's next steps are open: the obstacle
+        // was never met (a tool that showed the secret set is no failure either).
+        Some(Reason::MissingAccess)
+            if reading.credential
+                && open > 0
+                && f.tool_calls > 0
+                && f.tool_errors == 0
+                && f.access_failures == 0
+                && !reasons::questions(text, &steps).genuine_decision =>
+        {
+            Some("blames a missing credential, but no tool call of the session met it (an obstacle never met)".into())
+        }
         Some(Reason::MissingAccess) => {
             return allow_like(Rule::LegitMissingInfo, "the agent lacks access or information");
         }
@@ -148,6 +201,8 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
             let q = reasons::questions(text, &steps);
             if q.asks_plan_step && !q.genuine_decision && open > 0 {
                 Some("asks leave for the plan's own next step".into())
+            } else if q.hands_off && !q.genuine_decision && open > 0 {
+                Some(format!("hands the work back for a look while the plan has {open} open step(s)"))
             } else {
                 return allow_like(
                     Rule::LegitDesignQuestion,
@@ -155,7 +210,9 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
                 );
             }
         }
-        Some(Reason::Completion) => completion_refuted(open, checked_without_work, test_failed, unverified_tests),
+        Some(Reason::Completion) => {
+            completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed)
+        }
         _ => None,
     };
     if let Some(why) = refuted {
@@ -164,7 +221,7 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // 4. No reason in the words: finished, verified work is still a legitimate stop,
     //    whatever the message offers next ("let me know if you want more").
     let finished = !plans.is_empty()
-        && completion_refuted(open, checked_without_work, test_failed, unverified_tests).is_none()
+        && completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed).is_none()
         && f.did_work();
     // A claim the evidence refutes ("everything is committed" with a dirty tree) is no finish.
     if finished && !reading.stated_continuation && !reading.false_excuse {
@@ -211,6 +268,7 @@ fn completion_refuted(
     checked_without_work: bool,
     test_failed: Option<&super::session::CommandRun>,
     unverified_tests: bool,
+    check_failed: Option<&super::session::CommandRun>,
 ) -> Option<String> {
     if checked_without_work {
         return Some(format!(
@@ -226,6 +284,75 @@ fn completion_refuted(
     }
     if unverified_tests {
         return Some("claims the tests pass, but no test or build ran in the session".into());
+    }
+    if let Some(c) = check_failed {
+        return Some(format!("claims completion while the last check failed after the tests (`{}`)", c.command));
+    }
+    None
+}
+
+/// Whether the message names a check run: a word of its command line (three letters
+/// or more, not the runner's) is a word of the message ("clippy", "lint", "tsc").
+fn names(message: &str, run: &super::session::CommandRun) -> bool {
+    const RUNNERS: &[&str] = &[
+        "cargo", "npm", "npx", "yarn", "pnpm", "run", "all", "targets", "bun", "uv", "poetry", "python", "make", "the",
+    ];
+    let m = reasons::norm(message);
+    reasons::norm(&run.command)
+        .split(' ')
+        .filter(|w| w.len() >= 3 && !RUNNERS.contains(w) && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .any(|w| m.contains(&format!(" {w} ")))
+}
+
+/// Whether a message names a plan step: at least two of the step's content words (its
+/// only one, for a one-word step) are words of the message.
+fn named_in(message: &str, step: &str) -> bool {
+    let words = step_words(step);
+    let said = step_words(message);
+    let overlap = words.iter().filter(|w| said.contains(w)).count();
+    !words.is_empty() && overlap >= 2.min(words.len())
+}
+
+/// Content words of a step or a stop point, a final `s` ignored.
+fn step_words(s: &str) -> Vec<String> {
+    let stem = |w: &str| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string();
+    reasons::norm(s).split(' ').filter(|w| w.len() >= 4 && !STEP_STOPWORDS.contains(w)).map(stem).collect()
+}
+
+/// Why the user's stop point is not reached, if it is not: a numbered point at or
+/// past the first open step, or the step to stop before (or after) with open steps
+/// before it (or still open itself). A point that ties to no open step is taken as
+/// reached: when in doubt, the user's word stands.
+fn stop_point_unreached(
+    sp: &super::session::StopPoint,
+    plans: &[&PlanArtefact],
+    first_open: Option<usize>,
+) -> Option<String> {
+    if let (Some(n), Some(p)) = (sp.last_step, first_open)
+        && p <= n
+    {
+        return Some(format!("the user said to stop after step {n}, and step {p} of the plan is still open"));
+    }
+    let steps: Vec<&String> = plans.iter().flat_map(|p| p.unchecked_steps.iter()).collect();
+    let ties = |point: &[String], step: &str| {
+        let point: Vec<String> = point.iter().flat_map(|w| step_words(w)).collect();
+        let words = step_words(step);
+        let overlap = point.iter().filter(|w| words.contains(w)).count();
+        !point.is_empty() && overlap >= 2.min(point.len())
+    };
+    if !sp.before.is_empty()
+        && let Some(k) = steps.iter().position(|s| ties(&sp.before, s))
+        && k > 0
+    {
+        return Some(format!(
+            "the user said to stop before \"{}\", and {k} open step(s) of the plan come before it",
+            steps[k]
+        ));
+    }
+    if !sp.after.is_empty()
+        && let Some(s) = steps.iter().find(|s| ties(&sp.after, s))
+    {
+        return Some(format!("the user said to stop after \"{s}\", which is still open"));
     }
     None
 }

@@ -368,7 +368,12 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
         let (jsonl, transcript_commits) = if s.codex { render_codex(s) } else { render(s) };
         let ev = evidence(s, transcript_commits);
         let plans: Vec<&str> = ev.plan_files.iter().map(|p| p.path.as_str()).collect();
-        let facts = session::read(&jsonl, &plans);
+        let mut facts = session::read(&jsonl, &plans);
+        // As the judge does: where the work tree's plan stands, for a numbered stop point.
+        if facts.stop_point.as_ref().is_some_and(|sp| sp.last_step.is_some()) && !s.plan_new {
+            facts.first_open_step =
+                s.work.as_deref().or(s.plan.as_deref()).and_then(super::payload::first_open_position);
+        }
         assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
         let v = decide_session(Some(&s.final_msg), &ev, Some(&facts));
         validate(&v, &ev).unwrap_or_else(|f| panic!("{}: invalid verdict {f:?}", s.id));
@@ -422,12 +427,12 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (249 of 249 this round), in
+/// The corpus floor: docs/gate.md's measured agreement (293 of 293 in round 3), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 127).
+/// states it (0 of 148).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change
@@ -476,25 +481,28 @@ fn sessions_heldout_2_parses() {
     assert!(legit >= HELDOUT_2_MIN_LEGIT, "{legit} legitimate stops");
 }
 
-/// The second held-out set against the frozen rules: prints the figures and every
-/// disagreement (`cargo test --lib sessions_heldout_2_agreement -- --nocapture`).
+/// The second held-out set, training data since round 3 (`wt3/gate`): prints the
+/// figures and every disagreement (`cargo test --lib sessions_heldout_2_agreement --
+/// --nocapture`).
 #[test]
 fn sessions_heldout_2_agreement() {
-    let (agree, total, blocked, legit, _) = measure("held-out 2", HELDOUT_2_DIR);
-    assert!(agree >= HELDOUT_2_FIRST_AGREE, "agreement {agree}/{total}, below the first run's");
-    assert!(
-        blocked <= HELDOUT_2_FIRST_LEGIT_BLOCKED,
-        "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    holds_floors(
+        "held-out 2",
+        HELDOUT_2_DIR,
+        HELDOUT_2_MIN_SCENARIOS,
+        HELDOUT_2_AGREEMENT_PERMILLE,
+        HELDOUT_2_MAX_LEGIT_BLOCKED_SHARE,
     );
 }
 
 /// The second held-out set's first run against the rules frozen at the merge of
-/// `wt2/gate` (2026-12-01): 68 of 78 agreed and 5 of 39 legitimate stops were blocked
-/// (docs/gate.md lists every disagreement). Floors, so that a rule change doing worse
-/// on unseen sessions fails; the set has not been used to change a rule.
-const HELDOUT_2_FIRST_AGREE: usize = 68;
-/// See [`HELDOUT_2_FIRST_AGREE`].
-const HELDOUT_2_FIRST_LEGIT_BLOCKED: usize = 5;
+/// `wt2/gate` (2026-12-01) agreed on 68 of 78 and blocked 5 of 39 legitimate stops
+/// (docs/gate.md keeps that honest record). Its ten misses were then fixed as classes
+/// in `wt3/gate`, so the set became training data and agrees on 78 of 78: these floors
+/// only catch regressions; the third held-out set is the estimate.
+const HELDOUT_2_AGREEMENT_PERMILLE: usize = 1000;
+/// See [`HELDOUT_2_AGREEMENT_PERMILLE`]: no legitimate stop of the set is blocked since round 3.
+const HELDOUT_2_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The third held-out set's directory: written blind to the rules on 2026-12-01 while
 /// they were being changed again, and never used to change one. The lead measures it
@@ -520,4 +528,21 @@ fn sessions_heldout_3_parses() {
     let legit = all.iter().filter(|s| !s.block).count();
     assert!(all.len() >= HELDOUT_3_MIN_SCENARIOS, "{} scenarios", all.len());
     assert!(legit >= HELDOUT_3_MIN_LEGIT, "{legit} legitimate stops");
+}
+
+/// The third held-out set's first run against the rules frozen at `wt3/gate`'s final
+/// commit, measured once by the lead after the merge (docs/gate.md lists every
+/// disagreement). Floors, so that a rule change doing worse on unseen sessions fails.
+const HELDOUT_3_FIRST_AGREE: usize = 0;
+/// See [`HELDOUT_3_FIRST_AGREE`].
+const HELDOUT_3_FIRST_LEGIT_BLOCKED: usize = usize::MAX;
+
+#[test]
+fn sessions_heldout_3_agreement() {
+    let (agree, total, blocked, legit, _) = measure("held-out 3", HELDOUT_3_DIR);
+    assert!(agree >= HELDOUT_3_FIRST_AGREE, "agreement {agree}/{total}, below the first run's");
+    assert!(
+        blocked <= HELDOUT_3_FIRST_LEGIT_BLOCKED,
+        "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    );
 }

@@ -166,7 +166,15 @@ fn judge(
     let facts = transcript
         .as_deref()
         .map(|t| session::read_bytes(t, &plan_paths))
-        .filter(|f| f.user_turns + f.tool_calls > 0 || f.instruction.is_some());
+        .filter(|f| f.user_turns + f.tool_calls > 0 || f.instruction.is_some())
+        .map(|mut f| {
+            // Where the plan stands, for a stop point the user named by number: read
+            // only when there is one, from the first durable plan with an open step.
+            if f.stop_point.as_ref().is_some_and(|sp| sp.last_step.is_some()) {
+                f.first_open_step = first_open_step(repo, &evidence);
+            }
+            f
+        });
     let verdict = match authority(&cfg, conn, &p.session_id, reason.text.as_deref(), &evidence, facts.as_ref(), row) {
         Ok(v) => v,
         Err(f) => return fail(row, f),
@@ -300,6 +308,16 @@ fn collect_evidence(
     ev.plan_files = plans;
     ev.uncommitted = repo.gate_uncommitted(MAX_UNCOMMITTED).map(|p| p.len());
     Ok(ev)
+}
+
+/// The position of the first unchecked step of the first plan that predates the
+/// session and has one, read from the work tree.
+fn first_open_step(repo: &Repo, evidence: &Evidence) -> Option<usize> {
+    let root = repo.require_workdir().ok()?;
+    evidence.plan_files.iter().filter(|p| p.exists && !p.created_this_session && p.unchecked_count > 0).find_map(|p| {
+        let text = crate::input::read_text(&root.join(&p.path), crate::input::Kind::Artefact).ok()?;
+        payload::first_open_position(&text)
+    })
 }
 
 /// The plan's text at HEAD, when it is a plan-sized blob of UTF-8 text.

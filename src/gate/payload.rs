@@ -182,6 +182,31 @@ pub fn unchecked_steps(markdown: &str) -> (Vec<String>, usize) {
     (steps, count)
 }
 
+/// The position (1-based, among all of the file's boxes, checked or not) of the first
+/// unchecked step, read like [`unchecked_steps`].
+pub fn first_open_position(markdown: &str) -> Option<usize> {
+    let mut boxes = 0;
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+            r
+        } else {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            match t[digits..].strip_prefix(". ") {
+                Some(r) if digits > 0 => r,
+                _ => continue,
+            }
+        };
+        if rest.starts_with("[ ]") {
+            return Some(boxes + 1);
+        }
+        if rest.starts_with("[x]") || rest.starts_with("[X]") {
+            boxes += 1;
+        }
+    }
+    None
+}
+
 /// A file of a wave plan and its owner, read loosely (the waves area owns the format).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedFile {
@@ -254,6 +279,8 @@ mod tests {
         let (steps, n) = unchecked_steps(md);
         assert_eq!(n, 3);
         assert_eq!(steps, vec!["two", "three", "four"]);
+        assert_eq!(first_open_position(md), Some(2));
+        assert_eq!(first_open_position("- [x] a\n- [X] b\n"), None);
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct Reading {
     pub stated_continuation: bool,
     /// A reason was discounted as a false excuse.
     pub false_excuse: bool,
+    /// The missing access is a credential, key, secret or permission the agent says
+    /// it lacks (not information only the user has, and not for an action the user
+    /// must own such as a deploy): a tool call that met it can show it.
+    pub credential: bool,
 }
 
 /// Lower-case, apostrophes dropped (`can't` -> `cant`), every other non-alphanumeric
@@ -531,6 +535,8 @@ fn announces_work(s: &str) -> bool {
 /// Read a stop message. `uncommitted`: whether the working tree has uncommitted
 /// changes (`None`: unknown), which makes a claim that everything is committed false.
 pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
+    let marked = mark_secret_names(message);
+    let message = marked.as_str();
     let all = norm(message);
     let ss = sentences(message);
     let mut r = Reading {
@@ -564,7 +570,27 @@ pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
             }
             continue;
         }
-        access |= (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO);
+        let lacks = has(t, ACCESS) && has(t, LACK);
+        // Only a lack the agent states as its own ("I don't have", "isn't set"); "needs
+        // a key" or "requires access" states what a step takes, not what was met.
+        const OWN_LACK: &[&str] = &[
+            " dont have",
+            " do not have",
+            " lack",
+            " missing",
+            " not configured",
+            " arent configured",
+            " isnt set",
+            " not set ",
+            " not available",
+            " isnt available",
+            " unavailable",
+            " no access",
+            " cant access",
+            " cannot access",
+        ];
+        r.credential |= lacks && has(t, OWN_LACK) && !s.question && !has(t, MISSING_INFO) && !has(t, DESTRUCTIVE);
+        access |= lacks || has(t, MISSING_INFO);
         error_noun |= has(t, ERROR);
         blocker |= has(t, BLOCKER);
         question |= (s.question && !asks_leave(t)) || has(t, ASKS_USER);
@@ -586,6 +612,35 @@ pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
         None
     };
     r
+}
+
+/// Suffixes of an environment variable that holds a secret (`NPM_TOKEN`, `DD_API_KEY`).
+const SECRET_SUFFIXES: &[&str] = &["_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PAT", "_CREDENTIALS", "_PASSPHRASE"];
+
+/// The message with `(credential)` after each name of a secret-holding variable:
+/// whatever the service, `SENTRY_AUTH_TOKEN` or `NPM_TOKEN` names a credential, which
+/// the access words would otherwise only know as "token".
+fn mark_secret_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len() + 16);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(word);
+        let upper = word.len() >= 4 && word.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if upper && SECRET_SUFFIXES.iter().any(|s| word.ends_with(s)) {
+            out.push_str(" (credential)");
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// The whole work is claimed done and nothing is said to remain.
@@ -782,6 +837,19 @@ pub struct Questions {
     /// A question or request leaves a genuine decision to the user: a choice between
     /// alternatives, a destructive or irreversible action, access the agent lacks.
     pub genuine_decision: bool,
+    /// A question or request hands the work to the user for a look ("Could you
+    /// review it?", "please take a look at the PR"): a hand-off, not a decision.
+    pub hands_off: bool,
+}
+
+/// The user as the subject of a look the agent asks for (`t` normalised).
+fn asks_for_a_look(t: &str) -> bool {
+    const LOOK: &[&str] =
+        &["review", "look", "check", "test", "try", "verify", "approve", "merge", "glance", "eyeball", "skim", "read"];
+    let w: Vec<&str> = t.split(' ').filter(|w| !w.is_empty()).collect();
+    w.iter()
+        .enumerate()
+        .any(|(i, x)| matches!(*x, "you" | "please" | "pls") && w[i + 1..].iter().take(3).any(|y| LOOK.contains(y)))
 }
 
 /// Read the questions of a message against the plan's next unchecked steps.
@@ -797,6 +865,10 @@ pub fn questions(message: &str, steps: &[String]) -> Questions {
         let alternatives = s.question && t.contains(" or ") && !t.contains(" or not ") && !t.ends_with(" or ");
         if alternatives || has(t, DESTRUCTIVE) || (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO) {
             q.genuine_decision = true;
+            continue;
+        }
+        if asks_for_a_look(t) && !has(t, &[" which ", " what ", " how ", " whether ", " who ", " if "]) {
+            q.hands_off = true;
             continue;
         }
         if !has(t, PERMISSION) && !has(t, ASKS_LEAVE) {
@@ -836,6 +908,15 @@ mod tests {
     }
 
     #[test]
+    fn secret_names_are_credentials() {
+        assert_eq!(mark_secret_names("needs NPM_TOKEN, not NPM"), "needs NPM_TOKEN (credential), not NPM");
+        let r = read("Publishing needs the NPM_TOKEN, which I don't have.", None);
+        assert_eq!(r.reason, Some(Reason::MissingAccess));
+        assert!(!r.credential, "publishing is an action the user owns");
+        assert!(read("Uploading source maps needs SENTRY_AUTH_TOKEN, which I don't have.", None).credential);
+    }
+
+    #[test]
     fn a_session_cause_is_no_blocker() {
         let r = read("I cannot continue because the context window is nearly exhausted.", None);
         assert_eq!(r.reason, None);
@@ -861,7 +942,7 @@ mod tests {
         assert!(claims("As you asked, I stopped after the parser.").user_instruction);
         let steps = vec!["Add retry logic to the HTTP client".to_string()];
         let q = questions("Should I go ahead and add the retry logic to the client?", &steps);
-        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false });
+        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false, hands_off: false });
         let q = questions("Should the retry use exponential backoff or a fixed delay?", &steps);
         assert!(q.genuine_decision);
         let q = questions("Shall I drop the legacy table in production now?", &steps);

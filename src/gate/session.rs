@@ -26,6 +26,9 @@ use super::reasons::norm;
 pub const MAX_TOOL_OUTPUT_CHARS: usize = 8 * 1024;
 /// How many characters of a user turn or a command are quoted as evidence.
 pub const MAX_QUOTE_CHARS: usize = 160;
+/// A successful tool output is searched for an access refusal only up to this size: a
+/// probe of a credential prints a line, a test or build log that succeeded prints pages.
+pub const MAX_PROBE_OUTPUT: usize = 1024;
 /// At most this many tool calls wait for their result at once; a transcript with
 /// more unanswered calls than this is not one an agent writes, and the map stays bounded.
 pub const MAX_PENDING_CALLS: usize = 4096;
@@ -106,6 +109,34 @@ pub struct SessionFacts {
     /// doing the frontend myself", "skip the docs for now"), normalised; an open plan
     /// step they name is the user's, not the agent's (`builtin`).
     pub left_to_user: Vec<String>,
+    /// The last verification run, a test or a build/check command, whichever ran
+    /// last: a failing `cargo clippy` after a passing `cargo test` is the newest fact.
+    pub last_check: Option<CommandRun>,
+    /// Edits of files other than the plan made after the last verification run.
+    pub edits_after_check: usize,
+    /// Where the user's stop instruction in force says to stop, when it names a point
+    /// ("stop after step 3", "do steps 1-3", "stop before the rebuild command").
+    pub stop_point: Option<StopPoint>,
+    /// Tool results whose output says a credential is missing or access was refused
+    /// (`AccessDenied`, `401`, `no credentials`, `permission denied`, `not set`),
+    /// whatever their exit status: an obstacle the tools met.
+    pub access_failures: usize,
+    /// The position (1-based, among all of the plan's boxes) of the first unchecked
+    /// step of the durable plan in the work tree. Not read from the transcript: the
+    /// caller sets it from the plan file, so that a numbered stop point can be
+    /// compared with where the plan stands.
+    pub first_open_step: Option<usize>,
+}
+
+/// The point a user's stop instruction names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StopPoint {
+    /// The last step to do, by number ("after step 3", "steps 1-3", "the first two steps").
+    pub last_step: Option<usize>,
+    /// Content words of the step to stop before ("before the rebuild command").
+    pub before: Vec<String>,
+    /// Content words of the step to stop after ("stop after the parser").
+    pub after: Vec<String>,
 }
 
 impl SessionFacts {
@@ -586,6 +617,7 @@ fn hands_back(s: &str) -> bool {
     s.contains(" back to me")
         || s.contains(" over to me")
         || s.contains(" take it from there")
+        || s.contains(" take it from here")
         || s.contains(" take over from there")
         || SUBJECT.iter().any(|subj| {
             s.match_indices(subj).any(|(i, m)| {
@@ -739,19 +771,23 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
     let mut go_on = false;
     // A turn that asks for all of the work ("do the whole plan; I'll test it after")
     // gives no structural limit in any of its sentences.
-    let widened = has(&norm(text), WIDENING);
+    let whole = norm(text);
+    let widened = has(&whole, WIDENING);
+    // A request that names no plan is the session's task by itself: a small one
+    // ("fix the footer link real quick") is a scope, whatever the plan holds.
+    let names_plan = whole.contains(" plan");
     // Sentence by sentence: "Implement the parser. Then stop." has its stop in the second.
     for sentence in text.split(['.', '!', '?', ';', '\n']) {
-        let s = norm(sentence);
+        let s = fix_typos(&norm(sentence));
         if has(&s, NEGATED) {
             go_on = true;
             continue;
         }
         let kind = if has(&s, STOP_WORDS) {
             Some(InstructionKind::Stop)
-        } else if has(&s, PAUSE_WORDS) || (!widened && hands_back(&s)) {
+        } else if has(&s, PAUSE_WORDS) || (!widened && (hands_back(&s) || early_look(&s))) {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) || (!widened && restricts_scope(&s)) {
+        } else if has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))) {
             Some(InstructionKind::Scope)
         } else {
             None
@@ -770,6 +806,124 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
 
 fn has(text: &str, words: &[&str]) -> bool {
     words.iter().any(|w| text.contains(w))
+}
+
+/// The words an instruction turns on, which a hurried user misspells ("jsut fix",
+/// "nothng else", "reveiw"): a word one adjacent swap or one dropped letter away from
+/// one of them is read as it.
+const TYPO_KEYWORDS: &[&str] =
+    &["just", "only", "nothing", "else", "stop", "pause", "quick", "review", "wait", "after", "before", "enough"];
+
+/// `s` (normalised) with near misses of [`TYPO_KEYWORDS`] replaced by the keyword.
+fn fix_typos(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    out.push(' ');
+    for w in s.split(' ').filter(|w| !w.is_empty()) {
+        let fixed = TYPO_KEYWORDS.iter().find(|k| near_miss(w, k)).copied().unwrap_or(w);
+        out.push_str(fixed);
+        out.push(' ');
+    }
+    out
+}
+
+/// `word` is `key` with two adjacent letters swapped, or with one letter dropped (a
+/// keyword of five letters or more, so that short words stay themselves).
+fn near_miss(word: &str, key: &str) -> bool {
+    let (w, k) = (word.as_bytes(), key.as_bytes());
+    if w == k || w.len() < 4 {
+        return false;
+    }
+    if w.len() == k.len() {
+        let diff: Vec<usize> = (0..w.len()).filter(|&i| w[i] != k[i]).collect();
+        return diff.len() == 2 && diff[1] == diff[0] + 1 && w[diff[0]] == k[diff[1]] && w[diff[1]] == k[diff[0]];
+    }
+    if w.len() + 1 == k.len() && k.len() >= 5 {
+        return (0..k.len()).any(|skip| k[..skip] == w[..skip] && k[skip + 1..] == w[skip..]);
+    }
+    false
+}
+
+/// A small task as the whole request, by its structure (`s` normalised): a word of
+/// smallness before a word of a task ("a quick fix", "small change", "tiny tweak"),
+/// or an adverb of haste ("quickly", "real quick").
+fn small_task(s: &str) -> bool {
+    const SMALL: &[&str] = &["quick", "small", "tiny", "minor", "little", "simple", "trivial", "one", "single"];
+    const TASK: &[&str] = &[
+        "fix", "change", "tweak", "thing", "edit", "patch", "cleanup", "job", "task", "pass", "liner", "line", "typo",
+        "typos", "bump",
+    ];
+    let w: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
+    let adjective = w.windows(2).any(|p| SMALL.contains(&p[0]) && TASK.contains(&p[1]))
+        || w.windows(3).any(|p| SMALL.contains(&p[0]) && TASK.contains(&p[2]) && p[0] != "one");
+    let haste = w.iter().enumerate().any(|(i, x)| {
+        *x == "quickly" || (*x == "quick" && i > 0 && matches!(w[i - 1], "real" | "really" | "very" | "super" | "so"))
+    });
+    adjective || haste
+}
+
+/// An early look asked for, by its structure (`s` normalised): a draft or early pull
+/// request ("open a draft PR", "push a WIP merge request"), someone other than the
+/// agent as the subject of the next look ("the design team wants to see it", "so QA
+/// can try it"), or "wait" as an order. A sentence that also asks the agent to go on
+/// ("open a draft PR and keep going") or puts the look at the end ("once it's all
+/// done") asks for none.
+fn early_look(s: &str) -> bool {
+    const PR: &[&str] = &[" pr ", " prs ", " pull request", " mr ", " merge request"];
+    const EARLY: &[&str] = &[" draft", " early", " wip ", " first cut", " work in progress", " progress"];
+    const OTHERS: &[&str] = &[
+        "team",
+        "they",
+        "reviewer",
+        "reviewers",
+        "designer",
+        "designers",
+        "design",
+        "pm",
+        "qa",
+        "client",
+        "customer",
+        "boss",
+        "manager",
+        "lead",
+        "product",
+        "stakeholders",
+        "everyone",
+        "others",
+        "people",
+        "folks",
+        "we",
+        "us",
+    ];
+    const LOOK: &[&str] =
+        &["see", "review", "look", "check", "test", "try", "approve", "sign", "demo", "feedback", "weigh", "comment"];
+    const BUSY: &[&str] =
+        &["ci", "build", "tests", "pipeline", "job", "deploy", "checks", "run", "command", "seconds", "minutes"];
+    if has(s, GO_ON) || has(s, &[" as you go", " keep ", " meanwhile", " in the meantime", " then do", " then finish"])
+    {
+        return false;
+    }
+    if has(s, &[" done", " finished", " complete", " at the end", " when youre", " once youre"]) {
+        return false;
+    }
+    let w: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
+    let pr = has(s, PR) && has(s, EARLY);
+    let others = w.iter().enumerate().any(|(i, x)| {
+        OTHERS.contains(x)
+            && w[i + 1..].iter().take(4).any(|y| LOOK.contains(y))
+            && w[i + 1..].iter().take(3).any(|y| {
+                matches!(
+                    *y,
+                    "want" | "wants" | "need" | "needs" | "will" | "can" | "could" | "should" | "to" | "has" | "have"
+                )
+            })
+    });
+    let wait = w.iter().enumerate().any(|(i, x)| {
+        *x == "wait"
+            && i > 0
+            && matches!(w[i - 1], "and" | "then" | "please" | "pls" | "just")
+            && !w[i + 1..].iter().take(4).any(|y| BUSY.contains(y))
+    });
+    pr || others || wait
 }
 
 // ---------------------------------------------------------------------------
@@ -1261,8 +1415,14 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         }
     }
     match go_on {
-        Some(Some(kind)) => *in_force = Some(Instruction { kind, quote: clip(t) }),
-        Some(None) => *in_force = None,
+        Some(Some(kind)) => {
+            f.stop_point = if kind == InstructionKind::Stop { stop_point(t) } else { None };
+            *in_force = Some(Instruction { kind, quote: clip(t) });
+        }
+        Some(None) => {
+            f.stop_point = None;
+            *in_force = None;
+        }
         // A new request that says nothing about stopping starts new work: an earlier
         // interrupt no longer holds, an earlier stop or scope instruction still does.
         None => {
@@ -1271,6 +1431,128 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
             }
         }
     }
+}
+
+/// Words too common to name a step in a stop point.
+const POINT_STOPWORDS: &[&str] = &[
+    "the", "this", "that", "then", "them", "with", "from", "into", "step", "steps", "plan", "part", "when", "once",
+    "you", "your", "have", "done", "finish", "finished", "doing", "get", "gets", "got", "and", "for", "its", "one",
+    "need", "think", "about", "want", "some", "because",
+];
+
+/// Number words a user writes for a step count ("the first two steps").
+const NUMBER_WORDS: &[&str] = &["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+
+fn step_number(w: &str) -> Option<usize> {
+    w.parse::<usize>().ok().filter(|n| *n <= 1000).or_else(|| NUMBER_WORDS.iter().position(|n| *n == w))
+}
+
+/// The point a stop instruction names, if it names one: the highest step number it
+/// gives ("after step 3", "steps 1-3", "the first two steps"), and the content words of
+/// the step it stops before or after ("stop before the rebuild command").
+fn stop_point(text: &str) -> Option<StopPoint> {
+    let s = fix_typos(&norm(text));
+    let w: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut point = StopPoint::default();
+    for (i, x) in w.iter().enumerate() {
+        let numbers: Vec<usize> = if matches!(*x, "step" | "steps") {
+            let numbers: Vec<usize> = w[i + 1..]
+                .iter()
+                .take_while(|y| step_number(y).is_some() || matches!(**y, "to" | "through" | "thru"))
+                .filter_map(|y| step_number(y))
+                .collect();
+            // A range ("steps 1-3") or a bound ("up to step 2", "after step 3") is a
+            // point; one step asked for alone ("do step 3 and stop") says nothing of
+            // the steps before it, which the user may have left for later.
+            let bound = i > 0
+                && matches!(w[i - 1], "to" | "through" | "thru" | "until" | "till" | "after" | "as" | "including");
+            if numbers.len() >= 2 || bound { numbers } else { Vec::new() }
+        } else if *x == "first" && w.get(i + 2).is_some_and(|y| matches!(*y, "step" | "steps")) {
+            w.get(i + 1).and_then(|y| step_number(y)).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(n) = numbers.into_iter().max() {
+            point.last_step = Some(point.last_step.map_or(n, |m: usize| m.max(n)));
+        }
+    }
+    let words_after = |i: usize| -> Vec<String> {
+        w[i + 1..]
+            .iter()
+            .take(5)
+            .take_while(|y| !matches!(**y, "i" | "so" | "because" | "since" | "as" | "but" | "and"))
+            .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
+            .map(|y| y.to_string())
+            .collect()
+    };
+    for (i, x) in w.iter().enumerate() {
+        if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
+            continue;
+        }
+        match *x {
+            "before" if point.before.is_empty() => point.before = words_after(i),
+            // Only "after": "stop once the tests pass" names a condition, not a step.
+            "after" if point.after.is_empty() => point.after = words_after(i),
+            _ => {}
+        }
+    }
+    let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty();
+    named.then_some(point)
+}
+
+/// Whether a command (normalised) looks at a credential: an environment probe or a
+/// word of access.
+fn probes_access(n: &str) -> bool {
+    const PROBES: &[&str] = &[
+        " printenv",
+        " env ",
+        " token",
+        " key ",
+        " secret",
+        " credential",
+        " password",
+        " auth",
+        " login",
+        " whoami",
+        " sts ",
+        " identity",
+    ];
+    has(n, PROBES)
+}
+
+/// Whether a tool's output says a credential is missing or access was refused.
+fn says_access_refused(output: &str) -> bool {
+    const REFUSED: &[&str] = &[
+        " permission denied",
+        " access denied",
+        " accessdenied",
+        " unauthorized",
+        " unauthorised",
+        " forbidden",
+        " 401 ",
+        " 403 ",
+        " no credentials",
+        " nocredentialproviders",
+        " credentials not found",
+        " could not find credentials",
+        " unable to locate credentials",
+        " not set ",
+        " is not set",
+        " unset ",
+        " invalid token",
+        " invalid api key",
+        " expired token",
+        " token expired",
+        " token has expired",
+        " authentication failed",
+        " authentication required",
+        " login required",
+        " not logged in",
+        " missing token",
+        " missing api key",
+        " missing credentials",
+    ];
+    has(&norm(output), REFUSED)
 }
 
 fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_paths: &[&str]) -> Call {
@@ -1286,9 +1568,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 // Before the build words: `make e2e` and `make test-integration`
                 // run tests through a build tool.
                 Call::Test(clip(&cmd))
-            } else if has(&n, BUILD_COMMANDS) {
+            } else if has(&n, BUILD_COMMANDS) || looks_like_check_command(&cmd) {
                 Call::Build(clip(&cmd))
-            } else if segments(&cmd).next().is_some() {
+            } else if segments(&cmd).next().is_some() || probes_access(&n) {
+                // A read-only probe of a variable or a login (`printenv TOKEN`, `echo
+                // $KEY`, `aws sts get-caller-identity`) is read too: its output may
+                // meet a missing credential.
                 Call::Shell(clip(&cmd))
             } else {
                 Call::Other
@@ -1318,9 +1603,26 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
 struct Latest {
     test: Option<(String, bool, String)>,
     build: Option<(String, bool, String)>,
+    /// Order of the newest test and build results (a counter of verification results),
+    /// and how many work edits the session had made when each came.
+    test_at: (usize, usize),
+    build_at: (usize, usize),
+    runs: usize,
 }
 
 impl Latest {
+    fn test(&mut self, f: &SessionFacts, run: (String, bool, String)) {
+        self.runs += 1;
+        self.test_at = (self.runs, f.work_edits);
+        self.test = Some(run);
+    }
+
+    fn build(&mut self, f: &SessionFacts, run: (String, bool, String)) {
+        self.runs += 1;
+        self.build_at = (self.runs, f.work_edits);
+        self.build = Some(run);
+    }
+
     fn settle(self, f: &mut SessionFacts) {
         if let Some((command, failed, output)) = self.test {
             let failures = failure_count(&output);
@@ -1331,6 +1633,15 @@ impl Latest {
             let ok = !failed && !output_says_failed(&output);
             f.last_build = Some(CommandRun { command, ok, failures: None });
         }
+        let (check, edits_then) = if self.build_at.0 > self.test_at.0 {
+            (f.last_build.clone(), self.build_at.1)
+        } else {
+            (f.last_test.clone(), self.test_at.1)
+        };
+        if check.is_some() {
+            f.edits_after_check = f.work_edits.saturating_sub(edits_then);
+        }
+        f.last_check = check;
     }
 }
 
@@ -1340,18 +1651,29 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
     }
+    // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
+    // successful output (a test log) is not searched, which keeps a long session fast.
+    if call.is_some() && (failed || output.len() <= MAX_PROBE_OUTPUT) && says_access_refused(&output) {
+        f.access_failures += 1;
+    }
     match call {
         Some(Call::Test(command)) => {
             f.test_runs += 1;
-            latest.test = Some((command, failed, output));
+            latest.test(f, (command, failed, output));
         }
-        Some(Call::Build(command)) => latest.build = Some((command, failed, output)),
+        // A build or check that printed a runner's summary ran tests (`make`,
+        // `bin/check-all`): its result is a test run.
+        Some(Call::Build(command)) if looks_like_test_report(&output) => {
+            f.test_runs += 1;
+            latest.test(f, (command, failed, output));
+        }
+        Some(Call::Build(command)) => latest.build(f, (command, failed, output)),
         Some(Call::Commit) if !failed => f.commits += 1,
         // A command premerge does not know, judged by what it printed: a runner's
         // summary ("3 passed, 1 failed", "Ran 12 tests", "not ok 4") makes it a test run.
         Some(Call::Shell(command)) if looks_like_test_report(&output) => {
             f.test_runs += 1;
-            latest.test = Some((command, failed, output));
+            latest.test(f, (command, failed, output));
         }
         _ => {}
     }
@@ -1386,6 +1708,26 @@ fn looks_like_test_command(cmd: &str) -> bool {
             let base = w.rsplit('/').next().unwrap_or(w);
             let stem = base.split('.').next().unwrap_or(base);
             stem.split(['-', '_', ':']).any(|part| TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
+        })
+    })
+}
+
+/// Words naming a build or a check, as a program or its subcommand.
+const CHECK_NAME_PARTS: &[&str] =
+    &["build", "check", "lint", "typecheck", "compile", "vet", "clippy", "validate", "linter"];
+
+/// Whether a shell command builds or checks by its own words, whatever the tool:
+/// the program or its first non-option word is named like a build or a check
+/// (`mkdocs build --strict`, `dbt build`, `npm run lint`, `./scripts/typecheck.sh`).
+fn looks_like_check_command(cmd: &str) -> bool {
+    segments(cmd).any(|words| {
+        words.iter().filter(|w| !w.starts_with('-')).take(2).enumerate().any(|(k, w)| {
+            if k > 0 && (w.contains('/') || w.contains('.')) {
+                return false;
+            }
+            let base = w.rsplit('/').next().unwrap_or(w);
+            let stem = base.split('.').next().unwrap_or(base);
+            stem.split(['-', '_', ':']).any(|part| CHECK_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
         })
     })
 }
@@ -1688,6 +2030,62 @@ mod tests {
             &r(r#""r9""#, "")
                 .replace(r#"{"type":"tool_result""#, r#"{"type":"text","text":"stop"},{"type":"tool_result""#)
         ));
+    }
+
+    #[test]
+    fn stop_points_by_number_and_by_step() {
+        let point = |t: &str| read(&user(t), &[]).stop_point;
+        assert_eq!(point("Do steps 1-3 and stop.").and_then(|p| p.last_step), Some(3));
+        assert_eq!(point("Only the first two steps, then stop.").and_then(|p| p.last_step), Some(2));
+        let p = point("Do the plan but stop before the rebuild command, I need to think.").unwrap();
+        assert_eq!((p.last_step, p.before), (None, vec!["rebuild".to_string(), "command".to_string()]));
+        assert_eq!(
+            point("Stop after the config loader.").map(|p| p.after),
+            Some(vec!["config".into(), "loader".into()])
+        );
+        assert_eq!(point("Implement the parser, then stop."), None);
+        assert_eq!(point("Do step 3 and stop."), None, "one step alone is no bound");
+        assert_eq!(point("Do step 3 and stop; steps 1 and 2 wait for the vendor."), None);
+        assert_eq!(point("Stop once the tests pass."), None, "a condition, not a step");
+        assert_eq!(point("Go up to step 2, then stop.").and_then(|p| p.last_step), Some(2));
+        // A later turn that lifts the stop lifts its point.
+        let t = [user("Do step 1 and stop."), user("Looks good, continue.")].join("\n");
+        assert_eq!(read(&t, &[]).stop_point, None);
+    }
+
+    #[test]
+    fn hurried_spelling_small_tasks_and_early_looks() {
+        assert!(near_miss("jsut", "just") && near_miss("nothng", "nothing") && near_miss("reveiw", "review"));
+        assert!(!near_miss("just", "just") && !near_miss("ony", "only") && !near_miss("spot", "stop"));
+        let kind = |t: &str| read(&user(t), &[]).instruction.map(|i| i.kind);
+        assert_eq!(kind("can u jsut fix the footer link, nothng else"), Some(InstructionKind::Scope));
+        assert_eq!(kind("small fix: the last row repeats on page 2"), Some(InstructionKind::Scope));
+        assert_eq!(kind("The plan is three small changes, please do it."), None);
+        assert_eq!(kind("Start on search; open a draft PR once results show up."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Add the screen. The design team wants to see it before the rest."), None, "widened");
+        assert_eq!(kind("Add the screen. The design team wants to see it first."), Some(InstructionKind::Pause));
+        assert_eq!(kind("Implement the plan. Open a draft PR early and keep pushing to it."), None);
+        assert_eq!(kind("Push the bump, wait for the CI run and fix what breaks."), None);
+    }
+
+    #[test]
+    fn the_last_check_and_access_refusals() {
+        let t = [
+            bash("a", "cargo test"),
+            result("a", false, "test result: ok. 9 passed; 0 failed"),
+            bash("b", "cargo clippy -- -D warnings"),
+            result("b", true, "Exit code 101\nerror: needless borrow"),
+            bash("c", "mkdocs build --strict"),
+            result("c", false, "INFO - Documentation built in 1.2 seconds"),
+        ];
+        let f = read(&t[..4].join("\n"), &[]);
+        assert_eq!(f.last_check.map(|c| (c.command, c.ok)), Some(("cargo clippy -- -D warnings".into(), false)));
+        let f = read(&t.join("\n"), &[]);
+        assert_eq!(f.last_check.map(|c| (c.command, c.ok)), Some(("mkdocs build --strict".into(), true)));
+        let unset = [bash("d", "echo ${API_TOKEN:-unset}"), result("d", false, "unset")].join("\n");
+        assert_eq!(read(&unset, &[]).access_failures, 1);
+        let set = [bash("d", "printenv API_TOKEN | wc -c"), result("d", false, "41")].join("\n");
+        assert_eq!(read(&set, &[]).access_failures, 0);
     }
 
     #[test]

@@ -1155,3 +1155,50 @@ fn an_external_authority_receives_what_the_transcript_shows() {
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(input["session"], Value::Null, "{input}");
 }
+
+/// The user's numbered stop point is compared with where the plan in the work tree
+/// stands: "do steps 1-2 and stop" holds once step two is checked, not before.
+#[test]
+fn a_numbered_stop_point_holds_once_the_plan_reaches_it() {
+    let r = planned();
+    let session = |step_two_done: bool| {
+        vec![
+            user_says("Do steps 1-2 of docs/plans/work.md and then stop."),
+            tool_call("t1", "Edit", json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_output("t1", false, "ok"),
+            agent_says(if step_two_done { "Step two is in. Stopping as you asked." } else { "Stopping as you asked." }),
+        ]
+    };
+    // Step two still open in the work tree: the stop point is not reached.
+    let early = transcript(&r, &session(false));
+    let reminder = blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &early)));
+    assert!(reminder.contains("stop after step 2, and step 2 of the plan is still open"), "{reminder}");
+    // Step two checked with work behind it: the user's stop point holds.
+    r.write("docs/plans/work.md", "# Plan\n- [x] step one\n- [x] step two\n- [ ] step three\n");
+    let reached = transcript(&r, &session(true));
+    assert_allowed(&evaluate(&r, &stop_with_transcript("s2", &reached)));
+    let e = last_event(&r);
+    assert!(e["rationale"].as_str().unwrap().contains("user instruction (stop)"), "{e}");
+}
+
+/// A failing check after a passing test run refutes "done" end to end, and names the check.
+#[test]
+fn a_failing_check_after_the_tests_refutes_a_completion_claim() {
+    let r = planned();
+    r.write("docs/plans/work.md", "# Plan\n- [x] step one\n- [x] step two\n- [x] step three\n");
+    let path = transcript(
+        &r,
+        &[
+            user_says("Finish the plan."),
+            tool_call("t1", "Edit", json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_output("t1", false, "ok"),
+            tool_call("t2", "Bash", json!({"command": "cargo test"})),
+            tool_output("t2", false, "test result: ok. 10 passed; 0 failed"),
+            tool_call("t3", "Bash", json!({"command": "cargo clippy -- -D warnings"})),
+            tool_output("t3", true, "Exit code 101\nerror: needless borrow"),
+            agent_says("All steps are complete and the tests pass."),
+        ],
+    );
+    let reminder = blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &path)));
+    assert!(reminder.contains("the last check failed after the tests (`cargo clippy -- -D warnings`)"), "{reminder}");
+}
