@@ -531,11 +531,13 @@ fn sessions_heldout_3_parses() {
 }
 
 /// The third held-out set's first run against the rules frozen at `wt3/gate`'s final
-/// commit, measured once by the lead after the merge (docs/gate.md lists every
-/// disagreement). Floors, so that a rule change doing worse on unseen sessions fails.
-const HELDOUT_3_FIRST_AGREE: usize = 0;
+/// commit (`a274f12`), measured once by the lead after the merge (2026-12-01): 79 of 96
+/// agreed and 6 of 46 legitimate stops were blocked (docs/gate.md lists every
+/// disagreement). Floors, so that a rule change doing worse on unseen sessions fails;
+/// the set has not been used to change a rule.
+const HELDOUT_3_FIRST_AGREE: usize = 79;
 /// See [`HELDOUT_3_FIRST_AGREE`].
-const HELDOUT_3_FIRST_LEGIT_BLOCKED: usize = usize::MAX;
+const HELDOUT_3_FIRST_LEGIT_BLOCKED: usize = 6;
 
 #[test]
 fn sessions_heldout_3_agreement() {
