@@ -193,13 +193,23 @@ fn concurrent_evaluations_never_pass_the_ceiling_together() {
         run.expect_code(0);
     }
     let blocks = runs.iter().filter(|run| !run.stdout.is_empty()).count();
-    assert_eq!(blocks, 2, "exactly CONTINUE_CEILING stops are blocked");
-    let decisions: Vec<String> = events(&r).iter().map(|e| e["decision"].as_str().unwrap().to_string()).collect();
-    assert_eq!(decisions.iter().filter(|d| *d == "continue").count(), 2, "{decisions:?}");
-    // The others were force-allowed, or allowed as already stuck when they started
-    // after the first force_allow marked the session.
-    assert!(decisions.iter().any(|d| d == "force_allow"), "{decisions:?}");
+    let evs = events(&r);
+    let decisions: Vec<String> = evs.iter().map(|e| e["decision"].as_str().unwrap().to_string()).collect();
+    let continues = decisions.iter().filter(|d| *d == "continue").count();
+    // The ceiling holds whatever happens: never more than CONTINUE_CEILING blocks.
+    assert!(blocks <= 2 && continues <= 2, "{blocks} blocked, {decisions:?}");
     assert!(decisions.iter().all(|d| d == "continue" || d == "force_allow" || d == "allow"), "{decisions:?}");
+    // An evaluation that waited longer than GATE_DB_BUSY for the lock (a loaded machine)
+    // allows its stop and says so; only when none did is the count exact.
+    let failed_open = (runs.len() - evs.len()) + evs.iter().filter(|e| e["failure_kind"] == "database_error").count();
+    if failed_open == 0 {
+        assert_eq!((blocks, continues), (2, 2), "exactly CONTINUE_CEILING stops are blocked: {decisions:?}");
+        // The others were force-allowed, or allowed as already stuck when they started
+        // after the first force_allow marked the session.
+        assert!(decisions.iter().any(|d| d == "force_allow"), "{decisions:?}");
+    } else {
+        assert!(blocks >= 1, "{failed_open} failed open, none blocked: {decisions:?}");
+    }
 }
 
 #[test]
