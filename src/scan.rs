@@ -89,58 +89,104 @@ pub fn policy(config: &Config) -> Result<Policy> {
     Ok(policy)
 }
 
-/// Read both versions of every changed file the scan can look at. Files of no
-/// supported language, submodules and symlinks are not read at all.
-/// Also returns how the caches know each file: the scan cache's key (the path and both
-/// blob ids) and each version's blob id (`None` when a version comes from the working
-/// tree, which has no id).
-/// A working-tree file that is not a regular file (a FIFO, a device) or is over
-/// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
-/// on the opened file before a byte is read, so it never hangs or blocks a hook).
-#[allow(clippy::type_complexity)]
-fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, Vec<Ids>, Vec<Note>)> {
-    /// Where one version of a file comes from.
-    enum Source<'d> {
-        Absent,
-        /// The n-th blob of the batch read below.
-        Blob(usize),
-        /// The working tree, which is not hashed: the file itself.
-        Worktree(&'d str),
+/// How many changed files are read and scanned at a time: their texts are dropped
+/// before the next part is read, so a scan holds a part's texts and the findings, not
+/// the whole change (a change of 15,000 files held 45 MiB of texts, issue 30 part 5).
+/// 256 files keep both cores busy for the whole part (a part scans in about 40 ms) and
+/// bound the texts held to a few MiB for ordinary source files; the worst case, every
+/// version near `scan.max_file_bytes`, is 512 versions of it.
+const SCAN_PART_FILES: usize = 256;
+
+/// Where one version of a changed file comes from.
+#[derive(Clone, Copy)]
+enum Source<'d> {
+    Absent,
+    /// A blob, by id.
+    Blob(&'d str),
+    /// The working tree, which is not hashed: the file itself.
+    Worktree(&'d str),
+}
+
+/// A changed file the scan looks at, before it is read.
+#[derive(Clone, Copy)]
+struct Wanted<'d> {
+    path: &'d str,
+    before: Source<'d>,
+    after: Source<'d>,
+}
+
+impl<'d> Wanted<'d> {
+    /// How the caches know the file: the scan cache's key (the path and both blob
+    /// ids) and each version's blob id (`None` when a version comes from the working
+    /// tree, which has no id).
+    fn ids(&self) -> Ids {
+        let oid = |s: &Source| match s {
+            Source::Blob(oid) => Some(oid.to_string()),
+            _ => None,
+        };
+        let pair = match (&self.before, &self.after) {
+            (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(self.path, None, n)),
+            (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(self.path, Some(o), n)),
+            _ => None,
+        };
+        Ids { pair, old: oid(&self.before), new: oid(&self.after) }
     }
-    let mut oids: Vec<&str> = Vec::new();
-    let mut wanted: Vec<(&str, Source, Source)> = Vec::new();
+
+    /// The same file with its new version only (the passes after the scan read the
+    /// old one only where they need it).
+    fn new_only(self) -> Wanted<'d> {
+        Wanted { before: Source::Absent, ..self }
+    }
+}
+
+/// Every changed file the scan can look at, in the diff's order. Files of no
+/// supported language, submodules and symlinks are not read at all.
+fn wanted<'d>(diff: &'d Diff, policy: &Policy) -> Vec<Wanted<'d>> {
+    let mut out = Vec::new();
     for f in &diff.files {
         if Language::for_path(&f.path).is_none() || f.is_submodule() || policy.ignore.is_match(&f.path) {
             continue;
         }
         let before = match (&f.old_oid, f.old_kind) {
-            (Some(oid), EntryKind::File) => {
-                oids.push(oid);
-                Source::Blob(oids.len() - 1)
-            }
+            (Some(oid), EntryKind::File) => Source::Blob(oid),
             _ => Source::Absent,
         };
         let after = match (&f.new_oid, f.new_kind) {
             (_, EntryKind::Absent | EntryKind::Symlink | EntryKind::Submodule) => Source::Absent,
-            (Some(oid), _) => {
-                oids.push(oid);
-                Source::Blob(oids.len() - 1)
-            }
+            (Some(oid), _) => Source::Blob(oid),
             (None, _) => Source::Worktree(&f.path),
         };
         if f.old_kind == EntryKind::Symlink && matches!(after, Source::Absent) {
             continue;
         }
-        wanted.push((&f.path, before, after));
+        out.push(Wanted { path: &f.path, before, after });
     }
-    let mut blobs: Vec<Option<Vec<u8>>> =
-        repo.blobs(&oids).context("reading the changed files")?.into_iter().map(Some).collect();
+    out
+}
+
+/// Read both versions of some changed files (one batch of blobs), in their order,
+/// with the caches' ids of each.
+/// A working-tree file that is not a regular file (a FIFO, a device) or is over
+/// `scan.max_file_bytes` is not read: it is skipped with a note (checked with `fstat`
+/// on the opened file before a byte is read, so it never hangs or blocks a hook).
+#[allow(clippy::type_complexity)]
+fn read(repo: &Repo, part: &[Wanted], policy: &Policy) -> Result<(Vec<FileInput>, Vec<Ids>, Vec<Note>)> {
+    let mut oids: Vec<&str> = Vec::new();
+    for w in part {
+        for side in [w.before, w.after] {
+            if let Source::Blob(oid) = side {
+                oids.push(oid);
+            }
+        }
+    }
+    let mut blobs = repo.blobs(&oids).context("reading the changed files")?.into_iter();
     let mut root = None;
-    // The inner `Err` is why a version is skipped.
-    let mut read = |path: &str, side: &str, src: Source| -> Result<Result<Option<Vec<u8>>, String>> {
+    // The inner `Err` is why a version is skipped. Blobs are taken in the order their
+    // ids were listed above, each version once.
+    let mut version = |path: &str, side: &str, src: Source| -> Result<Result<Option<Vec<u8>>, String>> {
         Ok(Ok(match src {
             Source::Absent => None,
-            Source::Blob(i) => Some(blobs[i].take().with_context(|| format!("{path}: {side} version read twice"))?),
+            Source::Blob(_) => Some(blobs.next().with_context(|| format!("{path}: {side} version not read"))?),
             Source::Worktree(p) => {
                 let root = match &root {
                     Some(r) => r,
@@ -159,64 +205,65 @@ fn inputs(repo: &Repo, diff: &Diff, policy: &Policy) -> Result<(Vec<FileInput>, 
             }
         }))
     };
-    let mut out = Vec::with_capacity(wanted.len());
-    let mut keys = Vec::with_capacity(wanted.len());
+    let mut out = Vec::with_capacity(part.len());
+    let mut keys = Vec::with_capacity(part.len());
     let mut notes = Vec::new();
-    for (path, before, after) in wanted {
-        let oid = |s: &Source| match s {
-            Source::Blob(i) => Some(oids[*i].to_string()),
-            _ => None,
-        };
-        let pair = match (&before, &after) {
-            (Source::Absent, Source::Blob(n)) => Some(scan_cache::key(path, None, oids[*n])),
-            (Source::Blob(o), Source::Blob(n)) => Some(scan_cache::key(path, Some(oids[*o]), oids[*n])),
-            _ => None,
-        };
-        let key = Ids { pair, old: oid(&before), new: oid(&after) };
-        let skip = |reason| Note { file: path.to_string(), kind: NoteKind::Skipped, reason };
-        let before = match read(path, "old", before)? {
-            Ok(b) => b,
-            Err(why) => {
+    for w in part {
+        let skip = |reason| Note { file: w.path.to_string(), kind: NoteKind::Skipped, reason };
+        // Both versions are taken before either is judged, so that the blobs stay in
+        // step with the files.
+        let (before, after) = (version(w.path, "old", w.before)?, version(w.path, "new", w.after)?);
+        let (before, after) = match (before, after) {
+            (Ok(b), Ok(a)) => (b, a),
+            (Err(why), _) | (_, Err(why)) => {
                 notes.push(skip(why));
                 continue;
             }
         };
-        let after = match read(path, "new", after)? {
-            Ok(a) => a,
-            Err(why) => {
-                notes.push(skip(why));
-                continue;
-            }
-        };
-        keys.push(key);
-        out.push(FileInput { path: path.to_string(), before, after });
+        keys.push(w.ids());
+        out.push(FileInput { path: w.path.to_string(), before, after });
     }
     Ok((out, keys, notes))
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
+/// The changed files are read and scanned [`SCAN_PART_FILES`] at a time, so the
+/// scan's peak memory is a part's texts and the findings, whatever the size of the
+/// change; the passes that need texts again (checks moved to another file, links
+/// across layers) read them again, and only when a finding asks for them.
 pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
-    let (files, keys, read_notes) = inputs(repo, diff, &policy)?;
-    let (history, mut history_notes) = migration_history(repo, diff, &files);
-    history_notes.extend(read_notes);
+    let wanted = wanted(diff, &policy);
+    let (history, mut history_notes) = migration_history(repo, diff, &wanted, &policy)?;
     // The cache is a helper of a signal: whatever is wrong with it, the scan goes on.
     let parse = policy.parse();
     let mut cache_write = CacheWrite::default();
     let state = &repo.state_dir().path;
-    let mut report = match scan_cache::ScanCache::open(state, parse.window, parse.skip_tests) {
-        Some(cache) => {
-            let inventories = Inventories::open(state);
-            let caches = Caches {
-                findings: &cache,
-                inventories: inventories.as_ref().map(|i| i as &dyn engine::InventoryCache),
-            };
-            let report = engine::scan_cached(&files, &keys, &policy, &history, caches);
-            cache_write = CacheWrite::start(cache, inventories);
-            report
-        }
-        None => engine::scan_with_history(&files, &policy, &history),
+    let cache = scan_cache::ScanCache::open(state, parse.window, parse.skip_tests);
+    let inventories = cache.as_ref().and_then(|_| Inventories::open(state));
+    let no_cache = engine::NoCache;
+    let caches = Caches {
+        findings: cache.as_ref().map_or(&no_cache as &dyn engine::FindingsCache, |c| c as _),
+        inventories: inventories.as_ref().map(|i| i as &dyn engine::InventoryCache),
     };
+    let mut partial = engine::Partial::default();
+    for part in wanted.chunks(SCAN_PART_FILES) {
+        let (files, keys, read_notes) = read(repo, part, &policy)?;
+        history_notes.extend(read_notes);
+        let keys: &[Ids] = if cache.is_some() { &keys } else { &[] };
+        partial.add(&files, keys, &policy, &history, caches);
+    }
+    let moved = match partial.moved_checks() {
+        Some(mut moved) => {
+            moved_checks(repo, &wanted, &policy, &mut moved)?;
+            Some(moved)
+        }
+        None => None,
+    };
+    let mut report = partial.finish(moved.as_ref());
+    if let Some(cache) = cache {
+        cache_write = CacheWrite::start(cache, inventories);
+    }
     // Across layers (issue 30 part 3): only a finding of a linkable rule costs a look
     // at the other layers; a scan without one reads nothing more.
     // Opt-in (`PREMERGE_SCAN_LAYERS=1`): reading the head revision's declarations costs
@@ -224,6 +271,9 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
     // layers"), more than a scan may add unasked.
     let layers_on = crate::env::process().var_os("PREMERGE_SCAN_LAYERS").is_some_and(|v| v == "1");
     if layers_on && report.findings.iter().any(|f| crate::widen::layers::linkable(&f.rule)) {
+        let changed: Vec<Wanted> =
+            wanted.iter().filter(|w| crate::widen::layers::wanted(w.path)).map(|w| w.new_only()).collect();
+        let (files, _, _) = read(repo, &changed, &policy)?;
         history_notes.extend(link_layers(repo, diff, &files, &mut report.findings));
     }
     if !history_notes.is_empty() {
@@ -253,6 +303,32 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         });
     }
     Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
+}
+
+/// The pass over the whole change for removed checks moved into another file
+/// ([`engine::MovedChecks`]): every file the scan looked at is read again, a part at a
+/// time, its new version first and its old one only where the new one holds a check.
+/// What cannot be read now was noted by the scan already: it is left out.
+fn moved_checks(repo: &Repo, wanted: &[Wanted], policy: &Policy, moved: &mut engine::MovedChecks) -> Result<()> {
+    use rayon::prelude::*;
+    for part in wanted.chunks(SCAN_PART_FILES) {
+        let new_only: Vec<Wanted> = part.iter().map(|w| w.new_only()).collect();
+        let (files, _, _) = read(repo, &new_only, policy)?;
+        let new: Vec<_> = files.par_iter().map(|f| moved.found(f.after.as_deref())).collect();
+        // The files whose new version holds a check, and their old versions.
+        let holds: BTreeSet<&str> =
+            files.iter().zip(&new).filter(|(_, n)| !n.is_empty()).map(|(f, _)| f.path.as_str()).collect();
+        let holding: Vec<Wanted> =
+            part.iter().filter(|w| holds.contains(w.path)).map(|w| Wanted { after: Source::Absent, ..*w }).collect();
+        let (old_files, _, _) = read(repo, &holding, policy)?;
+        let old: BTreeMap<&str, _> =
+            old_files.iter().map(|f| (f.path.as_str(), moved.found(f.before.as_deref()))).collect();
+        for (f, new) in files.iter().zip(new) {
+            let none = BTreeSet::new();
+            moved.added(&f.path, new, old.get(f.path.as_str()).unwrap_or(&none));
+        }
+    }
+    Ok(())
 }
 
 /// Link each linkable finding to the other layers' declarations of its field
@@ -329,7 +405,22 @@ fn link_layers(repo: &Repo, diff: &Diff, files: &[FileInput], findings: &mut [Fi
 /// read at the base revision (the change's own new versions laid over them), within
 /// the caps of `widen::migrations`. What is left out is counted in one note; an
 /// unreadable history is a note too, and the scan goes on without it.
-fn migration_history(repo: &Repo, diff: &Diff, files: &[FileInput]) -> (History, Vec<Note>) {
+/// The change's own migrations are read here, ahead of the scan (a change holds few).
+fn migration_history(repo: &Repo, diff: &Diff, wanted: &[Wanted], policy: &Policy) -> Result<(History, Vec<Note>)> {
+    let ours: Vec<Wanted> = wanted
+        .iter()
+        .filter(|w| migrations::slot(w.path).is_some() && !matches!(w.after, Source::Absent))
+        .map(|w| w.new_only())
+        .collect();
+    if ours.is_empty() || diff.base.is_none() {
+        return Ok((History::default(), Vec::new()));
+    }
+    // What cannot be read is noted by the scan's own read.
+    let (files, _, _) = read(repo, &ours, policy)?;
+    Ok(history_of(repo, diff, &files))
+}
+
+fn history_of(repo: &Repo, diff: &Diff, files: &[FileInput]) -> (History, Vec<Note>) {
     let sets: BTreeSet<String> =
         files.iter().filter(|f| f.after.is_some()).filter_map(|f| migrations::slot(&f.path)).map(|s| s.set).collect();
     let (Some(base), Some(first)) = (diff.base.as_deref(), sets.first()) else {

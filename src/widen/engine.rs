@@ -184,7 +184,7 @@ pub(crate) trait InventoryCache: Sync {
 }
 
 /// A cache that remembers nothing.
-struct NoCache;
+pub(crate) struct NoCache;
 
 impl FindingsCache for NoCache {
     fn get(&self, _key: &str) -> Option<Vec<RawFinding>> {
@@ -232,85 +232,162 @@ pub(crate) fn scan_cached(
     history: &History,
     caches: Caches,
 ) -> Report {
-    let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
-        inputs.par_iter().enumerate().map(|(i, f)| scan_one(f, policy, history, ids.get(i), caches)).collect();
-    // Each file's findings come sorted from its thread, and the files are nearly
-    // always in path order (git's): then the whole is in order already, which the
-    // first and last finding of each file show.
-    let mut edges = parts.iter().filter_map(|p| Some((p.0.first()?, p.0.last()?)));
-    let in_order = edges.next().is_none_or(|first| {
-        edges.try_fold(first.1, |last, (f, l)| finding_order(last, f).is_le().then_some(l)).is_some()
+    let mut scan = Partial::default();
+    scan.add(inputs, ids, policy, history, caches);
+    let moved = scan.moved_checks().map(|mut moved| {
+        let new: Vec<_> = inputs.par_iter().map(|i| moved.found(i.after.as_deref())).collect();
+        for (i, new) in inputs.iter().zip(new) {
+            // The old version matters only where the new one holds a check.
+            let old = if new.is_empty() { Default::default() } else { moved.found(i.before.as_deref()) };
+            moved.added(&i.path, new, &old);
+        }
+        moved
     });
-    let mut r = Report::default();
-    // One allocation: a large change has tens of thousands of findings.
-    r.findings.reserve_exact(parts.iter().map(|p| p.0.len()).sum());
-    for (findings, note, scanned) in parts {
-        r.findings.extend(findings);
-        r.notes.extend(note);
-        r.files_scanned += usize::from(scanned);
+    scan.finish(moved.as_ref())
+}
+
+/// A scan fed the change a part at a time ([`Partial::add`]), so that a caller can
+/// read a few hundred files, scan them and drop their texts before reading the next:
+/// what a scan holds is then its findings, not every changed file (issue 30 part 5:
+/// the peak memory of a large change). The whole change's pass, checks moved to
+/// another file ([`MovedChecks`]), runs after the last part, over texts the caller
+/// reads again; [`Partial::finish`] applies it and puts everything in order.
+#[derive(Debug, Default)]
+pub(crate) struct Partial {
+    findings: Vec<Finding>,
+    notes: Vec<Note>,
+    files_scanned: usize,
+    /// Whether the findings are in report order so far (each file's come sorted, and
+    /// git gives files in path order, so nearly always).
+    out_of_order: bool,
+}
+
+impl Partial {
+    /// Scan some more files (in parallel); `ids[i]` names `inputs[i]` to the caches.
+    pub(crate) fn add(
+        &mut self,
+        inputs: &[FileInput],
+        ids: &[Ids],
+        policy: &Policy,
+        history: &History,
+        caches: Caches,
+    ) {
+        let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
+            inputs.par_iter().enumerate().map(|(i, f)| scan_one(f, policy, history, ids.get(i), caches)).collect();
+        // One allocation a part: a large change has tens of thousands of findings.
+        self.findings.reserve(parts.iter().map(|p| p.0.len()).sum());
+        for (findings, note, scanned) in parts {
+            // The first and last finding of each file show whether the whole stays in
+            // order.
+            if let (Some(last), Some(first)) = (self.findings.last(), findings.first()) {
+                self.out_of_order |= finding_order(last, first).is_gt();
+            }
+            self.findings.extend(findings);
+            self.notes.extend(note);
+            self.files_scanned += usize::from(scanned);
+        }
     }
-    drop_checks_moved_to_other_files(&mut r.findings, inputs);
-    if !in_order {
-        sort_findings(&mut r.findings);
+
+    /// The removed checks found so far that another file of the change may have taken
+    /// in (`None`: no such finding, so no file needs to be read again).
+    pub(crate) fn moved_checks(&self) -> Option<MovedChecks> {
+        MovedChecks::of(&self.findings)
     }
-    r.notes.sort_by(|a, b| {
-        a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
-    });
-    r
+
+    /// The report: checks moved to another file dropped (`moved`, after every file's
+    /// versions went through it), findings and notes in their one order.
+    pub(crate) fn finish(self, moved: Option<&MovedChecks>) -> Report {
+        let Partial { mut findings, mut notes, files_scanned, out_of_order } = self;
+        if let Some(moved) = moved {
+            moved.drop_moved(&mut findings);
+        }
+        if out_of_order {
+            sort_findings(&mut findings);
+        }
+        notes.sort_by(|a, b| {
+            a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
+        });
+        Report { findings, notes, files_scanned }
+    }
 }
 
 /// Checks shorter than this (squashed) are too generic to be recognised elsewhere.
 const MIN_MOVED_CHECK_CHARS: usize = 8;
 
+/// How many files that added a check are remembered: two tell whether one of them is
+/// another file than the finding's own.
+const MOVED_CHECK_FILES: usize = 2;
+
 /// A removed check that appears, verbatim up to whitespace, in the new version of
 /// another file of the same change (and not in its old version) was moved into a
 /// helper there, not removed. Detectors see one file; this pass sees the change.
 /// One Aho-Corasick automaton over the distinct removed checks keeps it linear in
-/// the size of the change, however many checks were removed.
-fn drop_checks_moved_to_other_files(findings: &mut Vec<Finding>, inputs: &[FileInput]) {
-    let is_check = |f: &Finding| RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved);
-    let needle_of = |f: &Finding| {
-        Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
-    };
-    let needles: Vec<String> = findings
-        .iter()
-        .filter(|f| is_check(f))
-        .filter_map(needle_of)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if needles.is_empty() {
-        return;
+/// the size of the change, however many checks were removed. Fed every changed file
+/// in the change's order ([`MovedChecks::found`], [`MovedChecks::added`]), a part at a
+/// time or all at once: the same answer.
+#[derive(Debug)]
+pub(crate) struct MovedChecks {
+    /// The distinct removed checks, squashed, in byte order.
+    needles: Vec<String>,
+    automaton: aho_corasick::AhoCorasick,
+    /// Needle index -> the first files whose change added it.
+    added: BTreeMap<usize, Vec<String>>,
+}
+
+impl MovedChecks {
+    fn is_check(f: &Finding) -> bool {
+        RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved)
     }
-    let Ok(ac) = aho_corasick::AhoCorasick::new(&needles) else { return };
-    let found = |b: &Option<Vec<u8>>| -> std::collections::BTreeSet<usize> {
-        let Some(text) = b.as_deref().and_then(|b| std::str::from_utf8(b).ok()) else { return Default::default() };
-        ac.find_overlapping_iter(&compact(text)).map(|m| m.pattern().as_usize()).collect()
-    };
-    // Needle index -> the (first two) files whose change added it.
-    let per_file: Vec<(&str, Vec<usize>)> = inputs
-        .par_iter()
-        .map(|i| {
-            let new = found(&i.after);
-            // The old version matters only where the new one holds a check.
-            let old = if new.is_empty() { Default::default() } else { found(&i.before) };
-            (i.path.as_str(), new.into_iter().filter(|n| !old.contains(n)).collect())
-        })
-        .collect();
-    let mut added: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
-    for (path, ids) in per_file {
-        for id in ids {
-            let files = added.entry(id).or_default();
-            if files.len() < 2 {
-                files.push(path);
+
+    fn needle_of(f: &Finding) -> Option<String> {
+        Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
+    }
+
+    fn of(findings: &[Finding]) -> Option<MovedChecks> {
+        let needles: Vec<String> = findings
+            .iter()
+            .filter(|f| Self::is_check(f))
+            .filter_map(Self::needle_of)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if needles.is_empty() {
+            return None;
+        }
+        let automaton = aho_corasick::AhoCorasick::new(&needles).ok()?;
+        Some(MovedChecks { needles, automaton, added: BTreeMap::new() })
+    }
+
+    /// The removed checks a version of a file holds (none for an absent version or
+    /// one that is not UTF-8).
+    pub(crate) fn found(&self, version: Option<&[u8]>) -> std::collections::BTreeSet<usize> {
+        let Some(text) = version.and_then(|b| std::str::from_utf8(b).ok()) else { return Default::default() };
+        self.automaton.find_overlapping_iter(&compact(text)).map(|m| m.pattern().as_usize()).collect()
+    }
+
+    /// Record what the change of `path` added: the checks its new version holds
+    /// (`new`) and its old one did not (`old`).
+    pub(crate) fn added(
+        &mut self,
+        path: &str,
+        new: std::collections::BTreeSet<usize>,
+        old: &std::collections::BTreeSet<usize>,
+    ) {
+        for id in new.into_iter().filter(|n| !old.contains(n)) {
+            let files = self.added.entry(id).or_default();
+            if files.len() < MOVED_CHECK_FILES {
+                files.push(path.to_string());
             }
         }
     }
-    findings.retain(|f| {
-        let Some(needle) = Some(f).filter(|f| is_check(f)).and_then(needle_of) else { return true };
-        let id = needles.binary_search(&needle).expect("every needle was collected above");
-        !added.get(&id).is_some_and(|files| files.iter().any(|p| *p != f.file))
-    });
+
+    fn drop_moved(&self, findings: &mut Vec<Finding>) {
+        findings.retain(|f| {
+            let Some(needle) = Some(f).filter(|f| Self::is_check(f)).and_then(Self::needle_of) else { return true };
+            let Ok(id) = self.needles.binary_search(&needle) else { return true };
+            !self.added.get(&id).is_some_and(|files| files.iter().any(|p| *p != f.file))
+        });
+    }
 }
 
 /// Scan one file.
@@ -592,6 +669,49 @@ mod tests {
         // Within a file: line order.
         let lines: Vec<u32> = scan_file(&f("a.rs"), &Policy::default()).findings.iter().map(|f| f.line).collect();
         assert_eq!(lines, [2, 3, 5]);
+    }
+
+    /// A scan fed a part at a time (as `premerge scan` reads a large change) answers
+    /// what one pass over every file answers: the same findings in the same order,
+    /// whatever the order of the files, and a check moved into a file of a later part
+    /// is still recognised as moved.
+    #[test]
+    fn a_scan_in_parts_answers_as_one_pass() {
+        let f = |path: &str, before: &str, after: &str| FileInput {
+            path: path.into(),
+            before: Some(before.as_bytes().to_vec()),
+            after: Some(after.as_bytes().to_vec()),
+        };
+        let widened = |p: &str| f(p, "pub struct S {\n    pub a: u8,\n}\n", "pub struct S {\n    pub a: u64,\n}\n");
+        let removed = f("src/m.rs", "fn g(x: u8) {\n    assert!(x < 10);\n}\n", "fn g(x: u8) {\n    check(x);\n}\n");
+        let kept = f("src/n.rs", "fn h(y: u8) {\n    assert!(y > 3);\n}\n", "fn h(y: u8) {\n    y;\n}\n");
+        let helper = f("src/z.rs", "", "pub fn check(x: u8) {\n    assert!(x < 10);\n}\n");
+        let inputs = [widened("src/b.rs"), removed, widened("src/a.rs"), kept, widened("src/y.rs"), helper];
+        let whole = scan(&inputs, &Policy::default());
+        let rules: Vec<&str> = whole.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(
+            rules,
+            ["rust-integer-widened", "rust-integer-widened", "rust-assert-removed", "rust-integer-widened"]
+        );
+        for size in [1, 2, 4] {
+            let mut partial = Partial::default();
+            for part in inputs.chunks(size) {
+                partial.add(
+                    part,
+                    &[],
+                    &Policy::default(),
+                    &History::default(),
+                    Caches { findings: &NoCache, inventories: None },
+                );
+            }
+            let mut moved = partial.moved_checks().expect("two checks were removed");
+            for i in &inputs {
+                let new = moved.found(i.after.as_deref());
+                let old = moved.found(i.before.as_deref());
+                moved.added(&i.path, new, &old);
+            }
+            assert_eq!(partial.finish(Some(&moved)), whole, "parts of {size}");
+        }
     }
 
     #[test]

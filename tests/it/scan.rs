@@ -1027,3 +1027,37 @@ fn the_inventory_store_carries_a_version_to_the_next_scan() {
     assert_eq!(fs::read(&target).unwrap(), b"keep me");
     assert!(fs::symlink_metadata(&store).unwrap().file_type().is_symlink());
 }
+
+/// A change larger than one part of the scan (`scan::SCAN_PART_FILES`, 256 files, read
+/// and scanned apart): an assert removed from a file of the first part and moved into
+/// a helper added in a later part is recognised as moved, as in a small change; the
+/// range without the helper still reports it.
+#[test]
+fn a_check_moved_across_the_parts_of_a_large_change_is_not_removed() {
+    let r = TestRepo::new();
+    let filler =
+        |k: usize, note: &str| format!("/// {note} record {k}.\npub struct Record{k} {{\n    pub a: u8,\n}}\n");
+    let before = "pub fn g(x: u8) -> u8 {\n    assert!(x < 10 && x != 3);\n    x\n}\n";
+    r.write("src/a.rs", before);
+    for k in 0..300 {
+        r.write(&format!("src/f{k:03}.rs"), filler(k, "A"));
+    }
+    r.commit_all("initial");
+    r.write("src/a.rs", "pub fn g(x: u8) -> u8 {\n    check(x);\n    x\n}\n");
+    for k in 0..300 {
+        r.write(&format!("src/f{k:03}.rs"), filler(k, "The"));
+    }
+    r.commit_all("the assert leaves g");
+    r.write("src/z.rs", "pub fn check(x: u8) {\n    assert!(x < 10 && x != 3);\n}\n");
+    r.commit_all("the assert arrives in a helper");
+
+    let removed = |v: &Value| -> Vec<Value> {
+        v["findings"].as_array().unwrap().iter().filter(|f| f["rule"] == "rust-assert-removed").cloned().collect()
+    };
+    let without_helper = scan_json(&r, &["--no-memory", "--base", "HEAD~2", "--head", "HEAD~1"]);
+    assert_eq!(removed(&without_helper).len(), 1, "{without_helper}");
+    assert_eq!(removed(&without_helper)[0]["file"], "src/a.rs");
+    let with_helper = scan_json(&r, &["--no-memory", "--base", "HEAD~2"]);
+    assert_eq!(removed(&with_helper), Vec::<Value>::new(), "{with_helper}");
+    assert_eq!(with_helper["notes"], json!([]));
+}
