@@ -278,8 +278,9 @@ impl Inventory {
                         || lower.starts_with("ux_")
                         || lower.ends_with("_key")
                         || lower.ends_with("_uniq");
-                    if redone.unique_index(&name) {
-                        // Re-created unique under the same name.
+                    if redone.unique_index(&name) && !unique_indexes.contains(&name) {
+                        // Re-created unique under the same name (a unique index the
+                        // upgrade created before this drop stays the finding it was).
                         continue;
                     }
                     let table =
