@@ -18,6 +18,7 @@ use tree_sitter::{Parser, Tree};
 
 use super::elide;
 use super::engine::InventoryCache;
+use super::py_marshmallow;
 use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
@@ -534,7 +535,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 14] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 15] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -550,6 +551,7 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 14] {
         ("Python: pydantic models", py_pydantic::RULES),
         ("Python: Django models and migrations", py_django::RULES),
         ("Python: SQLAlchemy models and alembic revisions", py_sqlalchemy::RULES),
+        ("Python: marshmallow schemas", py_marshmallow::RULES),
     ]
 }
 
@@ -611,6 +613,8 @@ pub(crate) fn run_known(
             let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
             let found = also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))?;
             let found = also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))?;
+            let found =
+                also(found, py_marshmallow::may_hold(before, after).then(|| py_marshmallow::detect(before, after)))?;
             also(
                 found,
                 py_sqlalchemy::may_hold(path, before, after).then(|| py_sqlalchemy::detect(path, before, after)),

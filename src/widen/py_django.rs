@@ -1,4 +1,4 @@
-//! Django models and migrations: the constraints a model field declares
+//! Django models, forms and migrations: the constraints a model or form field declares
 //! (`models.CharField(max_length=64, unique=True, validators=[...], choices=...)`), a
 //! model's `Meta` (`constraints`, `unique_together`), and the operations of a migration
 //! (`AlterField`, `RemoveConstraint`, `AlterUniqueTogether`), compared between the two
@@ -8,7 +8,9 @@
 //! `django` or `models.` (a substring test), or where an added file holds a migration
 //! operation this pass judges ([`added_may_fire`]). A model is a class deriving
 //! `models.Model` (or `Model`, Django's abstract user classes), or a class of the same
-//! file that is a model. Symbols are `Model.field` (a migration's lower-case
+//! file that is a model; a form is a class deriving `forms.Form` or `forms.ModelForm`
+//! (or a form of the same file), read like a model (its fields add `required=False`,
+//! `min_value`/`max_value`, `min_length`). Symbols are `Model.field` (a migration's lower-case
 //! `model_name` is spelt as the `CreateModel` of the same file names it, when there is
 //! one) and `Model` for a `Meta` constraint.
 //!
@@ -38,7 +40,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyDjangoBoundLoosened,
         languages: PY,
         family: Family::NumericRange,
-        description: "A Django model field admits more: `max_length`, `max_digits` or `decimal_places` raised or removed, or a `MinValueValidator`/`MinLengthValidator` lowered or removed, a `MaxValueValidator`/`MaxLengthValidator` raised or removed (in a model, or in a migration's `AlterField`).",
+        description: "A Django model or form field admits more: `max_length`, `max_digits` or `decimal_places` (or a form's `max_value`) raised or removed, a form's `min_length`/`min_value` lowered or removed, a `MinValueValidator`/`MinLengthValidator` lowered or removed, a `MaxValueValidator`/`MaxLengthValidator` raised or removed (in a model, a `forms.Form`/`ModelForm`, or a migration's `AlterField`).",
         severity: Severity::Medium,
         message: "{symbol} accepts values outside the old bounds: `{before}` became `{after}`",
         invariant: "Stored values and lengths stayed within the field's declared bounds, which the column, forms and consumers rely on.",
@@ -47,7 +49,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyDjangoNullAllowed,
         languages: PY,
         family: Family::Optionality,
-        description: "A Django model field accepts an empty value it refused: `null=True` or `blank=True` added (in a model, or in a migration's `AlterField`); `AddField(null=True)` is not a loosening.",
+        description: "A Django model or form field accepts an empty value it refused: `null=True` or `blank=True` added (in a model, or in a migration's `AlterField`), or `required=False` added to a form field; `AddField(null=True)` is not a loosening.",
         severity: Severity::High,
         message: "{symbol} may now be empty: `{before}` became `{after}`",
         invariant: "Every stored row had a value for this field, so code reading it never handled None or an empty string.",
@@ -56,7 +58,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyDjangoConstraintRemoved,
         languages: PY,
         family: Family::CheckRemoved,
-        description: "A Django uniqueness or check constraint is removed: `unique=True` taken from a field, a `UniqueConstraint`/`CheckConstraint` taken from `Meta.constraints`, `unique_together` losing a set of fields, or a migration's `RemoveConstraint`, `AlterUniqueTogether` dropping a set, or `AlterField` dropping `unique`.",
+        description: "A Django uniqueness or check constraint is removed: `unique=True` taken from a field, a `UniqueConstraint`/`CheckConstraint` taken from `Meta.constraints`, `unique_together` losing a set of fields, or a migration's `RemoveConstraint`, `AlterUniqueTogether` dropping a set, or `AlterField` dropping `unique`; also `auto_now`/`auto_now_add` dropped from a field (its value was always the save time, now any value given).",
         severity: Severity::High,
         message: "{symbol}: the constraint `{before}` was removed or loosened to `{after}`",
         invariant: "The database refused rows that broke the constraint, so code could rely on it holding for every stored row.",
@@ -65,7 +67,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyDjangoValidatorRemoved,
         languages: PY,
         family: Family::CheckRemoved,
-        description: "A validator is taken from a Django model field's `validators=[...]` (or the list removed) with no other validator added to the field; bounds (`MinValueValidator`...) are `py-django-bound-loosened`.",
+        description: "A validator is taken from a Django model or form field's `validators=[...]` (or the list removed) with no other validator added to the field, or a field type that checks its value's shape (`URLField`, `EmailField`, `SlugField`, `IntegerField`...) replaced by one taking any text (`CharField`, `TextField`, `Field`); bounds (`MinValueValidator`...) are `py-django-bound-loosened`.",
         severity: Severity::Medium,
         message: "{symbol}: the validator `{before}` was removed",
         invariant: "Every value saved through model validation passed the removed validator.",
@@ -81,8 +83,32 @@ pub(crate) const RULES: &[RuleDef] = &[
     },
 ];
 
-/// The bases that make a class a Django model.
-const BASES: &[&str] = &["Model", "AbstractUser", "AbstractBaseUser"];
+/// The bases that make a class a Django model, or a Django form (whose fields declare
+/// the same bounds, validators and choices, checked on every submission).
+const BASES: &[&str] = &["Model", "AbstractUser", "AbstractBaseUser", "Form", "ModelForm"];
+
+/// Field types that check their value's shape (a form's `URLField` refuses what is no
+/// URL, a model's `EmailField` validates as an e-mail address): replaced by one of
+/// [`LAX_TYPES`], the check is gone.
+const STRICT_TYPES: &[&str] = &[
+    "EmailField",
+    "URLField",
+    "SlugField",
+    "GenericIPAddressField",
+    "IPAddressField",
+    "UUIDField",
+    "RegexField",
+    "IntegerField",
+    "DecimalField",
+    "FloatField",
+    "DateField",
+    "DateTimeField",
+    "TimeField",
+    "JSONField",
+];
+
+/// Field types taking any text: what a strict type loosens to.
+const LAX_TYPES: &[&str] = &["CharField", "TextField", "Field"];
 
 /// The bases of a choices enumeration.
 const CHOICES_BASES: &[&str] = &["TextChoices", "IntegerChoices", "Choices"];
@@ -126,13 +152,19 @@ pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, Detec
 struct FieldDecl {
     line: u32,
     shown: String,
+    /// The field type's last segment (`CharField`).
+    kind: String,
     null: bool,
     blank: bool,
     unique: bool,
-    /// `max_length`, `max_digits`, `decimal_places`, `MaxValueValidator`,
-    /// `MaxLengthValidator`, by name.
+    /// A form field's `required=False`: the form accepts the field left empty.
+    optional: bool,
+    /// `auto_now=True` or `auto_now_add=True`: the value is the save time, never input.
+    auto_now: bool,
+    /// `max_length`, `max_digits`, `decimal_places`, a form's `max_value`,
+    /// `MaxValueValidator`, `MaxLengthValidator`, by name.
     upper: BTreeMap<&'static str, Bound>,
-    /// `MinValueValidator`, `MinLengthValidator`.
+    /// A form's `min_length`/`min_value`, `MinValueValidator`, `MinLengthValidator`.
     lower: BTreeMap<&'static str, Bound>,
     /// Every other validator, compacted.
     validators: BTreeSet<String>,
@@ -418,12 +450,25 @@ fn list_members(list: Node, src: &str) -> BTreeSet<String> {
 }
 
 fn field_decl(c: &Call, stmt: Node, src: &str, sets: &ChoiceSets) -> FieldDecl {
-    let mut f = FieldDecl { line: line(stmt), shown: cap(one_line(text(stmt, src))), ..FieldDecl::default() };
+    let mut f = FieldDecl {
+        line: line(stmt),
+        shown: cap(one_line(text(stmt, src))),
+        kind: c.name.clone(),
+        ..FieldDecl::default()
+    };
     let flag = |k: &str| c.keyword(k).is_some_and(|v| is_true(v, src));
     (f.null, f.blank, f.unique) = (flag("null"), flag("blank"), flag("unique") || flag("primary_key"));
-    for k in ["max_length", "max_digits", "decimal_places"] {
+    f.optional = c.keyword("required").is_some_and(|v| py_decl::is_false(v, src));
+    f.auto_now = flag("auto_now") || flag("auto_now_add");
+    // `max_value`/`min_value`/`min_length` are a form field's (a model field has none).
+    for k in ["max_length", "max_digits", "decimal_places", "max_value"] {
         if let Some(v) = c.keyword(k) {
             f.upper.insert(k, Bound { value: number(v, src), exclusive: false });
+        }
+    }
+    for k in ["min_length", "min_value"] {
+        if let Some(v) = c.keyword(k) {
+            f.lower.insert(k, Bound { value: number(v, src), exclusive: false });
         }
     }
     if let Some(list) = c.keyword("validators") {
@@ -462,6 +507,21 @@ fn field_decl(c: &Call, stmt: Node, src: &str, sets: &ChoiceSets) -> FieldDecl {
     f
 }
 
+/// Whether `new`'s choices are all numbers within `old`'s value bounds (an
+/// `IntegerField(min_value=0, max_value=5)` become a `TypedChoiceField` over 0 to 5):
+/// the closed set bounds the value as the old bounds did.
+fn choices_within(old: &FieldDecl, new: &FieldDecl) -> bool {
+    let Some(members) = new.choices.as_ref().filter(|c| !c.is_empty()) else { return false };
+    let values: Vec<f64> = members.iter().filter_map(|m| m.parse().ok()).collect();
+    if values.len() != members.len() {
+        return false;
+    }
+    let (lo, hi) = (old.lower.get("min_value"), old.upper.get("max_value"));
+    (lo.is_some() || hi.is_some())
+        && old.upper.keys().chain(old.lower.keys()).all(|k| matches!(*k, "min_value" | "max_value"))
+        && values.iter().all(|v| lo.is_none_or(|b| *v >= b.value) && hi.is_none_or(|b| *v <= b.value))
+}
+
 /// What `new` loosens of `old`, one field.
 fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> {
     let mut out = Vec::new();
@@ -471,18 +531,23 @@ fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> 
     let (b, a) = (old.shown.as_str(), new.shown.as_str());
     let loosened = old.upper.iter().any(|(k, o)| bound_loosened(Some(*o), new.upper.get(k).copied(), false))
         || old.lower.iter().any(|(k, o)| bound_loosened(Some(*o), new.lower.get(k).copied(), true));
-    if loosened {
+    if loosened && !choices_within(old, new) {
         push(RuleId::PyDjangoBoundLoosened, b, a);
     }
-    if (new.null && !old.null) || (new.blank && !old.blank) {
+    if (new.null && !old.null) || (new.blank && !old.blank) || (new.optional && !old.optional) {
         push(RuleId::PyDjangoNullAllowed, b, a);
     }
-    if old.unique && !new.unique {
+    // `auto_now` dropped: the value was always the save time, now it is whatever the
+    // caller gives.
+    if (old.unique && !new.unique) || (old.auto_now && !new.auto_now) {
         push(RuleId::PyDjangoConstraintRemoved, b, a);
     }
     let added = new.validators.iter().any(|v| !old.validators.contains(v));
     if let (Some(gone), false) = (old.validators.iter().find(|v| !new.validators.contains(*v)), added) {
         push(RuleId::PyDjangoValidatorRemoved, gone, "");
+    } else if STRICT_TYPES.contains(&old.kind.as_str()) && LAX_TYPES.contains(&new.kind.as_str()) && !added {
+        // The type's own check is the validator taken away.
+        push(RuleId::PyDjangoValidatorRemoved, &old.kind, &new.kind);
     }
     match (&old.choices, &new.choices) {
         (Some(o), Some(n)) if !o.is_empty() && !n.is_empty() && !n.is_subset(o) => {

@@ -3,15 +3,17 @@
 //! file: `Field(...)` and constrained-type bounds (`ge`, `gt`, `le`, `lt`, `min_length`,
 //! `max_length`, `max_digits`, `decimal_places`, `multiple_of`, `pattern`) in the default
 //! or in the annotation (`conint(...)`, `constr(...)`, `Annotated[int, Field(ge=0)]`,
-//! annotated-types' `Ge(0)`, `MaxLen(64)`), a required field given a default of `None`,
+//! annotated-types' `Ge(0)`, `MaxLen(64)`), a required field given a default,
 //! validators (`@field_validator`, `@validator`, `@model_validator`, `@root_validator`),
 //! `extra="forbid"` and `frozen` in the model's configuration (`model_config =
 //! ConfigDict(...)`, `class Config:`, class keywords).
 //!
 //! A pass of its own beside the Python detector, run only where both versions mention
 //! a pydantic base (`BaseModel`, `BaseSettings`, `RootModel`, `SQLModel`; a substring
-//! test). A model is a class deriving one of those, or a class of the same file that
-//! is a model; a class deriving a model imported from another module is not read.
+//! test, or `pydantic` named in both). A model is a class deriving one of those, or a
+//! class of the same file that is a model, or, in a module that names `pydantic`, a
+//! class deriving a base from another module named like a model base (`DispatchBase`,
+//! `MealieModel`: [`FOREIGN_BASE_ENDINGS`]).
 //!
 //! What the Python detector already reports is left to it, so that one change is one
 //! finding: `Optional[...]` or `X | None` added to an annotation (`py-optional-widened`),
@@ -47,7 +49,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyPydanticOptionalAdded,
         languages: PY,
         family: Family::Optionality,
-        description: "A required pydantic field gets a default of `None` (`= None`, `Field(None)`, `Field(default=None)`) where its annotation did not change to admit `None` (that change is `py-optional-widened`).",
+        description: "A required pydantic field gets a default (`= None`, `= 0`, `Field(None)`, `Field(default=...)`, `default_factory=`), so input may leave it out, where its annotation did not change to admit `None` (that change is `py-optional-widened`).",
         severity: Severity::High,
         message: "{symbol} may now be left out: `{before}` became `{after}`",
         invariant: "Every validated model had this field given by its input, so code reading it never saw a value the input did not set.",
@@ -109,7 +111,26 @@ const KEYWORD_BOUNDS: &[&str] = &[
 
 /// Whether both versions may hold a pydantic model (the pass's prefilter).
 pub(crate) fn may_hold(before: &str, after: &str) -> bool {
-    py_decl::both_mention(before, after, BASES)
+    py_decl::both_mention(before, after, BASES) || py_decl::both_mention(before, after, &["pydantic"])
+}
+
+/// The endings of a base class's name that, in a module importing pydantic, make a
+/// class deriving it from another module a model: projects derive their models from a
+/// base of their own (`DispatchBase`, `MealieModel`, `CamelModel`, `ApiSchema`).
+const FOREIGN_BASE_ENDINGS: &[&str] = &["Model", "Base", "Schema"];
+
+/// Bases with those endings that are no pydantic model: SQLAlchemy's and Django's.
+const NOT_MODELS: &[&str] = &["Base", "DeclarativeBase", "Model", "TypedDict", "NamedTuple"];
+
+/// Whether a class of a module importing pydantic derives a base from another module
+/// named like a model base.
+fn foreign_model(class: &Class, local: &BTreeMap<String, Model>) -> bool {
+    class.bases.iter().any(|b| {
+        let last = py_decl::last_segment(b);
+        !local.contains_key(b.as_str())
+            && !NOT_MODELS.contains(&last)
+            && FOREIGN_BASE_ENDINGS.iter().any(|e| last.ends_with(e))
+    })
 }
 
 /// The pydantic findings of a Python file. A version that does not parse gives none
@@ -188,9 +209,10 @@ fn cap(s: String) -> String {
 /// Every model of a module, by symbol.
 fn models(root: Node, src: &str) -> BTreeMap<String, Model> {
     let mut out: BTreeMap<String, Model> = BTreeMap::new();
+    let imports_pydantic = memchr::memmem::find(src.as_bytes(), b"pydantic").is_some();
     for class in py_decl::classes(root, src) {
         let parent = class.bases.iter().find_map(|b| out.get(b.as_str()));
-        if !class.derives(BASES) && parent.is_none() {
+        if !class.derives(BASES) && parent.is_none() && !(imports_pydantic && foreign_model(&class, &out)) {
             continue;
         }
         let inherited_extra = parent.and_then(|p| p.extra.clone()).map(|(v, shown, _)| (v, shown, false));
@@ -242,7 +264,12 @@ fn read_model(class: &Class, src: &str) -> Model {
                 }
                 let Some(ty) = ty else { continue };
                 let ann = compact(text(ty, src));
-                if name.starts_with('_') || ann.starts_with("ClassVar") || ann.contains(".ClassVar") {
+                // `Mapped[...]`: a SQLAlchemy column of a class this pass took for a model.
+                if name.starts_with('_')
+                    || ann.starts_with("ClassVar")
+                    || ann.contains(".ClassVar")
+                    || ann.starts_with("Mapped[")
+                {
                     continue;
                 }
                 m.fields.insert(name, read_field(*stmt, ty, value, src));
@@ -422,7 +449,8 @@ fn compare(old: &BTreeMap<String, Model>, new: &BTreeMap<String, Model>) -> Vec<
                 push(RuleId::PyPydanticBoundLoosened, af.line, symbol.clone(), &bf.shown, &af.shown);
             }
             let detector_optional = !bf.none_in_type && af.none_in_type;
-            if bf.required && af.default_none && !detector_optional {
+            // Any default makes the field one the input may leave out.
+            if bf.required && !af.required && !detector_optional {
                 push(RuleId::PyPydanticOptionalAdded, af.line, symbol.clone(), &bf.shown, &af.shown);
             }
         }

@@ -113,6 +113,8 @@ struct Column {
     /// A string type is declared at all.
     typed: bool,
     unique: bool,
+    /// `primary_key=True`.
+    primary: bool,
 }
 
 /// A finding one version's alembic `upgrade()` gives on its own.
@@ -199,20 +201,19 @@ impl Inventory {
 
     /// The operations of `def upgrade()`.
     fn upgrade(&mut self, root: Node, src: &str) {
-        let Some(body) = named_children(root)
-            .into_iter()
-            .filter_map(|n| if kind_of(n) == "decorated_definition" { field(n, "definition") } else { Some(n) })
-            .find(|n| {
-                kind_of(*n) == "function_definition" && field(*n, "name").is_some_and(|f| text(f, src) == "upgrade")
-            })
-            .and_then(|f| field(f, "body"))
-        else {
+        let Some(body) = function_body(root, src, "upgrade") else {
             return;
         };
+        let names = string_names(body, src);
+        let calls = calls_within(body, src);
+        let redone = Redone::of(&calls, src, &names);
         // Unique indexes the revision creates, by name, for a later drop.
         let mut unique_indexes: BTreeSet<String> = BTreeSet::new();
-        for c in calls_within(body, src) {
-            let first = c.positional.first().and_then(|n| string(*n, src));
+        // Indexes `downgrade()` creates unique: the old version of an index the
+        // upgrade drops (and re-creates non-unique, or not at all).
+        let restored = function_body(root, src, "downgrade").map(|d| restored_unique(d, src)).unwrap_or_default();
+        for c in calls {
+            let first = c.positional.first().and_then(|n| name_of(*n, src, &names));
             let second = c.positional.get(1).and_then(|n| string(*n, src));
             match c.name.as_str() {
                 "create_index" if c.keyword("unique").is_some_and(|v| is_true(v, src)) => {
@@ -254,14 +255,22 @@ impl Inventory {
                 "drop_constraint" => {
                     let table =
                         second.or_else(|| c.keyword("table_name").and_then(|n| string(n, src))).unwrap_or_default();
-                    let name =
-                        first.or_else(|| c.keyword("constraint_name").and_then(|n| string(n, src))).unwrap_or_default();
+                    let name = first
+                        .or_else(|| c.keyword("constraint_name").and_then(|n| name_of(n, src, &names)))
+                        .unwrap_or_default();
+                    let foreign = c.keyword("type_").and_then(|n| string(n, src)).as_deref() == Some("foreignkey")
+                        || name.ends_with("_fkey")
+                        || name.starts_with("fk_");
+                    if redone.covers(&table, &name, foreign) {
+                        continue;
+                    }
                     let shown = format!("op.drop_constraint(\"{name}\")");
                     self.found.push((RuleId::PySqlalchemyConstraintRemoved, table, shown, c.line));
                 }
                 "drop_index" => {
-                    let name =
-                        first.or_else(|| c.keyword("index_name").and_then(|n| string(n, src))).unwrap_or_default();
+                    let name = first
+                        .or_else(|| c.keyword("index_name").and_then(|n| name_of(n, src, &names)))
+                        .unwrap_or_default();
                     let lower = name.to_ascii_lowercase();
                     let unique = unique_indexes.contains(&name)
                         || lower.contains("unique")
@@ -269,9 +278,22 @@ impl Inventory {
                         || lower.starts_with("ux_")
                         || lower.ends_with("_key")
                         || lower.ends_with("_uniq");
-                    if unique {
-                        let table =
-                            second.or_else(|| c.keyword("table_name").and_then(|n| string(n, src))).unwrap_or_default();
+                    if redone.unique_index(&name) && !unique_indexes.contains(&name) {
+                        // Re-created unique under the same name (a unique index the
+                        // upgrade created before this drop stays the finding it was).
+                        continue;
+                    }
+                    let table =
+                        second.or_else(|| c.keyword("table_name").and_then(|n| string(n, src))).unwrap_or_default();
+                    if let (false, Some(columns)) = (unique, restored.get(&name)) {
+                        // Unique before (the downgrade puts it back so), not after.
+                        let symbol = match columns.as_slice() {
+                            [one] => format!("{table}.{one}"),
+                            _ => table.clone(),
+                        };
+                        let shown = format!("op.drop_index(\"{name}\") (unique, per downgrade())");
+                        self.found.push((RuleId::PySqlalchemyConstraintRemoved, symbol, shown, c.line));
+                    } else if unique {
                         self.found.push((
                             RuleId::PySqlalchemyConstraintRemoved,
                             table,
@@ -284,6 +306,132 @@ impl Inventory {
             }
         }
     }
+}
+
+/// The body of a module-level `def NAME()`.
+fn function_body<'t>(root: Node<'t>, src: &str, name: &str) -> Option<Node<'t>> {
+    named_children(root)
+        .into_iter()
+        .filter_map(|n| if kind_of(n) == "decorated_definition" { field(n, "definition") } else { Some(n) })
+        .find(|n| kind_of(*n) == "function_definition" && field(*n, "name").is_some_and(|f| text(f, src) == name))
+        .and_then(|f| field(f, "body"))
+}
+
+/// Names a function body assigns a plain string (`constraint_name = "fk_x"`), so an
+/// operation naming its constraint through one reads the same as one spelling it out.
+fn string_names(body: Node, src: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if kind_of(n) == "assignment"
+            && let (Some(left), Some(right)) = (field(n, "left"), field(n, "right"))
+            && kind_of(left) == "identifier"
+            && let Some(value) = string(right, src)
+        {
+            out.insert(text(left, src).to_string(), value);
+        }
+        stack.extend(named_children(n));
+    }
+    out
+}
+
+/// A constraint or index name as an operation gives it: a string, `op.f("name")`, or a
+/// name the body assigned a string.
+fn name_of(n: Node, src: &str, names: &BTreeMap<String, String>) -> Option<String> {
+    match kind_of(n) {
+        "identifier" => names.get(text(n, src)).cloned(),
+        "call" => {
+            call(n, src).filter(|c| c.name == "f").and_then(|c| c.positional.first().and_then(|a| string(*a, src)))
+        }
+        _ => string(n, src),
+    }
+}
+
+/// What an `upgrade()` puts back after a drop: the constraints it creates, so a
+/// constraint dropped and re-created (a foreign key given `ondelete="CASCADE"`, a
+/// constraint renamed with its column) is judged on what changed, not as removed.
+#[derive(Default)]
+struct Redone {
+    /// Foreign keys created, by source table.
+    foreign_keys: BTreeSet<String>,
+    /// Constraints created by name: (table, name).
+    named: BTreeSet<(String, String)>,
+    /// Columns dropped: (table, column); a constraint over a dropped column goes with it.
+    dropped_columns: BTreeSet<(String, String)>,
+    /// Unique indexes created, by name.
+    unique_indexes: BTreeSet<String>,
+}
+
+impl Redone {
+    fn of(calls: &[Call], src: &str, names: &BTreeMap<String, String>) -> Redone {
+        let mut r = Redone::default();
+        for c in calls {
+            let name = c.positional.first().and_then(|n| name_of(*n, src, names));
+            let table = c.positional.get(1).and_then(|n| string(*n, src));
+            match c.name.as_str() {
+                "create_foreign_key" => {
+                    let table = table.or_else(|| c.keyword("source_table").and_then(|n| string(n, src)));
+                    if let Some(t) = table {
+                        r.foreign_keys.insert(t.clone());
+                        r.named.extend(name.map(|n| (t, n)));
+                    }
+                }
+                "create_unique_constraint" | "create_check_constraint" | "create_primary_key" => {
+                    if let (Some(n), Some(t)) = (name, table) {
+                        r.named.insert((t, n));
+                    }
+                }
+                "drop_column" => {
+                    // `op.drop_column(table, column)`: the table is the first argument.
+                    let t = c.positional.first().and_then(|n| string(*n, src));
+                    if let (Some(t), Some(col)) = (t, table) {
+                        r.dropped_columns.insert((t, col));
+                    }
+                }
+                "create_index" if c.keyword("unique").is_some_and(|v| is_true(v, src)) => {
+                    r.unique_indexes.extend(name);
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// Whether a dropped constraint is put back (or moot): re-created under its name,
+    /// a foreign key re-created on its table, or a constraint over a dropped column.
+    fn covers(&self, table: &str, name: &str, foreign: bool) -> bool {
+        self.named.contains(&(table.to_string(), name.to_string()))
+            || (foreign && self.foreign_keys.contains(table))
+            || self.dropped_columns.iter().any(|(t, col)| {
+                // The column's name as a whole `_`-separated part of the constraint's.
+                t == table && !col.is_empty() && format!("_{name}_").contains(&format!("_{col}_"))
+            })
+    }
+
+    fn unique_index(&self, name: &str) -> bool {
+        self.unique_indexes.contains(name)
+    }
+}
+
+/// The unique indexes a `downgrade()` creates, by name, with their columns: what the
+/// upgrade's drops of the same names took away.
+fn restored_unique(body: Node, src: &str) -> BTreeMap<String, Vec<String>> {
+    let names = string_names(body, src);
+    let mut out = BTreeMap::new();
+    for c in calls_within(body, src) {
+        if c.name != "create_index" || !c.keyword("unique").is_some_and(|v| is_true(v, src)) {
+            continue;
+        }
+        let Some(name) = c.positional.first().and_then(|n| name_of(*n, src, &names)) else { continue };
+        let columns = c
+            .positional
+            .get(2)
+            .or(c.keyword("columns").as_ref())
+            .map(|l| named_children(*l).into_iter().filter_map(|s| string(s, src)).collect())
+            .unwrap_or_default();
+        out.insert(name, columns);
+    }
+    out
 }
 
 fn column(c: &Call, stmt: Node, ty: Option<Node>, src: &str) -> Column {
@@ -302,12 +450,56 @@ fn column(c: &Call, stmt: Node, ty: Option<Node>, src: &str) -> Column {
         None => true,
     };
     col.unique = c.keyword("unique").is_some_and(|v| is_true(v, src));
+    col.primary = primary;
     let type_arg = c.positional.iter().copied().chain(c.keyword("type_")).find(|n| is_type_name(*n, src));
     if let Some(t) = type_arg {
         col.typed = true;
         col.length = type_length(t, src);
     }
     col
+}
+
+/// A class's primary key as its columns' `primary_key=True` declare it, by class: the
+/// columns' attribute names.
+fn key_columns(inv: &Inventory) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut out: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (symbol, col) in &inv.columns {
+        if let (true, Some((class, attr))) = (col.primary, symbol.rsplit_once('.')) {
+            out.entry(class).or_default().insert(attr);
+        }
+    }
+    out
+}
+
+/// A primary key that admits duplicates it refused: a column taken out of the key
+/// while staying in the table, or the key moved to other columns (a surrogate `id`),
+/// so the old key's values may now repeat. One finding per class, on the old key's
+/// last column in source order (`Class.attr`, a composite key's columns named in
+/// `before`). Not judged: a key declared nowhere in the new
+/// version (moved to a mixin or a `PrimaryKeyConstraint`), a key narrowed to fewer of
+/// its columns, a one-column key whose column became `unique=True`.
+fn primary_keys(old: &Inventory, new: &Inventory, push: &mut impl FnMut(RuleId, u32, &str, &str, &str)) {
+    let (was, now) = (key_columns(old), key_columns(new));
+    for (class, old_key) in &was {
+        let Some(new_key) = now.get(class) else { continue };
+        if new_key.is_subset(old_key) {
+            continue;
+        }
+        let kept: Vec<&Column> =
+            old_key.iter().filter_map(|attr| new.columns.get(&format!("{class}.{attr}"))).collect();
+        let Some(last) = kept.iter().max_by_key(|c| c.line) else { continue };
+        let before = format!("primary key ({})", old_key.iter().copied().collect::<Vec<_>>().join(", "));
+        let after = format!("primary key ({})", new_key.iter().copied().collect::<Vec<_>>().join(", "));
+        if old_key.len() == 1 && kept.iter().any(|c| c.unique) {
+            continue;
+        }
+        let Some(attr) =
+            old_key.iter().find(|a| new.columns.get(&format!("{class}.{a}")).map(|c| c.line) == Some(last.line))
+        else {
+            continue;
+        };
+        push(RuleId::PySqlalchemyConstraintRemoved, last.line, &format!("{class}.{attr}"), &before, &after);
+    }
 }
 
 fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
@@ -339,6 +531,7 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
             push(RuleId::PySqlalchemyConstraintRemoved, a.line, symbol, &b.shown, &a.shown);
         }
     }
+    primary_keys(old, new, &mut push);
     let empty = BTreeMap::new();
     for (class, was) in &old.table_args {
         // The class stays (a column of it, or table arguments): the arguments it lost.

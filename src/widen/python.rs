@@ -23,7 +23,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyOptionalWidened,
         languages: PY,
         family: Family::Optionality,
-        description: "An annotation that did not admit `None` now does (`X` to `Optional[X]` or `X | None`); a slot whose default was already `None` is not reported.",
+        description: "An annotation that did not admit `None` now does (`X` to `Optional[X]` or `X | None`, also with the type changed: `Path` to `str | None`); a slot whose default was already `None` is not reported.",
         severity: Severity::High,
         message: "`{symbol}` may now be None: `{before}` became `{after}`",
         invariant: "Code reading the value could rely on it never being None.",
@@ -59,7 +59,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyConstrainedTypeErased,
         languages: PY,
         family: Family::NumericRange,
-        description: "A constrained type (`conint(...)`, `PositiveInt`, `Annotated[int, Field(ge=0)]`, a `Field(ge=..., max_length=...)` bound) loses its constraint.",
+        description: "A constrained type (`conint(...)`, `PositiveInt`, pydantic's `EmailStr`/`HttpUrl`, `Annotated[int, Field(ge=0)]`, a `Field(ge=..., max_length=...)` bound) loses its constraint.",
         severity: Severity::Medium,
         message: "`{symbol}` lost a validated bound: `{before}` became `{after}`",
         invariant: "Validation rejected values outside the bound, so code downstream never saw them.",
@@ -122,7 +122,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyUnionWidened,
         languages: PY,
         family: Family::TypeErasure,
-        description: "A union annotation gains a member other than `None` and keeps every old one (`str | Sequence[str]` to `str | Sequence[str] | Sentinel`).",
+        description: "A union annotation gains a member other than `None` and keeps every old one (`str | Sequence[str]` to `str | Sequence[str] | Sentinel`); not a parameter whose function now tells the types apart with `isinstance(param, ...)`.",
         severity: Severity::Medium,
         message: "`{symbol}` admits another type now: `{before}` became `{after}`",
         invariant: "Every value was one of the old union's types, so code handling each of them handled them all.",
@@ -166,6 +166,12 @@ const CONSTRAINED: &[(&str, &str)] = &[
     ("condecimal", "Decimal"),
     ("conlist", "list"),
     ("conset", "set"),
+    // pydantic's checked strings: each refuses what is no address or URL.
+    ("EmailStr", "str"),
+    ("NameEmail", "str"),
+    ("AnyUrl", "str"),
+    ("AnyHttpUrl", "str"),
+    ("HttpUrl", "str"),
 ];
 
 /// Metadata calls inside `Annotated[...]` that bound a value.
@@ -201,6 +207,14 @@ impl super::detector::Grammar for PythonDetector {
     }
 }
 
+/// Whether a function body tests `name` with `isinstance(name, ...)`.
+fn narrows(body: &str, name: &str) -> bool {
+    body.match_indices("isinstance(").any(|(i, m)| {
+        let rest = body[i + m.len()..].trim_start();
+        rest.strip_prefix(name).is_some_and(|r| r.trim_start().starts_with(','))
+    })
+}
+
 /// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
 fn removed_returns(b: &Inventory, a: &Inventory) -> Vec<RawFinding> {
     super::early_return::removed(&b.body, &b.returns, &a.body, &a.returns)
@@ -221,7 +235,11 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
     if bt.final_ && !at.final_ {
         rules.push(RuleId::PyFinalRemoved);
     }
-    rules.extend(classify_type(bt, at, b.default_none, before));
+    // A parameter's union gaining a type its function now tells apart with
+    // `isinstance` is a new case handled, not an old one no longer checked.
+    rules.extend(
+        classify_type(bt, at, b.default_none, before).filter(|r| !(*r == RuleId::PyUnionWidened && a.narrowed)),
+    );
     rules.sort();
     rules.dedup();
     rules
@@ -264,6 +282,11 @@ fn classify_type(bt: &PyType, at: &PyType, b_default_none: bool, before: &Invent
     let unwrapped: BTreeSet<String> = b_members.iter().map(|m| m.plain.clone()).collect();
     let a_plain: BTreeSet<String> = a_members.iter().map(|m| m.plain.clone()).collect();
     if !b_none && a_none && !unwrapped.is_empty() && unwrapped.is_subset(&a_plain) {
+        return Some(RuleId::PyOptionalWidened);
+    }
+    // None gained while the type changed too (`Path` to `str | None`): whatever the
+    // new type admits, None is a value the old one refused.
+    if !b_none && a_none && !b_members.is_empty() && !a_members.is_empty() {
         return Some(RuleId::PyOptionalWidened);
     }
     // A collection made more abstract, holding the same items (`Sequence[str]` to
@@ -538,6 +561,10 @@ struct SlotInfo {
     bounds: BTreeSet<String>,
     /// For a class slot: the class is frozen.
     frozen: bool,
+    /// For a parameter: its function's body tests it with `isinstance(name, ...)`, so
+    /// a type the union gains is one the function tells apart and handles.
+    #[serde(default)]
+    narrowed: bool,
 }
 
 #[derive(Default, serde::Serialize, serde::Deserialize)]
@@ -721,8 +748,9 @@ impl<'a> Walker<'a> {
         let is_test = name.starts_with("test");
         self.test_depth += usize::from(is_test);
         if let Some(params) = field(node, "parameters") {
+            let body = field(node, "body").map(|b| text(b, self.src)).unwrap_or_default();
             for p in named_children(params) {
-                self.parameter(&symbol, p);
+                self.parameter(&symbol, p, body);
             }
         }
         if let Some(ret) = field(node, "return_type") {
@@ -742,7 +770,8 @@ impl<'a> Walker<'a> {
         self.later.push(Step::Leave { is_test });
     }
 
-    fn parameter(&mut self, symbol: &str, p: Node) {
+    /// One typed parameter; `body`: its function's body.
+    fn parameter(&mut self, symbol: &str, p: Node, body: &str) {
         let (name, ty, default) = match kind_of(p) {
             "typed_parameter" => {
                 (named_children(p).into_iter().find(|c| kind_of(c) == "identifier"), field(p, "type"), None)
@@ -753,7 +782,8 @@ impl<'a> Walker<'a> {
         let (Some(name), Some(ty)) = (name, ty) else {
             return;
         };
-        let info = self.slot_info(ty, default);
+        let mut info = self.slot_info(ty, default);
+        info.narrowed = narrows(body, text(name, self.src));
         self.inv.slots.push(Slot {
             key: format!("{symbol}({})", text(name, self.src)),
             symbol: symbol.to_string(),

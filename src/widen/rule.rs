@@ -107,6 +107,9 @@ rule_ids! {
     PySqlalchemyConstraintRemoved => "py-sqlalchemy-constraint-removed",
     PySqlalchemyLengthWidened => "py-sqlalchemy-length-widened",
     PySqlalchemyNullableAllowed => "py-sqlalchemy-nullable-allowed",
+    // Python: marshmallow schemas
+    PyMarshmallowOptionalAdded => "py-marshmallow-optional-added",
+    PyMarshmallowValidatorRemoved => "py-marshmallow-validator-removed",
     // Go
     GoConstMadeVar => "go-const-made-var",
     GoEnumErased => "go-enum-erased",
