@@ -658,6 +658,10 @@ impl Lookup<'_> {
         self.first.column(table, column).or_else(|| self.second.column(table, column))
     }
 
+    pub(super) fn column_shown(&self, table: &str, column: &str) -> Option<String> {
+        self.column(table, column).map(|c| c.shown.clone())
+    }
+
     pub(super) fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
         self.first.constraint(table, name).or_else(|| self.second.constraint(table, name))
     }
@@ -746,7 +750,8 @@ fn loosening_op(
                     columns: BTreeSet::new(),
                 })
             };
-            let Some(known) = view.constraint(table, &key).or_else(guessed) else {
+            let implicit = || constraints::by_implicit_name(view, table, old.as_ref());
+            let Some(known) = view.constraint(table, &key).or_else(implicit).or_else(guessed) else {
                 return unknown_constraint_dropped(shown, table, name, op, added);
             };
             // A constraint whose columns the file drops goes with them (known by its

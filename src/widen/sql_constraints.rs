@@ -16,7 +16,8 @@ use sqlparser::ast::{AlterTableOperation, Ident, ObjectName, ObjectNamePart, Sta
 
 use super::sql::{Lookup, finding};
 use super::sql_model::{
-    ConstraintKind, Owner, Schema, Table, ident_key, ident_line, index_key, norm, object_key, one_line,
+    ConstraintKind, NamedConstraint, Owner, Schema, Table, column_key, ident_key, ident_line, index_key, object_key,
+    one_line,
 };
 use super::{RawFinding, RuleId};
 
@@ -81,7 +82,7 @@ impl Added {
                     added.by_table.entry(object_key(&ci.table_name)).or_default().push(Def {
                         kind: ConstraintKind::Unique,
                         name: ci.name.as_ref().map(index_key),
-                        columns: ci.columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                        columns: ci.columns.iter().map(|c| column_key(&c.column.expr)).collect(),
                         target: None,
                         expr: None,
                         text: one_line(&stmt.to_string()),
@@ -436,6 +437,13 @@ pub(super) fn dropped_unique_index(
     if view.unique_over(&index.table, &index.columns, Some(&key)) {
         return None;
     }
+    // An index over columns the migration drops goes with them (PostgreSQL drops it
+    // anyway; Prisma writes the `DROP INDEX` first): the values are gone, not freed.
+    if !index.columns.is_empty()
+        && index.columns.iter().all(|c| view.dropped.contains(&(index.table.clone(), c.clone())))
+    {
+        return None;
+    }
     // The index's name as the database knows it: `"User_email_key"` (Prisma quotes every
     // name) is the index `User_email_key`, as the unknown-index path names it too.
     let last = name.0.last().map_or(String::new(), |p| match p {
@@ -448,4 +456,16 @@ pub(super) fn dropped_unique_index(
         _ => None,
     });
     Some(finding(RuleId::SqlUniqueIndexDropped, &symbol, line.unwrap_or(1), &index.text, &format!("DROP INDEX {name}")))
+}
+
+/// The constraint an implicit PostgreSQL name denotes (`site_name_key` for `name
+/// VARCHAR(20) UNIQUE` in `CREATE TABLE site`), as [`Lookup::constraint`] gives a named
+/// one: its column is the one it was declared on, shown as the table writes it.
+pub(super) fn by_implicit_name(view: &Lookup<'_>, table: &str, old: Option<&Def>) -> Option<NamedConstraint> {
+    let d = old.filter(|d| d.name.is_none())?;
+    let column = match d.columns.iter().collect::<Vec<_>>().as_slice() {
+        [only] => Some(view.column_shown(table, only).unwrap_or_else(|| (*only).clone())),
+        _ => None,
+    };
+    Some(NamedConstraint { columns: d.columns.clone(), kind: d.kind, text: d.text.clone(), column })
 }
