@@ -56,6 +56,9 @@ rule_ids! {
     RustSerdeDefaultAdded => "rust-serde-default-added",
     RustValidateBoundLoosened => "rust-validate-bound-loosened",
     RustValidateCheckRemoved => "rust-validate-check-removed",
+    // Rust: diesel `table!` schema declarations
+    RustDieselNullableAdded => "rust-diesel-nullable-added",
+    RustDieselMaxLengthRaised => "rust-diesel-max-length-raised",
     // TypeScript and JavaScript
     TsEnumErased => "ts-enum-erased",
     TsInvariantRemoved => "ts-invariant-removed",
