@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{AlterTableOperation, Ident, ObjectName, ObjectNamePart, Statement};
+use sqlparser::ast::{AlterTableOperation, ColumnOption, Ident, ObjectName, ObjectNamePart, Statement};
 
 use super::sql::{Lookup, finding};
 use super::sql_model::{
@@ -468,4 +468,51 @@ pub(super) fn by_implicit_name(view: &Lookup<'_>, table: &str, old: Option<&Def>
         _ => None,
     };
     Some(NamedConstraint { columns: d.columns.clone(), kind: d.kind, text: d.text.clone(), column })
+}
+
+/// The columns a version's `ALTER TABLE ... ADD COLUMN` operations declare, by
+/// `(table, column)`, with whether each was declared `NOT NULL` (or primary key) and
+/// its definition: an unreleased migration edited in place restates them.
+pub(super) fn added_columns(stmts: &[Statement]) -> BTreeMap<(String, String), (bool, String)> {
+    let mut out = BTreeMap::new();
+    for stmt in stmts {
+        let Statement::AlterTable { name, operations, .. } = stmt else { continue };
+        for op in operations {
+            if let AlterTableOperation::AddColumn { column_def, .. } = op {
+                let not_null = column_def
+                    .options
+                    .iter()
+                    .any(|o| matches!(o.option, ColumnOption::NotNull | ColumnOption::Unique { is_primary: true, .. }));
+                let key = (object_key(name), ident_key(&column_def.name));
+                out.entry(key).or_insert((not_null, one_line(&column_def.to_string())));
+            }
+        }
+    }
+    out
+}
+
+/// An `ADD COLUMN` the file's old version declared `NOT NULL`, restated without it
+/// (the migration edited before release): the column the migration builds now admits
+/// NULL (LemmyNet/lemmy `9a84180b`). A column the old version did not add is no edit.
+pub(super) fn add_column_edited_nullable(
+    shown: &str,
+    table: &str,
+    op: &AlterTableOperation,
+    old_added: &BTreeMap<(String, String), (bool, String)>,
+) -> Option<RawFinding> {
+    let AlterTableOperation::AddColumn { column_def, .. } = op else { return None };
+    let (was_not_null, before) = old_added.get(&(table.to_string(), ident_key(&column_def.name)))?;
+    let now_not_null = column_def
+        .options
+        .iter()
+        .any(|o| matches!(o.option, ColumnOption::NotNull | ColumnOption::Unique { is_primary: true, .. }));
+    (*was_not_null && !now_not_null).then(|| {
+        finding(
+            RuleId::SqlNotNullDropped,
+            &format!("{shown}.{}", column_def.name.value),
+            ident_line(&column_def.name),
+            before,
+            &one_line(&format!("ADD COLUMN {column_def}")),
+        )
+    })
 }
