@@ -140,6 +140,7 @@ rule_ids! {
     PrismaIdChanged => "prisma-id-changed",
     PrismaUniqueRemoved => "prisma-unique-removed",
     PrismaVarcharWidened => "prisma-varchar-widened",
+    PrismaNumberWidened => "prisma-number-widened",
     // JSON Schema, OpenAPI
     SchemaAdditionalPropertiesAllowed => "schema-additional-properties-allowed",
     SchemaConstDropped => "schema-const-dropped",
