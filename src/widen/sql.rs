@@ -570,7 +570,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
     // What the migration adds: a constraint dropped and added back is judged on the two
     // definitions (`sql_constraints`).
     let added = Added::of(new);
-    let old_added = constraints::added_columns(old);
+    let (old_added, set_not_null) = (constraints::added_columns(old), constraints::set_not_null(new));
     for (n, stmt) in new.iter().enumerate() {
         match stmt {
             Statement::AlterTable { name, operations, .. } => {
@@ -604,7 +604,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                         out.extend(dropped_primary_key(&shown, &table, object_line(name), &view, (&added, (n, m))));
                     }
                     out.extend(loosening_op(&shown, &table, op, &view, (&added, (n, m))));
-                    out.extend(constraints::add_column_edited_nullable(&shown, &table, op, &old_added));
+                    out.extend(constraints::add_column_edited_nullable(&shown, &table, op, &old_added, &set_not_null));
                     out.extend(redefined_column(&shown, &table, op, &view));
                 }
             }

@@ -12,7 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{AlterTableOperation, ColumnOption, Ident, ObjectName, ObjectNamePart, Statement};
+use sqlparser::ast::{
+    AlterColumnOperation, AlterTableOperation, ColumnOption, Ident, ObjectName, ObjectNamePart, Statement,
+};
 
 use super::sql::{Lookup, finding};
 use super::sql_model::{
@@ -499,9 +501,15 @@ pub(super) fn add_column_edited_nullable(
     table: &str,
     op: &AlterTableOperation,
     old_added: &BTreeMap<(String, String), (bool, String)>,
+    set_not_null: &BTreeSet<(String, String)>,
 ) -> Option<RawFinding> {
     let AlterTableOperation::AddColumn { column_def, .. } = op else { return None };
-    let (was_not_null, before) = old_added.get(&(table.to_string(), ident_key(&column_def.name)))?;
+    let key = (table.to_string(), ident_key(&column_def.name));
+    // Added nullable, filled, then set NOT NULL further down: the same end state.
+    if set_not_null.contains(&key) {
+        return None;
+    }
+    let (was_not_null, before) = old_added.get(&key)?;
     let now_not_null = column_def
         .options
         .iter()
@@ -515,4 +523,19 @@ pub(super) fn add_column_edited_nullable(
             &one_line(&format!("ADD COLUMN {column_def}")),
         )
     })
+}
+
+/// The `(table, column)` pairs a version sets `NOT NULL` on (`ALTER COLUMN ... SET NOT
+/// NULL`), anywhere in the file.
+pub(super) fn set_not_null(stmts: &[Statement]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for stmt in stmts {
+        let Statement::AlterTable { name, operations, .. } = stmt else { continue };
+        for op in operations {
+            if let AlterTableOperation::AlterColumn { column_name, op: AlterColumnOperation::SetNotNull } = op {
+                out.insert((object_key(name), ident_key(column_name)));
+            }
+        }
+    }
+    out
 }
