@@ -23,7 +23,7 @@ use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
-use super::{prisma, py_django, py_pydantic, py_sqlalchemy, rust_decl, ts_class_validator};
+use super::{prisma, py_django, py_pydantic, py_sqlalchemy, rust_decl, rust_diesel, ts_class_validator};
 
 /// How a file may be read: what the engine's policy allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -535,7 +535,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 15] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 16] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -552,6 +552,7 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 15] {
         ("Python: Django models and migrations", py_django::RULES),
         ("Python: SQLAlchemy models and alembic revisions", py_sqlalchemy::RULES),
         ("Python: marshmallow schemas", py_marshmallow::RULES),
+        ("Rust: diesel schema declarations", rust_diesel::RULES),
     ]
 }
 
@@ -599,7 +600,8 @@ pub(crate) fn run_known(
     caught(lang, path, || match lang {
         Language::Rust => {
             let found = run_with(&rust::RustDetector, path, before, after, parse, known)?;
-            also(found, rust_decl::may_hold(before, after).then(|| rust_decl::detect(before, after)))
+            let found = also(found, rust_decl::may_hold(before, after).then(|| rust_decl::detect(before, after)))?;
+            also(found, rust_diesel::may_hold(before, after).then(|| rust_diesel::detect(before, after)))
         }
         Language::Typescript | Language::Javascript => {
             let found = run_with(&ts::ScriptDetector, path, before, after, parse, known)?;

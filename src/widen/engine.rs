@@ -387,7 +387,10 @@ impl MovedChecks {
             let Ok(id) = self.needles.binary_search(&needle) else { return true };
             // A test that now calls the check (a validator's new unit test) is not
             // where production code's check went: only test code may move into tests.
-            let moved_to = |p: &String| *p != f.file && (!is_test_path(p) || is_test_path(&f.file));
+            // A down migration undoes the change; it never holds where a check went.
+            let moved_to = |p: &String| {
+                *p != f.file && (!is_test_path(p) || is_test_path(&f.file)) && !super::sql::is_down_migration(p)
+            };
             !self.added.get(&id).is_some_and(|files| files.iter().any(moved_to))
         });
     }

@@ -8,11 +8,14 @@
 //! A pass of its own beside the Go detector, run only where both versions hold
 //! `validate:"` or `binding:"` (a substring test). Tags are read the way Go's
 //! `reflect.StructTag.Get` reads them; what follows a `dive` applies to a collection's
-//! items and is not compared. The walk over types is iterative (an explicit stack).
+//! items, whose bounds and `oneof` are compared too (reported on the field). A type
+//! renamed in the change (its exact field set found under one new name only) is
+//! compared under its new name. The walk over types is iterative (an explicit stack).
 //!
 //! Not findings: a field or type removed, a tag narrowed, a check replaced by another
 //! (what the new one admits cannot be told), a bound whose value is not a number
-//! changed (not removed), a field renamed.
+//! changed (not removed), a field renamed, a type renamed while its fields change, the
+//! bounds of a field whose type changed (a `string` with `lte=500` made a struct).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,6 +113,20 @@ struct Field {
     values: Vec<String>,
     /// The whole tag, for [`not_input`] and [`moved_to_another_key`].
     tag: String,
+    /// The bounds and set after the first `dive`: each item's (a slice's strings).
+    items: Items,
+    /// The field's type as written, without a leading `*` (empty for a struct type
+    /// declared in place).
+    ty: String,
+}
+
+/// What the rules after a `dive` declare of each item (up to a second `dive` or a
+/// map's `keys`, which are not read).
+#[derive(Debug, Default, Clone)]
+struct Items {
+    lower: Option<Bound>,
+    upper: Option<Bound>,
+    oneof: Option<BTreeSet<String>>,
 }
 
 /// Every struct field with a validation tag, by `Type.Field`.
@@ -153,7 +170,11 @@ fn fields(root: Node, src: &str) -> BTreeMap<String, Field> {
                 }
                 // Every field, tagged or not: a tag removed whole loosens as much as its rules.
                 let tag = field(fd, "tag").map_or("", |t| text(t, src));
-                out.insert(symbol, read_tag(tag, line(fd)));
+                let mut f = read_tag(tag, line(fd));
+                f.ty = ty
+                    .filter(|t| kind_of(*t) != "struct_type")
+                    .map_or(String::new(), |t| text(t, src).trim_start_matches('*').to_string());
+                out.insert(symbol, f);
             }
         }
     }
@@ -230,7 +251,25 @@ fn read_tag(tag: &str, line: u32) -> Field {
         ..Field::default()
     };
     for (_, value) in values {
-        // What follows `dive` constrains a collection's items: not compared.
+        // What follows `dive` constrains a collection's items: their bounds and set are
+        // compared apart (`items`).
+        let mut items = value.split(',').map(str::trim).skip_while(|r| *r != "dive").skip(1);
+        if !value.contains("keys") {
+            for rule in items.by_ref().take_while(|r| *r != "dive") {
+                let (name, arg) = rule.split_once('=').unwrap_or((rule, ""));
+                let number = || Some(Bound { value: arg.trim().parse().unwrap_or(f64::NAN), exclusive: false });
+                let i = &mut f.items;
+                match name {
+                    "min" | "gte" => i.lower = number(),
+                    "gt" => i.lower = number().map(|b| Bound { exclusive: true, ..b }),
+                    "max" | "lte" => i.upper = number(),
+                    "lt" => i.upper = number().map(|b| Bound { exclusive: true, ..b }),
+                    "len" => (i.lower, i.upper) = (number(), number()),
+                    "oneof" => i.oneof = Some(arg.split_whitespace().map(str::to_string).collect()),
+                    _ => {}
+                }
+            }
+        }
         for rule in value.split(',').map(str::trim).take_while(|r| *r != "dive") {
             let (name, arg) = rule.split_once('=').unwrap_or((rule, ""));
             let number = || Some(Bound { value: arg.trim().parse().unwrap_or(f64::NAN), exclusive: false });
@@ -266,10 +305,41 @@ fn loosened(old: &Option<Bound>, new: &Option<Bound>, lower: bool) -> bool {
     }
 }
 
+/// Types the change renamed: a type only the new version declares, whose fields (by
+/// name, nested ones included) are exactly those of one type only the old version
+/// declares, and no other type of either side has that field set. New name to old.
+fn renamed_types(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> BTreeMap<String, String> {
+    let by_type = |m: &BTreeMap<String, Field>| {
+        let mut types: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for symbol in m.keys() {
+            if let Some((ty, rest)) = symbol.split_once('.') {
+                types.entry(ty.to_string()).or_default().insert(rest.to_string());
+            }
+        }
+        types
+    };
+    let (before, after) = (by_type(old), by_type(new));
+    let gone: Vec<(&String, &BTreeSet<String>)> = before.iter().filter(|(t, _)| !after.contains_key(*t)).collect();
+    let came: Vec<(&String, &BTreeSet<String>)> = after.iter().filter(|(t, _)| !before.contains_key(*t)).collect();
+    let mut out = BTreeMap::new();
+    for (name, fields) in &came {
+        let olds: Vec<&&String> = gone.iter().filter(|(_, f)| f == fields).map(|(t, _)| t).collect();
+        let news = came.iter().filter(|(_, f)| f == fields).count();
+        if let ([old_name], 1) = (olds.as_slice(), news) {
+            out.insert((*name).clone(), (**old_name).clone());
+        }
+    }
+    out
+}
+
 fn compare(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> Vec<RawFinding> {
     let mut out = Vec::new();
+    let renamed = renamed_types(old, new);
     for (symbol, a) in new {
-        let Some(b) = old.get(symbol) else {
+        // The field under its type's old name, when the change renamed the type.
+        let old_symbol =
+            symbol.split_once('.').and_then(|(ty, rest)| renamed.get(ty).map(|was| format!("{was}.{rest}")));
+        let Some(b) = old.get(symbol).or_else(|| old_symbol.and_then(|s| old.get(&s))) else {
             continue;
         };
         let mut push = |rule, before: &str, after: &str| {
@@ -294,15 +364,22 @@ fn compare(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> Vec<
         if (b.required && !a.required) || (!b.omitempty && a.omitempty && empty_refused) {
             push(RuleId::GoTagRequiredRemoved, &b.shown, &a.shown);
         }
-        if loosened(&b.lower, &a.lower, true) || loosened(&b.upper, &a.upper, false) {
+        // A bound means another thing on another type (a string's length, a number's
+        // value, a struct's nested rules): a field retyped is not judged on its bounds
+        // or set (the Go detector judges the type itself).
+        let retyped = !b.ty.is_empty() && !a.ty.is_empty() && b.ty != a.ty;
+        let (bi, ai) = (&b.items, &a.items);
+        let items_loosened = loosened(&bi.lower, &ai.lower, true) || loosened(&bi.upper, &ai.upper, false);
+        if !retyped && (loosened(&b.lower, &a.lower, true) || loosened(&b.upper, &a.upper, false) || items_loosened) {
             push(RuleId::GoTagBoundLoosened, &b.shown, &a.shown);
         }
-        let widened = match (&b.oneof, &a.oneof) {
+        let set_widened = |old: &Option<BTreeSet<String>>, new: &Option<BTreeSet<String>>| match (old, new) {
             (Some(o), Some(n)) => !n.is_subset(o),
             (Some(_), None) => true,
             _ => false,
         };
-        if widened {
+        let widened = set_widened(&b.oneof, &a.oneof) || set_widened(&bi.oneof, &ai.oneof);
+        if widened && !retyped {
             push(RuleId::GoTagOneofWidened, &b.shown, &a.shown);
         }
         let removed: Vec<&String> = b.checks.difference(&a.checks).collect();

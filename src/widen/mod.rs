@@ -30,6 +30,7 @@ pub(crate) mod python;
 pub mod rule;
 pub mod rust;
 pub(crate) mod rust_decl;
+pub(crate) mod rust_diesel;
 pub mod schema;
 pub mod sql;
 mod sql_constraints;

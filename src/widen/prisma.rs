@@ -42,6 +42,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         invariant: "Stored strings stayed within the declared length, which other layers (forms, APIs, indexes) may rely on.",
     },
     RuleDef {
+        id: RuleId::PrismaNumberWidened,
+        languages: PRISMA,
+        family: Family::NumericRange,
+        description: "A Prisma `Int` field becomes `BigInt`, `Float` or `Decimal`: the column holds values past 32 bits, or fractions.",
+        severity: Severity::Medium,
+        message: "{symbol} holds a wider range of numbers: `{before}` became `{after}`",
+        invariant: "Values fitted a 32-bit integer, which the client's `number`, other layers and arithmetic may rely on.",
+    },
+    RuleDef {
         id: RuleId::PrismaUniqueRemoved,
         languages: PRISMA,
         family: Family::CheckRemoved,
@@ -384,6 +393,10 @@ fn compare(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             };
             if longer {
                 push(fa.line, RuleId::PrismaVarcharWidened, symbol.clone(), &fb.shown, &fa.shown);
+            }
+            // `Int` to a wider numeric scalar (lists too: each item widens).
+            if fb.base == "Int" && matches!(fa.base.as_str(), "BigInt" | "Float" | "Decimal") {
+                push(fa.line, RuleId::PrismaNumberWidened, symbol.clone(), &fb.shown, &fa.shown);
             }
         }
         // Uniqueness: each old key needs a new key over a subset of its fields, unless

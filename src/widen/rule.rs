@@ -57,6 +57,9 @@ rule_ids! {
     RustSerdeDefaultAdded => "rust-serde-default-added",
     RustValidateBoundLoosened => "rust-validate-bound-loosened",
     RustValidateCheckRemoved => "rust-validate-check-removed",
+    // Rust: diesel `table!` schema declarations
+    RustDieselNullableAdded => "rust-diesel-nullable-added",
+    RustDieselMaxLengthRaised => "rust-diesel-max-length-raised",
     // TypeScript and JavaScript
     TsEnumErased => "ts-enum-erased",
     TsInvariantRemoved => "ts-invariant-removed",
@@ -141,6 +144,7 @@ rule_ids! {
     PrismaIdChanged => "prisma-id-changed",
     PrismaUniqueRemoved => "prisma-unique-removed",
     PrismaVarcharWidened => "prisma-varchar-widened",
+    PrismaNumberWidened => "prisma-number-widened",
     // JSON Schema, OpenAPI
     SchemaAdditionalPropertiesAllowed => "schema-additional-properties-allowed",
     SchemaConstDropped => "schema-const-dropped",

@@ -570,6 +570,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
     // What the migration adds: a constraint dropped and added back is judged on the two
     // definitions (`sql_constraints`).
     let added = Added::of(new);
+    let (old_added, set_not_null) = (constraints::added_columns(old), constraints::set_not_null(new));
     for (n, stmt) in new.iter().enumerate() {
         match stmt {
             Statement::AlterTable { name, operations, .. } => {
@@ -603,6 +604,7 @@ fn scan_operations(old: &[Statement], new: &[Statement], old_schema: &Schema) ->
                         out.extend(dropped_primary_key(&shown, &table, object_line(name), &view, (&added, (n, m))));
                     }
                     out.extend(loosening_op(&shown, &table, op, &view, (&added, (n, m))));
+                    out.extend(constraints::add_column_edited_nullable(&shown, &table, op, &old_added, &set_not_null));
                     out.extend(redefined_column(&shown, &table, op, &view));
                 }
             }
@@ -656,6 +658,10 @@ pub(super) struct Lookup<'a> {
 impl Lookup<'_> {
     fn column(&self, table: &str, column: &str) -> Option<&Column> {
         self.first.column(table, column).or_else(|| self.second.column(table, column))
+    }
+
+    pub(super) fn column_shown(&self, table: &str, column: &str) -> Option<String> {
+        self.column(table, column).map(|c| c.shown.clone())
     }
 
     pub(super) fn constraint(&self, table: &str, name: &str) -> Option<NamedConstraint> {
@@ -746,7 +752,8 @@ fn loosening_op(
                     columns: BTreeSet::new(),
                 })
             };
-            let Some(known) = view.constraint(table, &key).or_else(guessed) else {
+            let implicit = || constraints::by_implicit_name(view, table, old.as_ref());
+            let Some(known) = view.constraint(table, &key).or_else(implicit).or_else(guessed) else {
                 return unknown_constraint_dropped(shown, table, name, op, added);
             };
             // A constraint whose columns the file drops goes with them (known by its

@@ -12,11 +12,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{AlterTableOperation, Ident, ObjectName, ObjectNamePart, Statement};
+use sqlparser::ast::{
+    AlterColumnOperation, AlterTableOperation, ColumnOption, Ident, ObjectName, ObjectNamePart, Statement,
+};
 
 use super::sql::{Lookup, finding};
 use super::sql_model::{
-    ConstraintKind, Owner, Schema, Table, ident_key, ident_line, index_key, norm, object_key, one_line,
+    ConstraintKind, NamedConstraint, Owner, Schema, Table, column_key, ident_key, ident_line, index_key, object_key,
+    one_line,
 };
 use super::{RawFinding, RuleId};
 
@@ -81,7 +84,7 @@ impl Added {
                     added.by_table.entry(object_key(&ci.table_name)).or_default().push(Def {
                         kind: ConstraintKind::Unique,
                         name: ci.name.as_ref().map(index_key),
-                        columns: ci.columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                        columns: ci.columns.iter().map(|c| column_key(&c.column.expr)).collect(),
                         target: None,
                         expr: None,
                         text: one_line(&stmt.to_string()),
@@ -436,6 +439,13 @@ pub(super) fn dropped_unique_index(
     if view.unique_over(&index.table, &index.columns, Some(&key)) {
         return None;
     }
+    // An index over columns the migration drops goes with them (PostgreSQL drops it
+    // anyway; Prisma writes the `DROP INDEX` first): the values are gone, not freed.
+    if !index.columns.is_empty()
+        && index.columns.iter().all(|c| view.dropped.contains(&(index.table.clone(), c.clone())))
+    {
+        return None;
+    }
     // The index's name as the database knows it: `"User_email_key"` (Prisma quotes every
     // name) is the index `User_email_key`, as the unknown-index path names it too.
     let last = name.0.last().map_or(String::new(), |p| match p {
@@ -448,4 +458,84 @@ pub(super) fn dropped_unique_index(
         _ => None,
     });
     Some(finding(RuleId::SqlUniqueIndexDropped, &symbol, line.unwrap_or(1), &index.text, &format!("DROP INDEX {name}")))
+}
+
+/// The constraint an implicit PostgreSQL name denotes (`site_name_key` for `name
+/// VARCHAR(20) UNIQUE` in `CREATE TABLE site`), as [`Lookup::constraint`] gives a named
+/// one: its column is the one it was declared on, shown as the table writes it.
+pub(super) fn by_implicit_name(view: &Lookup<'_>, table: &str, old: Option<&Def>) -> Option<NamedConstraint> {
+    let d = old.filter(|d| d.name.is_none())?;
+    let column = match d.columns.iter().collect::<Vec<_>>().as_slice() {
+        [only] => Some(view.column_shown(table, only).unwrap_or_else(|| (*only).clone())),
+        _ => None,
+    };
+    Some(NamedConstraint { columns: d.columns.clone(), kind: d.kind, text: d.text.clone(), column })
+}
+
+/// The columns a version's `ALTER TABLE ... ADD COLUMN` operations declare, by
+/// `(table, column)`, with whether each was declared `NOT NULL` (or primary key) and
+/// its definition: an unreleased migration edited in place restates them.
+pub(super) fn added_columns(stmts: &[Statement]) -> BTreeMap<(String, String), (bool, String)> {
+    let mut out = BTreeMap::new();
+    for stmt in stmts {
+        let Statement::AlterTable { name, operations, .. } = stmt else { continue };
+        for op in operations {
+            if let AlterTableOperation::AddColumn { column_def, .. } = op {
+                let not_null = column_def
+                    .options
+                    .iter()
+                    .any(|o| matches!(o.option, ColumnOption::NotNull | ColumnOption::Unique { is_primary: true, .. }));
+                let key = (object_key(name), ident_key(&column_def.name));
+                out.entry(key).or_insert((not_null, one_line(&column_def.to_string())));
+            }
+        }
+    }
+    out
+}
+
+/// An `ADD COLUMN` the file's old version declared `NOT NULL`, restated without it
+/// (the migration edited before release): the column the migration builds now admits
+/// NULL (LemmyNet/lemmy `9a84180b`). A column the old version did not add is no edit.
+pub(super) fn add_column_edited_nullable(
+    shown: &str,
+    table: &str,
+    op: &AlterTableOperation,
+    old_added: &BTreeMap<(String, String), (bool, String)>,
+    set_not_null: &BTreeSet<(String, String)>,
+) -> Option<RawFinding> {
+    let AlterTableOperation::AddColumn { column_def, .. } = op else { return None };
+    let key = (table.to_string(), ident_key(&column_def.name));
+    // Added nullable, filled, then set NOT NULL further down: the same end state.
+    if set_not_null.contains(&key) {
+        return None;
+    }
+    let (was_not_null, before) = old_added.get(&key)?;
+    let now_not_null = column_def
+        .options
+        .iter()
+        .any(|o| matches!(o.option, ColumnOption::NotNull | ColumnOption::Unique { is_primary: true, .. }));
+    (*was_not_null && !now_not_null).then(|| {
+        finding(
+            RuleId::SqlNotNullDropped,
+            &format!("{shown}.{}", column_def.name.value),
+            ident_line(&column_def.name),
+            before,
+            &one_line(&format!("ADD COLUMN {column_def}")),
+        )
+    })
+}
+
+/// The `(table, column)` pairs a version sets `NOT NULL` on (`ALTER COLUMN ... SET NOT
+/// NULL`), anywhere in the file.
+pub(super) fn set_not_null(stmts: &[Statement]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for stmt in stmts {
+        let Statement::AlterTable { name, operations, .. } = stmt else { continue };
+        for op in operations {
+            if let AlterTableOperation::AlterColumn { column_name, op: AlterColumnOperation::SetNotNull } = op {
+                out.insert((object_key(name), ident_key(column_name)));
+            }
+        }
+    }
+    out
 }

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sqlparser::ast::{
-    AlterColumnOperation, AlterTableOperation, ColumnDef, ColumnOption, CreateTable, DataType, Ident, ObjectName,
-    ObjectNamePart, ObjectType, Spanned, Statement, TableConstraint, UserDefinedTypeRepresentation,
+    AlterColumnOperation, AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CreateTable, DataType,
+    Expr, Ident, ObjectName, ObjectNamePart, ObjectType, Spanned, Statement, TableConstraint,
+    UserDefinedTypeRepresentation,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -122,11 +123,38 @@ impl Schema {
                 self.enums.insert(object_key(name));
             }
             Statement::AlterTable { name, operations, .. } => {
-                let Some(table) = self.tables.get_mut(&object_key(name)) else {
-                    return;
-                };
+                let mut key = object_key(name);
                 for op in operations {
-                    table.apply(op);
+                    match op {
+                        // Followed so that what an earlier migration declared stays
+                        // known under the names later migrations use (Prisma renames
+                        // `"Comment"` to `"comments"` and its columns to snake_case).
+                        AlterTableOperation::RenameTable { table_name } => {
+                            let new = object_key(table_name);
+                            self.rename_table(&key, &new, object_shown(table_name));
+                            key = new;
+                            continue;
+                        }
+                        AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                            let (from, to) = (ident_key(old_column_name), ident_key(new_column_name));
+                            for index in self.unique_indexes.values_mut().filter(|i| i.table == key) {
+                                rename_in(&mut index.columns, &from, &to);
+                            }
+                        }
+                        _ => {}
+                    }
+                    if let Some(table) = self.tables.get_mut(&key) {
+                        table.apply(op);
+                    }
+                }
+            }
+            Statement::AlterIndex { name, operation: AlterIndexOperation::RenameIndex { index_name } } => {
+                let (from, to) = (index_key(name), index_key(index_name));
+                if let Some(index) = self.unique_indexes.remove(&from) {
+                    self.unique_indexes.insert(to.clone(), index);
+                }
+                if self.plain_indexes.remove(&from) {
+                    self.plain_indexes.insert(to);
                 }
             }
             // A partial unique index (`WHERE ...`) keeps values unique only where its
@@ -138,7 +166,7 @@ impl Schema {
                         UniqueIndex {
                             table: object_key(&ci.table_name),
                             table_shown: object_shown(&ci.table_name),
-                            columns: ci.columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                            columns: ci.columns.iter().map(|c| column_key(&c.column.expr)).collect(),
                             text: one_line(&stmt.to_string()),
                         },
                     );
@@ -160,6 +188,19 @@ impl Schema {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `ALTER TABLE from RENAME TO to`: the table, and the unique indexes over it, move
+    /// to the new name (an index keeps its own name, as in PostgreSQL).
+    fn rename_table(&mut self, from: &str, to: &str, shown: String) {
+        if let Some(mut table) = self.tables.remove(from) {
+            table.display = shown.clone();
+            self.tables.insert(to.to_string(), table);
+        }
+        for index in self.unique_indexes.values_mut().filter(|i| i.table == from) {
+            index.table = to.to_string();
+            index.table_shown = shown.clone();
         }
     }
 
@@ -288,12 +329,12 @@ impl Table {
             }
             TableConstraint::Unique { name, columns, .. } => self.uniques.push(Key {
                 owner: table_owner(name, c),
-                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                columns: columns.iter().map(|c| column_key(&c.column.expr)).collect(),
                 text,
             }),
             TableConstraint::PrimaryKey { name, columns, .. } => self.primary_keys.push(Key {
                 owner: table_owner(name, c),
-                columns: columns.iter().map(|c| norm(&c.column.expr.to_string())).collect(),
+                columns: columns.iter().map(|c| column_key(&c.column.expr)).collect(),
                 text,
             }),
             TableConstraint::ForeignKey { name, columns, foreign_table, .. } => self.foreign_keys.push(ForeignKey {
@@ -324,6 +365,19 @@ impl Table {
                 self.foreign_keys.retain(|c| other(&c.owner));
             }
             AlterTableOperation::DropPrimaryKey => self.primary_keys.clear(),
+            AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                self.rename_column(&ident_key(old_column_name), new_column_name);
+            }
+            AlterTableOperation::RenameConstraint { old_name, new_name } => {
+                let (from, to) = (ident_key(old_name), ident_key(new_name));
+                let owners = (self.checks.iter_mut().map(|c| &mut c.owner))
+                    .chain(self.uniques.iter_mut().map(|k| &mut k.owner))
+                    .chain(self.primary_keys.iter_mut().map(|k| &mut k.owner))
+                    .chain(self.foreign_keys.iter_mut().map(|k| &mut k.owner));
+                for owner in owners.filter(|o| o.name.as_deref() == Some(from.as_str())) {
+                    owner.name = Some(to.clone());
+                }
+            }
             AlterTableOperation::AlterColumn { column_name, op } => {
                 let Some(col) = self.columns.get_mut(&ident_key(column_name)) else {
                     return;
@@ -353,6 +407,32 @@ impl Table {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `RENAME COLUMN from TO to`: the column and every constraint naming it follow.
+    fn rename_column(&mut self, from: &str, to: &Ident) {
+        let Some(mut column) = self.columns.remove(from) else {
+            return;
+        };
+        let key = ident_key(to);
+        column.shown = to.value.clone();
+        self.columns.insert(key.clone(), column);
+        for check in &mut self.checks {
+            rename_in(&mut check.reads, from, &key);
+        }
+        for k in self.uniques.iter_mut().chain(&mut self.primary_keys) {
+            rename_in(&mut k.columns, from, &key);
+        }
+        for k in &mut self.foreign_keys {
+            rename_in(&mut k.columns, from, &key);
+        }
+        let owners = (self.checks.iter_mut().map(|c| &mut c.owner))
+            .chain(self.uniques.iter_mut().map(|k| &mut k.owner))
+            .chain(self.primary_keys.iter_mut().map(|k| &mut k.owner))
+            .chain(self.foreign_keys.iter_mut().map(|k| &mut k.owner));
+        for owner in owners.filter(|o| o.column.as_deref() == Some(from)) {
+            owner.column = Some(key.clone());
         }
     }
 
@@ -585,6 +665,22 @@ pub(super) fn object_line(name: &ObjectName) -> u32 {
             _ => None,
         })
         .unwrap_or(1)
+}
+
+/// A column named in an index or a table constraint, keyed as a column definition is
+/// ([`ident_key`]: `"pollId"` and `pollid` are two columns, `"id"` and `id` one);
+/// an expression (`lower(email)`) by its comparison form.
+pub(super) fn column_key(expr: &Expr) -> String {
+    match expr {
+        Expr::Identifier(ident) => ident_key(ident),
+        other => norm(&other.to_string()),
+    }
+}
+
+fn rename_in(columns: &mut BTreeSet<String>, from: &str, to: &str) {
+    if columns.remove(from) {
+        columns.insert(to.to_string());
+    }
 }
 
 /// Comparison form of SQL text: lowercase, single spaces.

@@ -188,3 +188,44 @@ fn the_kill_switch_leaves_the_links_out() {
     assert_eq!(findings(&v).len(), 1, "{v:#}");
     assert!(findings(&v)[0].get("linked").is_none(), "{v:#}");
 }
+
+/// The shape found on elie222/inbox-zero `51565fd5`: one file holds a zod schema for a
+/// partial settings update (`reminderConfigSchema`) and the TypeScript type the update
+/// is resolved into (`ReminderConfig`). The schema's fields go from `.optional()` to
+/// `.nullish()`; the type's required `boolean` is listed, its `string | null` fields
+/// are not (they promise no value), and neither is the schema's own layer.
+#[test]
+fn a_zod_field_made_nullish_lists_the_type_it_resolves_into_in_the_same_file() {
+    let file = |modifier: &str| {
+        format!(
+            "import {{ z }} from \"zod\";\n\nconst reminderConfigSchema = z.object({{\n  enabled: z.boolean().{modifier}(),\n  \
+             note: z.string().max(400).{modifier}(),\n}});\n\ntype ReminderConfig = {{\n  enabled: boolean;\n  \
+             note: string | null;\n}};\n\nexport function merge(c: ReminderConfig) {{\n  return c;\n}}\n"
+        )
+    };
+    let mut r = TestRepo::new();
+    r.env.push(("PREMERGE_SCAN_LAYERS".into(), "1".into()));
+    r.write("apps/web/utils/settings.ts", file("optional"));
+    r.commit_all("optional fields");
+    r.write("apps/web/utils/settings.ts", file("nullish"));
+    r.commit_all("nullish fields");
+    let v = scan(&r, &[]);
+    let fs = findings(&v);
+    let got: Vec<(&str, &str)> =
+        fs.iter().map(|f| (f["rule"].as_str().unwrap(), f["symbol"].as_str().unwrap())).collect();
+    assert_eq!(
+        got,
+        [
+            ("ts-zod-optional-added", "reminderConfigSchema.enabled"),
+            ("ts-zod-optional-added", "reminderConfigSchema.note")
+        ],
+        "{v:#}"
+    );
+    assert_eq!(
+        fs[0]["linked"],
+        json!([{"constraint": "enabled: boolean", "layer": "ts-type", "line": 9, "path": "apps/web/utils/settings.ts",
+                "symbol": "ReminderConfig.enabled"}]),
+        "{v:#}"
+    );
+    assert!(fs[1].get("linked").is_none(), "{v:#}");
+}

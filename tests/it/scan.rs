@@ -1061,3 +1061,35 @@ fn a_check_moved_across_the_parts_of_a_large_change_is_not_removed() {
     assert_eq!(removed(&with_helper), Vec::<Value>::new(), "{with_helper}");
     assert_eq!(with_helper["notes"], json!([]));
 }
+
+/// A diesel migration dropping a column's implicit unique key (`<table>_<column>_key`,
+/// declared as `UNIQUE` on the column two migrations back) beside the `down.sql` that
+/// adds it back: the finding names the column, and the down half (which undoes the
+/// change, never moves the key elsewhere) does not hide it (LemmyNet/lemmy `53147596`).
+#[test]
+fn an_implicit_unique_key_dropped_beside_its_down_migration_is_reported_on_its_column() {
+    let r = TestRepo::new();
+    r.write(
+        "migrations/2019-02-01-000000_create_site/up.sql",
+        "CREATE TABLE site (\n    id serial PRIMARY KEY,\n    title varchar(20) NOT NULL UNIQUE\n);\n",
+    );
+    r.write("migrations/2019-02-01-000000_create_site/down.sql", "DROP TABLE site;\n");
+    let base = r.commit_all("site");
+    r.write(
+        "migrations/2024-02-02-080000_title_not_unique/up.sql",
+        "ALTER TABLE site\n    DROP CONSTRAINT site_title_key;\n",
+    );
+    r.write(
+        "migrations/2024-02-02-080000_title_not_unique/down.sql",
+        "ALTER TABLE site\n    ADD CONSTRAINT site_title_key UNIQUE (title);\n",
+    );
+    let head = r.commit_all("titles may repeat");
+    let out = scan_json(&r, &["--base", &base, "--head", &head, "--no-memory"]);
+    let got: Vec<(&str, &str)> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["symbol"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [("sql-unique-dropped", "site.title")], "{out}");
+}
