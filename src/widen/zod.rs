@@ -62,7 +62,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::TsZodEnumWidened,
         languages: BOTH,
         family: Family::EnumErasure,
-        description: "A zod closed set admits more: `z.enum([...])`, `z.literal(...)` or a union gains a member, or becomes `z.string()`, `z.number()`, `z.any()` or `z.unknown()`.",
+        description: "A zod closed set admits more: `z.enum([...])`, `z.literal(...)` or a union gains a member (a set whose every member was renamed is not judged), or becomes `z.string()`, `z.number()`, `z.any()` or `z.unknown()`; or a schema becomes one alternative of a union (`z.union([old, z.literal(\"\")])`, `old.or(...)`).",
         severity: Severity::High,
         message: "{symbol} accepts values outside its old set: `{before}` became `{after}`",
         invariant: "The parsed value was one of a closed set, so every consumer could handle each case.",
