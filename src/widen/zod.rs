@@ -797,7 +797,13 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
                 in_test: false,
             });
         };
-        if (a.optional && !b.optional) || (a.nullable && !b.nullable) || (a.partial && !b.partial) {
+        // `z.undefined()` already admitted the missing value, `z.null()` null, `z.any()` both.
+        let had_undefined = matches!(b.base.as_str(), "undefined" | "void" | "any" | "unknown");
+        let had_null = matches!(b.base.as_str(), "null" | "any" | "unknown");
+        if (a.optional && !b.optional && !had_undefined)
+            || (a.nullable && !b.nullable && !had_null)
+            || (a.partial && !b.partial)
+        {
             push(RuleId::TsZodOptionalAdded, &b.text, &a.text);
         }
         let closed_before = ENUM_BASES.contains(&b.base.as_str());
