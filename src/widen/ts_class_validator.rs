@@ -343,7 +343,9 @@ fn read_decorator(p: &mut Prop, name: &str, args: Node, src: &str) {
             p.formats.insert(name.to_string());
         }
         "IsIn" => {
-            p.closed = Some(match arg(0) {
+            // `<Kind[]>['a', 'b']` and `['a', 'b'] as Kind[]`: the list under its type.
+            let list = arg(0).map(untyped);
+            p.closed = Some(match list {
                 Some(list) if kind_of(list) == "array" => Closed::Members(
                     named_children(list).into_iter().map(|m| compact(text(m, src)).replace('\'', "\"")).collect(),
                 ),
@@ -355,6 +357,45 @@ fn read_decorator(p: &mut Prop, name: &str, args: Node, src: &str) {
     }
 }
 
+/// An expression without the type assertions around it (`<T[]>[...]`, `[...] as T[]`,
+/// `[...] satisfies T[]`), each a level of a flat loop.
+fn untyped(mut node: Node) -> Node {
+    while matches!(kind_of(node), "type_assertion" | "as_expression" | "satisfies_expression") {
+        // `<T>x` holds the type first; `x as T` the expression first.
+        let inner = if kind_of(node) == "type_assertion" { node.named_child(1) } else { node.named_child(0) };
+        let Some(inner) = inner else { break };
+        node = strip_parens(inner);
+    }
+    node
+}
+
+/// The checks of an array's items (`each: true`) together with the property's own: a
+/// check that loses `each: true` still validates a value that is no array (class-validator
+/// applies `each` only to arrays, sets and maps), so moving it from the items to the
+/// property admits nothing new.
+fn with_own(items: &Prop, own: Option<&Prop>) -> Prop {
+    let Some(own) = own else {
+        return items.clone();
+    };
+    // `@IsOptional()` stays the property's own: the items never had it.
+    let mut p = items.clone();
+    p.not_empty.extend(own.not_empty.iter().cloned());
+    p.flags.extend(own.flags.iter().cloned());
+    p.formats.extend(own.formats.iter().cloned());
+    for (mine, theirs) in [(&mut p.value, &own.value), (&mut p.length, &own.length), (&mut p.count, &own.count)] {
+        if mine.lower.is_none() {
+            mine.lower = theirs.lower.clone();
+        }
+        if mine.upper.is_none() {
+            mine.upper = theirs.upper.clone();
+        }
+    }
+    if p.closed.is_none() {
+        p.closed = own.closed.clone();
+    }
+    p
+}
+
 fn loosened(old: &Range, new: &Range) -> bool {
     bound_loosened(&old.lower, &new.lower, true) || bound_loosened(&old.upper, &new.upper, false)
 }
@@ -364,6 +405,14 @@ fn compare(old: &BTreeMap<String, Prop>, new: &BTreeMap<String, Prop>) -> Vec<Ra
     for (symbol, a) in new {
         let Some(b) = old.get(symbol).filter(|b| b.validated) else {
             continue;
+        };
+        let merged;
+        let a = match symbol.strip_suffix(".[]") {
+            Some(prop) => {
+                merged = with_own(a, new.get(prop));
+                &merged
+            }
+            None => a,
         };
         let mut push = |rule| {
             out.push(RawFinding {

@@ -25,6 +25,9 @@ use super::detector::Grammar;
 use super::syntax::{collapse_whitespace, compact, field, kind_of, line, named_children, strip_parens, text};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity, ts, window};
 
+#[path = "ts_zod_paths.rs"]
+mod paths;
+
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
 
 pub(crate) const RULES: &[RuleDef] = &[
@@ -59,7 +62,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::TsZodEnumWidened,
         languages: BOTH,
         family: Family::EnumErasure,
-        description: "A zod closed set admits more: `z.enum([...])`, `z.literal(...)` or a union gains a member, or becomes `z.string()`, `z.number()`, `z.any()` or `z.unknown()`.",
+        description: "A zod closed set admits more: `z.enum([...])`, `z.literal(...)` or a union gains a member (a set whose every member was renamed is not judged), or becomes `z.string()`, `z.number()`, `z.any()` or `z.unknown()`; or a schema becomes one alternative of a union (`z.union([old, z.literal(\"\")])`, `old.or(...)`).",
         severity: Severity::High,
         message: "{symbol} accepts values outside its old set: `{before}` became `{after}`",
         invariant: "The parsed value was one of a closed set, so every consumer could handle each case.",
@@ -267,6 +270,14 @@ struct Slot {
     coerce: bool,
     /// Refinements: each one's text compacted (to compare) and on one line (to show).
     refinements: Vec<(String, String)>,
+    /// `.or(...)` calls: each admits another schema's values besides this one's.
+    alternatives: usize,
+    /// A bare name where a schema stands (`role: roleSchema`): what it admits is
+    /// declared elsewhere.
+    bare: bool,
+    /// The whole schema compacted, quotes unified, when it is short (to find it again
+    /// as one member of a union in the other version); empty otherwise.
+    whole: String,
 }
 
 const FORMATS: &[&str] = &[
@@ -321,7 +332,9 @@ impl Inventory {
         let names = zod_names(root, src);
         let mut inv = Inventory::default();
         // (symbol, schema node): every top-level `const X = ...`, then each property.
-        let mut stack: Vec<(String, Node)> = Vec::new();
+        // The flag: the node is a property's (or an item's) schema, where a bare name
+        // (`role: roleSchema`) is a schema too.
+        let mut stack: Vec<(String, Node, bool)> = Vec::new();
         // Top-level functions (`function POST() {...}`, `const handler = () => {...}`):
         // the `const`s declared directly in their bodies, as `POST.schema` (route
         // handlers declare their input schema there).
@@ -346,31 +359,63 @@ impl Inventory {
                 if let Some(body) = function_body(value) {
                     bodies.push((name.clone(), body));
                 }
-                stack.push((name, value));
+                // `const schemaFor = (kind) => base(kind).extend({...})`: the schema it
+                // builds, under its name.
+                let value = expression_body(value).unwrap_or(value);
+                stack.push((name, value, false));
             }
         }
         for (function, body) in bodies {
             for statement in named_children(body) {
                 if matches!(kind_of(statement), "lexical_declaration" | "variable_declaration") {
                     for (name, value) in declarators(statement, src) {
-                        stack.push((format!("{function}.{name}"), value));
+                        stack.push((format!("{function}.{name}"), value, false));
                     }
                 }
             }
         }
-        while let Some((symbol, node)) = stack.pop() {
-            let Some((slot, children)) = read_schema(node, src, &names) else {
+        let mut covered = BTreeSet::new();
+        inv.read_all(stack, src, &names, &mut covered);
+        // Then the schemas no declaration names directly: an argument (`.input(z.object
+        // ({...}))`, `tool({ inputSchema: z.object(...) })`), a value in a plain object
+        // of schemas, a `const` nested in a block; each under the path that leads to it.
+        let anonymous = paths::anonymous_schemas(root, src, &names, &covered);
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for (symbol, _) in &anonymous {
+            *count.entry(symbol.as_str()).or_default() += 1;
+        }
+        // A path two schemas share cannot tell which is which in the other version: neither is read.
+        let unique: Vec<(String, Node, bool)> = anonymous
+            .iter()
+            .filter(|(symbol, _)| count.get(symbol.as_str()) == Some(&1) && !inv.slots.contains_key(symbol))
+            .map(|(symbol, node)| (symbol.clone(), *node, false))
+            .collect();
+        inv.read_all(unique, src, &names, &mut covered);
+        inv
+    }
+
+    /// Reads each schema of `stack` and the property schemas under it, recording the
+    /// byte ranges read in `covered`.
+    fn read_all<'t>(
+        &mut self,
+        mut stack: Vec<(String, Node<'t>, bool)>,
+        src: &str,
+        names: &BTreeSet<String>,
+        covered: &mut BTreeSet<(usize, usize)>,
+    ) {
+        while let Some((symbol, node, property)) = stack.pop() {
+            let Some((slot, children)) = read_schema(node, src, names, property) else {
                 continue;
             };
+            covered.insert((node.start_byte(), node.end_byte()));
             // A schema's own declaration wins over a property of the same path.
-            if !inv.slots.contains_key(&symbol) {
-                inv.slots.insert(symbol.clone(), slot);
+            if !self.slots.contains_key(&symbol) {
+                self.slots.insert(symbol.clone(), slot);
             }
             for (key, child) in children {
-                stack.push((format!("{symbol}.{key}"), child));
+                stack.push((format!("{symbol}.{key}"), child, true));
             }
         }
-        inv
     }
 }
 
@@ -383,6 +428,16 @@ fn declarators<'t>(decl: Node<'t>, src: &str) -> Vec<(String, Node<'t>)> {
         .filter(|(name, _)| kind_of(*name) == "identifier")
         .map(|(name, value)| (text(name, src).to_string(), value))
         .collect()
+}
+
+/// The expression an arrow function returns when that is its body (`(k) => schema`).
+fn expression_body(value: Node) -> Option<Node> {
+    let value = strip_parens(value);
+    (kind_of(value) == "arrow_function")
+        .then(|| field(value, "body"))
+        .flatten()
+        .filter(|b| kind_of(*b) != "statement_block")
+        .map(strip_parens)
 }
 
 /// The block body of a function expression or arrow function (`None` for an
@@ -428,8 +483,18 @@ fn zod_names(root: Node, src: &str) -> BTreeSet<String> {
 
 /// One schema expression: its slot, and the property schemas under it (by key). `None`
 /// when the expression is no zod schema.
-fn read_schema<'t>(node: Node<'t>, src: &str, names: &BTreeSet<String>) -> Option<(Slot, Vec<(String, Node<'t>)>)> {
+fn read_schema<'t>(
+    node: Node<'t>,
+    src: &str,
+    names: &BTreeSet<String>,
+    property: bool,
+) -> Option<(Slot, Vec<(String, Node<'t>)>)> {
     let mut slot = Slot { line: line(node), ..Slot::default() };
+    // Short enough to compare whole: a few members' worth.
+    const MAX_WHOLE: usize = 256;
+    if node.end_byte() - node.start_byte() <= MAX_WHOLE {
+        slot.whole = compact(text(node, src)).replace('\'', "\"");
+    }
     let mut children = Vec::new();
     // The method calls from the outermost in, then the base.
     let mut methods: Vec<(String, Node<'t>, String)> = Vec::new();
@@ -473,6 +538,13 @@ fn read_schema<'t>(node: Node<'t>, src: &str, names: &BTreeSet<String>) -> Optio
                         read_base(&mut slot, &mut children, &property, args, src, names);
                         break;
                     }
+                    // `schemaFor(kind).extend({...})`: a schema a function builds, as a
+                    // reference (a schema only if zod methods follow).
+                    "identifier" if !methods.is_empty() => {
+                        slot.base = format!("ref:{}()", text(func, src));
+                        base_text = elide(text(cur, src));
+                        break;
+                    }
                     _ => return None,
                 }
             }
@@ -488,10 +560,11 @@ fn read_schema<'t>(node: Node<'t>, src: &str, names: &BTreeSet<String>) -> Optio
         }
     }
     // A reference to something that is not a schema and carries no zod method is
-    // not a schema.
-    if slot.base.starts_with("ref:") && methods.is_empty() {
+    // not a schema, unless it stands where a schema must (a property's value).
+    if slot.base.starts_with("ref:") && methods.is_empty() && !property {
         return None;
     }
+    slot.bare = slot.base.starts_with("ref:") && methods.is_empty();
     let mut rendered = base_text;
     for (name, args, part) in methods.iter().rev() {
         if name.is_empty() {
@@ -541,6 +614,24 @@ fn read_base<'t>(
             // `z.discriminatedUnion("kind", [...])`: the list is the second argument.
             let list = named_children(args).into_iter().find(|a| kind_of(*a) == "array");
             slot.members = list.map(|a| members(a, src, names));
+            // Each variant's properties, keyed by its discriminator's value (`[kind=card]`):
+            // a variant is found again by what it is, not by where it stands.
+            let discriminator = first.filter(|f| kind_of(*f) == "string").map(|f| paths::unquote(text(f, src)));
+            if let (Some(list), Some(discriminator)) = (list.filter(|_| base == "discriminatedUnion"), discriminator) {
+                let mut values = BTreeSet::new();
+                let variants = named_children(list);
+                for variant in &variants {
+                    if let Some(value) = paths::discriminator_value(*variant, &discriminator, src, names) {
+                        children.push((format!("[{discriminator}={value}]"), *variant));
+                        values.insert(value);
+                    }
+                }
+                // The set it closes is its discriminator's values (each variant's
+                // properties are compared as its own slots), when every variant gives one.
+                if values.len() == variants.len() {
+                    slot.members = Some(values);
+                }
+            }
         }
         _ => {}
     }
@@ -597,10 +688,17 @@ fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name
         "nullish" => (slot.optional, slot.nullable) = (true, true),
         "partial" => slot.partial = true,
         "strict" => slot.strict = true,
+        "or" => slot.alternatives += 1,
         "passthrough" | "strip" | "catchall" | "loose" => slot.strict = false,
         "extend" => {
             if let Some(obj) = first {
                 properties(obj, src, children);
+            }
+        }
+        // `a.and(b)`: `b`'s properties hold as well, under `&`.
+        "and" => {
+            if let Some(other) = first {
+                children.push(("&".to_string(), other));
             }
         }
         "min" | "gte" => slot.lower = bound(number(), false),
@@ -684,6 +782,11 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
         let Some(b) = old.slots.get(symbol) else {
             continue;
         };
+        // A bare name for another schema on one side: what the name admits is not read
+        // here, so the two cannot be compared.
+        if (b.bare || a.bare) && a.base != b.base {
+            continue;
+        }
         let mut push = |rule, before: &str, after: &str| {
             out.push(RawFinding {
                 line: a.line,
@@ -694,14 +797,25 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
                 in_test: false,
             });
         };
-        if (a.optional && !b.optional) || (a.nullable && !b.nullable) || (a.partial && !b.partial) {
+        // `z.undefined()` already admitted the missing value, `z.null()` null, `z.any()` both.
+        let had_undefined = matches!(b.base.as_str(), "undefined" | "void" | "any" | "unknown");
+        let had_null = matches!(b.base.as_str(), "null" | "any" | "unknown");
+        if (a.optional && !b.optional && !had_undefined)
+            || (a.nullable && !b.nullable && !had_null)
+            || (a.partial && !b.partial)
+        {
             push(RuleId::TsZodOptionalAdded, &b.text, &a.text);
         }
         let closed_before = ENUM_BASES.contains(&b.base.as_str());
         let gained = match (&b.members, &a.members) {
-            (Some(o), Some(n)) => !n.is_subset(o),
+            // A set whose every member was replaced (`["12h", "24h"]` to `["hours12",
+            // "hours24"]`) was renamed, not widened: no old member is admitted twice.
+            (Some(o), Some(n)) => !n.is_subset(o) && !n.is_disjoint(o),
+            // The old schema, now one alternative of a union (`z.union([z.string().email(),
+            // z.literal("")])`), or given another with `.or(...)`.
+            (None, Some(n)) => n.len() > 1 && !b.whole.is_empty() && n.contains(&b.whole),
             _ => closed_before && OPEN_BASES.contains(&a.base.as_str()) && a.formats.is_empty(),
-        };
+        } || a.alternatives > b.alternatives;
         if gained {
             push(RuleId::TsZodEnumWidened, &b.text, &a.text);
         }

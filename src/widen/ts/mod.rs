@@ -126,7 +126,7 @@ impl super::detector::Grammar for ScriptDetector {
                 out.push(slot_finding(rule, bs, as_));
             }
         }
-        out.extend(removed_checks(&b.body, &a.body));
+        out.extend(removed_checks(&b.body, &a.body).into_iter().filter(|f| !widened_guard(f, &b.body, &a.body)));
         out.extend(removed_returns(b, a));
         for (bs, as_) in pair_slots(&b.generics, &a.generics) {
             if let Some(bt) = &bs.info
@@ -259,9 +259,31 @@ fn classify(b: &TsType, a: &TsType, b_optional: bool, before: &Inventory) -> Opt
         && bh == ah
         && bargs.len() == aargs.len()
     {
-        return bargs.iter().zip(aargs).find_map(|(bt, at)| classify(bt, at, false, before));
+        // `Omit<T, 'a' | 'b'>`, `Record<'a' | 'b', V>`: a union of keys names
+        // properties, not values admitted; its gaining a key is no widening.
+        let keys = match bh.as_str() {
+            "Omit" | "Pick" | "Exclude" | "Extract" => Some(1),
+            "Record" => Some(0),
+            _ => None,
+        };
+        return bargs
+            .iter()
+            .zip(aargs)
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != keys)
+            .find_map(|(_, (bt, at))| classify(bt, at, false, before));
     }
     None
+}
+
+/// Whether a removed throw guard's condition is now one alternative of a guard of the
+/// same function (`if (!order) throw` folded into `if (!allowed || !order || ...)
+/// throw`): the function still refuses every case it refused, and more.
+fn widened_guard(f: &RawFinding, b: &Body, a: &Body) -> bool {
+    f.rule == RuleId::TsThrowGuardRemoved
+        && b.checks.iter().filter(|c| c.owner == f.symbol && c.display == f.before).any(|old| {
+            a.checks.iter().any(|c| c.rule == old.rule && c.owner == old.owner && c.disjuncts.contains(&old.key))
+        })
 }
 
 /// The early returns of `b` gone from `a` ([`super::early_return::removed`]).
@@ -675,6 +697,10 @@ impl<'a> Walker<'a> {
                 self.visit_children(node);
             }
             "call_expression" => self.call(node),
+            "member_expression" => {
+                self.dereference(node);
+                self.visit_children(node);
+            }
             _ => self.visit_children(node),
         }
     }

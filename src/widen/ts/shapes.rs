@@ -10,7 +10,99 @@ use tree_sitter::Node;
 use super::super::syntax::{Check, Slot, compact, field, kind_of, line, named_children, one_line, text};
 use super::{IDENTS, Inventory, RuleId, TsType, Walker, ts_type, window};
 
+/// How far up from `x.y` [`Walker::dereference`] looks for the function's own body: a
+/// deeper expression is left unread (it could only add a condition).
+const MAX_DEREFERENCE_DEPTH: usize = 24;
+
 impl Walker<'_> {
+    /// `x.y` (no `?.`) read whenever the function runs, in an `if` condition or a call
+    /// (`if (space.ownerId !== user)`, `notify(order.id)`): a missing `x` fails there, so
+    /// the function still refuses it. Noted as the conditions `!x`, `x == null`... of the
+    /// function: a removed `if (!x) throw` then left its check to the lookup (which
+    /// throws itself, or the compiler would refuse the read) or to the read itself. Read
+    /// only in an `if` condition or a call, whose tokens keep the body from being left
+    /// out of the parse (so the elided and whole parses agree); not in a nested block, a
+    /// callback, the right side of `&&`, `||`, `??` or a branch of `? :`.
+    pub(super) fn dereference(&mut self, node: Node) {
+        let Some(owner) = self.owner() else { return };
+        let Some(object) = field(node, "object") else { return };
+        let object = compact(text(object, self.src));
+        if object.contains("?.") || !object.bytes().all(|b| b.is_ascii_alphanumeric() || b"_$.".contains(&b)) {
+            return;
+        }
+        if super::super::syntax::children(node).into_iter().any(|c| kind_of(c) == "optional_chain") {
+            return;
+        }
+        let (mut cur, mut anchored) = (node, false);
+        for _ in 0..MAX_DEREFERENCE_DEPTH {
+            let Some(parent) = cur.parent() else { return };
+            match kind_of(parent) {
+                "statement_block" => {
+                    let Some(function) = parent.parent() else { return };
+                    let named = match kind_of(function) {
+                        "function_declaration" | "method_definition" | "generator_function_declaration" => true,
+                        "arrow_function" | "function_expression" | "function" => function.parent().is_some_and(|p| {
+                            matches!(kind_of(p), "variable_declarator" | "pair" | "public_field_definition")
+                        }),
+                        _ => false,
+                    };
+                    if named && anchored {
+                        for key in [
+                            format!("!{object}"),
+                            format!("{object}==null"),
+                            format!("{object}===null"),
+                            format!("{object}===undefined"),
+                            format!("{object}==undefined"),
+                        ] {
+                            self.inv.body.conditions.insert((owner.clone(), key));
+                        }
+                    }
+                    return;
+                }
+                "if_statement" => {
+                    if field(parent, "condition") != Some(cur) {
+                        return;
+                    }
+                    anchored = true;
+                }
+                "call_expression" => anchored = true,
+                "binary_expression" => {
+                    let op = field(parent, "operator").map(|o| text(o, self.src));
+                    if matches!(op, Some("&&" | "||" | "??")) && field(parent, "right") == Some(cur) {
+                        return;
+                    }
+                }
+                "ternary_expression" => {
+                    if field(parent, "condition") != Some(cur) {
+                        return;
+                    }
+                }
+                "member_expression"
+                | "subscript_expression"
+                | "arguments"
+                | "await_expression"
+                | "variable_declarator"
+                | "lexical_declaration"
+                | "variable_declaration"
+                | "expression_statement"
+                | "return_statement"
+                | "parenthesized_expression"
+                | "pair"
+                | "object"
+                | "array"
+                | "assignment_expression"
+                | "unary_expression"
+                | "template_substitution"
+                | "template_string"
+                | "as_expression"
+                | "non_null_expression"
+                | "spread_element" => {}
+                _ => return,
+            }
+            cur = parent;
+        }
+    }
+
     /// The type parameters of a declaration (`interface I<T extends A>`), if it has any.
     pub(super) fn type_parameters(&mut self, symbol: &str, node: Node) {
         if let Some(params) = field(node, "type_parameters") {
