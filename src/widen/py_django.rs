@@ -231,8 +231,11 @@ impl Inventory {
         }
         let mut model_names: BTreeSet<String> = BTreeSet::new();
         for c in &classes {
+            // A project's own base (`class Issue(ProjectBaseModel)`, defined in another
+            // module) is known by what the class declares: a `models.`/`forms.` field.
             let is_model = c.derives(BASES) && !c.derives(CHOICES_BASES)
-                || c.bases.iter().any(|b| model_names.contains(py_decl::last_segment(b)));
+                || c.bases.iter().any(|b| model_names.contains(py_decl::last_segment(b)))
+                || !c.derives(CHOICES_BASES) && c.body.iter().any(|s| declares_django_field(*s, src));
             if !is_model {
                 continue;
             }
@@ -407,6 +410,17 @@ fn arg<'t>(c: &Call<'t>, name: &str, position: usize) -> Option<Node<'t>> {
 }
 
 /// Whether a call builds a model field (`models.CharField(...)`, `ForeignKey(...)`).
+/// Whether a class-body statement assigns a Django field written with its module
+/// (`title = models.CharField(...)`, `url = forms.URLField(...)`).
+fn declares_django_field(stmt: Node, src: &str) -> bool {
+    let Some((_, _, Some(v))) = py_decl::assignment(stmt, src) else { return false };
+    let qualified = field(v, "function").is_some_and(|f| {
+        let t = text(f, src);
+        t.starts_with("models.") || t.starts_with("forms.")
+    });
+    qualified && call(v, src).is_some_and(|c| is_field(&c))
+}
+
 fn is_field(c: &Call) -> bool {
     c.name.ends_with("Field") || matches!(c.name.as_str(), "ForeignKey" | "OneToOneField" | "ManyToManyField")
 }
