@@ -1093,3 +1093,31 @@ fn an_implicit_unique_key_dropped_beside_its_down_migration_is_reported_on_its_c
         .collect();
     assert_eq!(got, [("sql-unique-dropped", "site.title")], "{out}");
 }
+
+/// A named CHECK constraint dropped in `up.sql` and added back by its `down.sql`: the down
+/// half undoes the migration and is never where the check moved, so the drop stays a
+/// finding (the engine's moved-check pass leaves down migrations out, whatever the name).
+#[test]
+fn a_named_check_dropped_beside_its_down_migration_is_still_reported() {
+    let r = TestRepo::new();
+    r.write(
+        "migrations/2020-01-01-000000_create_site/up.sql",
+        "CREATE TABLE site (\n    id serial PRIMARY KEY,\n    title varchar(20) NOT NULL,\n    CONSTRAINT site_title_nonblank CHECK (length(trim(title)) > 0)\n);\n",
+    );
+    r.write("migrations/2020-01-01-000000_create_site/down.sql", "DROP TABLE site;\n");
+    let base = r.commit_all("site");
+    r.write(
+        "migrations/2024-03-03-000000_blank_titles/up.sql",
+        "ALTER TABLE site DROP CONSTRAINT site_title_nonblank;\n",
+    );
+    r.write(
+        "migrations/2024-03-03-000000_blank_titles/down.sql",
+        // Spelt as the finding quotes the old definition, so that only the rule
+        // "a down migration is never where a check moved" keeps the finding.
+        "ALTER TABLE site ADD CONSTRAINT site_title_nonblank CHECK (length(TRIM(title)) > 0);\n",
+    );
+    let head = r.commit_all("titles may be blank");
+    let out = scan_json(&r, &["--base", &base, "--head", &head, "--no-memory"]);
+    let files: Vec<&str> = out["findings"].as_array().unwrap().iter().map(|f| f["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["migrations/2024-03-03-000000_blank_titles/up.sql"], "{out}");
+}
