@@ -61,23 +61,33 @@ pub(super) fn record(body: Node, src: &str, symbol: &str, inv: &mut Inventory) {
     inv.arith.insert(symbol.to_string(), arith);
 }
 
-/// The checked calls under `n` in source order; an explicit stack, since an expression
-/// may nest as deep as the file is long.
+/// The checked calls under `n` in source order.
 fn collect(n: Node, src: &str, out: &mut Vec<(String, String, String, String)>) {
+    method_calls(n, src, |call, recv, name, args| {
+        if let Some(op) = name.strip_prefix("checked_") {
+            let a = text(args, src);
+            let inner = a.get(1..a.len().saturating_sub(1)).unwrap_or("");
+            out.push((op.to_string(), compact(text(recv, src)), compact(inner), collapse_whitespace(text(call, src))));
+        }
+    });
+}
+
+/// Every method call `recv.name(args)` under `n`, in source order, given as (the call,
+/// its receiver, the method's name, its argument list); an explicit stack, since an
+/// expression may nest as deep as the file is long. Functions nested in this one are
+/// their own symbols and macro arguments are not read, so neither is entered.
+pub(super) fn method_calls<'t>(n: Node<'t>, src: &'t str, mut f: impl FnMut(Node<'t>, Node<'t>, &'t str, Node<'t>)) {
     let mut stack = vec![n];
     while let Some(n) = stack.pop() {
         if kind_of(n) == "call_expression"
-            && let Some(f) = field(n, "function").filter(|f| kind_of(*f) == "field_expression")
-            && let (Some(recv), Some(name), Some(args)) = (field(f, "value"), field(f, "field"), field(n, "arguments"))
-            && let Some(op) = text(name, src).strip_prefix("checked_")
+            && let Some(callee) = field(n, "function").filter(|c| kind_of(*c) == "field_expression")
+            && let (Some(recv), Some(name), Some(args)) =
+                (field(callee, "value"), field(callee, "field"), field(n, "arguments"))
         {
-            let a = text(args, src);
-            let inner = a.get(1..a.len().saturating_sub(1)).unwrap_or("");
-            out.push((op.to_string(), compact(text(recv, src)), compact(inner), collapse_whitespace(text(n, src))));
+            f(n, recv, text(name, src), args);
         }
         let mut c = n.walk();
         let at = stack.len();
-        // Functions nested in this one are recorded as their own symbols.
         stack
             .extend(n.named_children(&mut c).filter(|ch| !matches!(kind_of(ch), "function_item" | "macro_invocation")));
         // Reversed, so that the first child comes out first.

@@ -11,11 +11,13 @@
 //! by `?`, a `match` / `if let` on the receiver, `unwrap_or*` (a chosen fallback), or
 //! the computation moved out of the function; calls inside macro arguments are not read.
 
+use std::collections::BTreeMap;
+
 use tree_sitter::Node;
 
-use super::super::syntax::{collapse_whitespace, compact, field, kind_of, text};
+use super::super::syntax::{collapse_whitespace, compact, text};
 use super::super::{Family, Language, RawFinding, RuleDef, RuleId};
-use super::checked::count;
+use super::checked::{count, method_calls};
 use super::{Inventory, compare::finding};
 
 pub(crate) const UNWRAP_REMOVED: RuleId = RuleId::RustUnwrapRemoved;
@@ -38,29 +40,14 @@ pub(super) fn may_hold(body: &str) -> bool {
     body.contains("unwrap") || body.contains("expect")
 }
 
-/// The `unwrap()` / `expect(..)` method calls under `n` in source order; an explicit
-/// stack, since an expression may nest as deep as the file is long.
+/// The `unwrap()` / `expect(..)` method calls under `n` in source order.
 pub(super) fn collect(n: Node, src: &str, out: &mut Vec<Unwrap>) {
-    let mut stack = vec![n];
-    while let Some(n) = stack.pop() {
-        if kind_of(n) == "call_expression"
-            && let Some(f) = field(n, "function").filter(|f| kind_of(*f) == "field_expression")
-            && let (Some(recv), Some(name), Some(args)) = (field(f, "value"), field(f, "field"), field(n, "arguments"))
-        {
-            let method = text(name, src);
-            let argc = args.named_child_count();
-            if (method == "unwrap" && argc == 0) || (method == "expect" && argc == 1) {
-                out.push((method.to_string(), compact(text(recv, src)), collapse_whitespace(text(n, src))));
-            }
+    method_calls(n, src, |call, recv, name, args| {
+        let argc = args.named_child_count();
+        if (name == "unwrap" && argc == 0) || (name == "expect" && argc == 1) {
+            out.push((name.to_string(), compact(text(recv, src)), collapse_whitespace(text(call, src))));
         }
-        let mut c = n.walk();
-        let at = stack.len();
-        // Functions nested in this one are recorded as their own symbols.
-        stack
-            .extend(n.named_children(&mut c).filter(|ch| !matches!(kind_of(ch), "function_item" | "macro_invocation")));
-        // Reversed, so that the first child comes out first.
-        stack[at..].reverse();
-    }
+    });
 }
 
 /// How often `recv` stands in a squashed body as a plain value: not glued to an
@@ -83,24 +70,16 @@ pub(super) fn compare(old: &Inventory, new: &Inventory, out: &mut Vec<RawFinding
     for (func, o) in &old.arith {
         let (Some(n), Some(owner)) = (new.arith.get(func), new.owners.get(func)) else { continue };
         let (Some(old_body), Some(new_body)) = (&o.body, &n.body) else { continue };
-        let mut seen: Vec<(String, usize)> = Vec::new();
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for (method, recv, shown) in &o.unwraps {
             let call = match method.as_str() {
                 "unwrap" => format!("{recv}.unwrap()"),
                 _ => format!("{recv}.expect("),
             };
             // The k-th occurrence of a call is gone when the new body has fewer than k.
-            let k = match seen.iter_mut().find(|(c, _)| *c == call) {
-                Some((_, k)) => {
-                    *k += 1;
-                    *k
-                }
-                None => {
-                    seen.push((call.clone(), 1));
-                    1
-                }
-            };
-            if count(new_body, &call) >= k {
+            let k = seen.entry(call.clone()).or_default();
+            *k += 1;
+            if count(new_body, &call) >= *k {
                 continue;
             }
             if passed_on(new_body, recv) > passed_on(old_body, recv) {
