@@ -32,6 +32,10 @@ pub const MAX_PROBE_OUTPUT: usize = 1024;
 /// At most this many tool calls wait for their result at once; a transcript with
 /// more unanswered calls than this is not one an agent writes, and the map stays bounded.
 pub const MAX_PENDING_CALLS: usize = 4096;
+/// At most this many distinct edited paths and shell commands are kept: they tie plan
+/// steps to the session's work by their words, and a session that edits or runs more
+/// than this has long left the plan's scale (the counts stay exact).
+pub const MAX_KEPT_PATHS: usize = 256;
 
 /// What the user asked for about stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -126,6 +130,21 @@ pub struct SessionFacts {
     /// caller sets it from the plan file, so that a numbered stop point can be
     /// compared with where the plan stands.
     pub first_open_step: Option<usize>,
+    /// The distinct files edited (other than the plan), in the order first edited, at
+    /// most [`MAX_KEPT_PATHS`]: a plan step ties to the work by a word of a path.
+    pub edited_paths: Vec<String>,
+    /// The shell commands run (bounded, one line each, at most [`MAX_KEPT_PATHS`]).
+    pub commands: Vec<String>,
+    /// Work edits of files that are not prose (not `.md`, `.rst`, `.txt`, a README or
+    /// a CHANGELOG).
+    pub code_edits: usize,
+    /// Of [`Self::code_edits`], those made after the last verification run: a passing
+    /// run older than them does not verify the code as it stands.
+    pub code_edits_after_check: usize,
+    /// When the last error result was a build, test or check whose output names a
+    /// file the session edited (`src/uart.rs:52`), that file: an error in the agent's
+    /// own edit is work, not an obstacle.
+    pub own_error: Option<String>,
 }
 
 /// The point a user's stop instruction names.
@@ -137,6 +156,9 @@ pub struct StopPoint {
     pub before: Vec<String>,
     /// Content words of the step to stop after ("stop after the parser").
     pub after: Vec<String>,
+    /// The stop is a condition on the tests or the build ("stop once they're green",
+    /// "until the suite passes"): met only when the last check passed.
+    pub when_passing: bool,
 }
 
 impl SessionFacts {
@@ -589,15 +611,57 @@ fn is_question_only(t: &str) -> bool {
         "was", "were", "has", "have", "any", "quick",
     ];
     let t = t.trim();
-    let body = t.trim_end_matches('?');
+    // The question, and what follows its mark: a short remark that asks for no change
+    // ("just want the number", "thanks") keeps the turn a question.
+    let Some(mark) = t.rfind('?') else { return false };
+    let (body, rest) = (t[..mark].trim_end_matches('?'), &t[mark + 1..]);
     let first = norm(t);
     let first = first.split(' ').find(|w| !w.is_empty()).unwrap_or("");
-    t.ends_with('?')
-        && OPENERS.contains(&first)
+    OPENERS.contains(&first)
         && !body.contains('?')
         && !body.contains(". ")
         && !body.contains("! ")
         && !body.contains('\n')
+        && asks_no_change(rest)
+}
+
+/// Whether the text after a question asks for nothing to be changed: empty, or a
+/// short remark with no verb of work ("just want the number", "no rush").
+fn asks_no_change(rest: &str) -> bool {
+    const CHANGE: &[&str] = &[
+        " fix",
+        " add",
+        " implement",
+        " change",
+        " update",
+        " make",
+        " write",
+        " create",
+        " remove",
+        " delete",
+        " refactor",
+        " build",
+        " commit",
+        " push",
+        " rename",
+        " move",
+        " migrate",
+        " continue",
+        " finish",
+        " do ",
+        " also",
+        " then",
+        " run ",
+        " edit",
+        " replace",
+        " bump",
+        " install",
+        " deploy",
+        " set ",
+        " start",
+    ];
+    let n = norm(rest);
+    n.trim().is_empty() || (n.split(' ').filter(|w| !w.is_empty()).count() <= 12 && !has(&n, CHANGE))
 }
 
 /// Words that ask for all of the work.
@@ -1416,7 +1480,10 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     }
     match go_on {
         Some(Some(kind)) => {
-            f.stop_point = if kind == InstructionKind::Stop { stop_point(t) } else { None };
+            // A pause names a point too ("do it up to the controller, then stop
+            // before the frontend; I'll review the API").
+            f.stop_point =
+                if matches!(kind, InstructionKind::Stop | InstructionKind::Pause) { stop_point(t) } else { None };
             *in_force = Some(Instruction { kind, quote: clip(t) });
         }
         Some(None) => {
@@ -1480,11 +1547,44 @@ fn stop_point(text: &str) -> Option<StopPoint> {
         w[i + 1..]
             .iter()
             .take(5)
-            .take_while(|y| !matches!(**y, "i" | "so" | "because" | "since" | "as" | "but" | "and"))
+            // The point ends where the sentence goes on ("..., then stop before the UI").
+            .take_while(|y| {
+                !matches!(
+                    **y,
+                    "i" | "so" | "because" | "since" | "as" | "but" | "and" | "then" | "stop" | "before" | "after"
+                )
+            })
             .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
             .map(|y| y.to_string())
             .collect()
     };
+    // A point by description: "up to and including the controller" is the step to
+    // finish, "up to the frontend" the step to stop before ("up to step 2" is read above).
+    for (i, x) in w.iter().enumerate() {
+        // "up to step 2" is a number; "up to you", "up to date" name no step.
+        let next = w.get(i + 2).copied().unwrap_or("");
+        if *x != "up"
+            || w.get(i + 1) != Some(&"to")
+            || matches!(next, "step" | "steps" | "you" | "me" | "us" | "them" | "date" | "speed" | "now" | "here")
+        {
+            continue;
+        }
+        if w.get(i + 2) == Some(&"and") && w.get(i + 3) == Some(&"including") {
+            if point.after.is_empty() {
+                point.after = words_after(i + 3);
+            }
+        } else if point.before.is_empty() {
+            point.before = words_after(i + 1);
+        }
+    }
+    // A condition on the checks ("stop once they're green", "until the suite passes").
+    const CONDITION: &[&str] = &["once", "when", "until", "till", "soon", "after"];
+    const PASSING: &[&str] =
+        &["green", "pass", "passes", "passing", "passed", "succeed", "succeeds", "compiles", "builds", "clean"];
+    point.when_passing = w
+        .iter()
+        .enumerate()
+        .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)));
     for (i, x) in w.iter().enumerate() {
         if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
             continue;
@@ -1496,7 +1596,7 @@ fn stop_point(text: &str) -> Option<StopPoint> {
             _ => {}
         }
     }
-    let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty();
+    let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty() || point.when_passing;
     named.then_some(point)
 }
 
@@ -1559,6 +1659,14 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
     match name.unwrap_or("") {
         "Bash" | "bash" | "shell" | "run_shell_command" => {
             let Some(cmd) = input.command else { return Call::Other };
+            if f.commands.len() < MAX_KEPT_PATHS {
+                f.commands.push(clip(&cmd));
+            }
+            // A plan ticked by a shell command (`sed -i 's/- \[ \]/- [x]/' PLAN.md`,
+            // `perl -pi`, a redirect into it) is an edit of the plan like any other.
+            if plan_paths.iter().any(|p| rewrites_in_place(&cmd, p)) {
+                f.plan_edits += 1;
+            }
             let n = norm(&cmd);
             if has(&n, TEST_COMMANDS) {
                 Call::Test(clip(&cmd))
@@ -1589,6 +1697,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 f.plan_edits += 1;
             } else {
                 f.work_edits += 1;
+                if !is_prose(&path) {
+                    f.code_edits += 1;
+                }
+                if !path.is_empty() && f.edited_paths.len() < MAX_KEPT_PATHS && !f.edited_paths.contains(&path) {
+                    f.edited_paths.push(path);
+                }
             }
             Call::Other
         }
@@ -1605,21 +1719,21 @@ struct Latest {
     build: Option<(String, bool, String)>,
     /// Order of the newest test and build results (a counter of verification results),
     /// and how many work edits the session had made when each came.
-    test_at: (usize, usize),
-    build_at: (usize, usize),
+    test_at: (usize, usize, usize),
+    build_at: (usize, usize, usize),
     runs: usize,
 }
 
 impl Latest {
     fn test(&mut self, f: &SessionFacts, run: (String, bool, String)) {
         self.runs += 1;
-        self.test_at = (self.runs, f.work_edits);
+        self.test_at = (self.runs, f.work_edits, f.code_edits);
         self.test = Some(run);
     }
 
     fn build(&mut self, f: &SessionFacts, run: (String, bool, String)) {
         self.runs += 1;
-        self.build_at = (self.runs, f.work_edits);
+        self.build_at = (self.runs, f.work_edits, f.code_edits);
         self.build = Some(run);
     }
 
@@ -1633,13 +1747,14 @@ impl Latest {
             let ok = !failed && !output_says_failed(&output);
             f.last_build = Some(CommandRun { command, ok, failures: None });
         }
-        let (check, edits_then) = if self.build_at.0 > self.test_at.0 {
-            (f.last_build.clone(), self.build_at.1)
+        let (check, at) = if self.build_at.0 > self.test_at.0 {
+            (f.last_build.clone(), self.build_at)
         } else {
-            (f.last_test.clone(), self.test_at.1)
+            (f.last_test.clone(), self.test_at)
         };
         if check.is_some() {
-            f.edits_after_check = f.work_edits.saturating_sub(edits_then);
+            f.edits_after_check = f.work_edits.saturating_sub(at.1);
+            f.code_edits_after_check = f.code_edits.saturating_sub(at.2);
         }
         f.last_check = check;
     }
@@ -1650,6 +1765,10 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     if failed {
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
+        f.own_error = match &call {
+            Some(Call::Test(_) | Call::Build(_) | Call::Shell(_)) => own_file_named(f, &output),
+            _ => None,
+        };
     }
     // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
     // successful output (a test log) is not searched, which keeps a long session fast.
@@ -1677,6 +1796,60 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         _ => {}
     }
+}
+
+/// Whether a command rewrites the file `path` in place: `sed -i` / `perl -pi` naming
+/// it, a redirect into it, `tee` to it.
+fn rewrites_in_place(cmd: &str, path: &str) -> bool {
+    if !cmd.contains(path) {
+        return false;
+    }
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let redirect = words.windows(2).any(|p| matches!(p[0], ">" | ">>") && p[1].ends_with(path))
+        || words.iter().any(|w| w.starts_with('>') && w.trim_start_matches('>').ends_with(path))
+        || words.windows(2).any(|p| p[0] == "tee" && p[1].ends_with(path))
+        || words.windows(3).any(|p| p[0] == "tee" && p[1].starts_with('-') && p[2].ends_with(path));
+    let in_place = words.iter().any(|w| matches!(*w, "sed" | "gsed" | "perl" | "ruby"))
+        && words.iter().any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('i'));
+    redirect || in_place
+}
+
+/// Prose, not code: documentation whose edit after a test run leaves the run valid.
+fn is_prose(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    matches!(ext, "md" | "markdown" | "rst" | "txt" | "adoc")
+        || ["readme", "changelog", "license", "authors", "notice"].iter().any(|p| name.starts_with(p))
+}
+
+/// The edited file a failing build's or test's output names (by its file name, with
+/// an extension), unless the output says the failure came from outside the code (an
+/// access refusal, an unreachable host, a timeout): then it is an obstacle, not the edit.
+fn own_file_named(f: &SessionFacts, output: &str) -> Option<String> {
+    const OUTSIDE: &[&str] = &[
+        " connection refused",
+        " timed out",
+        " timeout",
+        " could not resolve",
+        " name resolution",
+        " network",
+        " unreachable",
+        " rate limit",
+        " service unavailable",
+        " 503 ",
+        " 502 ",
+        " no space left",
+        " out of memory",
+    ];
+    let n = norm(output);
+    if has(&n, OUTSIDE) || says_access_refused(output) {
+        return None;
+    }
+    f.edited_paths.iter().find_map(|p| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        let named = name.len() >= 4 && name.contains('.') && !is_prose(p) && output.contains(name);
+        named.then(|| name.to_string())
+    })
 }
 
 /// Programs that only show or search text: a test report they print is an old one.
