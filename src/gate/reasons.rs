@@ -1014,6 +1014,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn round_4_claims_choices_and_confirmations() {
+        assert!(claims("The export is done and PHPUnit is all green.").tests_pass);
+        assert!(!claims("The export is done; phpunit is not green yet.").tests_pass);
+        assert!(claims("It is tested and committed.").committed);
+        assert!(!claims("Nothing is committed yet, so you can review the diff.").committed);
+        assert!(claims("As the instructions say, I'm stopping here until you approve.").stop_instruction);
+        assert!(!claims("Following the README's instructions I stopped the old workers; all done.").stop_instruction);
+        let c = choice("Should the flags live in Postgres or in Redis? Which do you prefer?").unwrap();
+        assert_eq!(c, ("postgres".to_string(), "redis".to_string()));
+        assert!(step_decides("Store the flags in Postgres (decided, not Redis)", &c));
+        assert!(step_decides("Add the Postgres flag table", &c));
+        assert!(!step_decides("Pick the flag store: Postgres or Redis", &c));
+        assert!(!step_decides("Add the admin endpoints", &c));
+        assert_eq!(choice("Can you push it, or refresh the token?"), None, "a request to act, not a choice");
+        assert!(asks_confirmation_first("Please look over the CSV and confirm before I run the delete."));
+        assert!(asks_confirmation_first("Once you've confirmed the list I'll purge them."));
+        assert!(!asks_confirmation_first("The delete endpoint is in; confirm the shape and I'll add the email."));
+        let q = questions("Should I drop the table now or archive the rows first?", &[]);
+        assert!(q.genuine_decision && q.other_decision);
+        let q = questions("Should the cache be Memcached or Valkey?", &[]);
+        assert!(q.genuine_decision && !q.other_decision);
+        assert!(read("I don't have the deploy credentials, so I can't push the image.", None).lack_sentence.is_some());
+    }
+
+    #[test]
     fn norm_keeps_word_boundaries() {
         assert_eq!(norm("I can't -- stop!"), " i cant stop ");
         assert_eq!(norm(""), " ");

@@ -1551,7 +1551,19 @@ fn stop_point(text: &str) -> Option<StopPoint> {
             .take_while(|y| {
                 !matches!(
                     **y,
-                    "i" | "so" | "because" | "since" | "as" | "but" | "and" | "then" | "stop" | "before" | "after"
+                    "i" | "ill"
+                        | "im"
+                        | "we"
+                        | "so"
+                        | "because"
+                        | "since"
+                        | "as"
+                        | "but"
+                        | "and"
+                        | "then"
+                        | "stop"
+                        | "before"
+                        | "after"
                 )
             })
             .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
@@ -2219,11 +2231,73 @@ mod tests {
         assert_eq!(point("Implement the parser, then stop."), None);
         assert_eq!(point("Do step 3 and stop."), None, "one step alone is no bound");
         assert_eq!(point("Do step 3 and stop; steps 1 and 2 wait for the vendor."), None);
-        assert_eq!(point("Stop once the tests pass."), None, "a condition, not a step");
+        // A condition on the checks is read since round 4, against the last check.
+        let p = point("Stop once the tests pass.").unwrap();
+        assert!(p.when_passing && p.last_step.is_none() && p.before.is_empty() && p.after.is_empty());
+        assert!(!point("Do steps 1-3 and stop.").unwrap().when_passing);
+        // A point by description: the step to finish, the step to stop before.
+        let p = point("Do it up to and including the REST controller, then stop before the frontend.").unwrap();
+        assert_eq!((p.after, p.before), (vec!["rest".to_string(), "controller".into()], vec!["frontend".to_string()]));
+        assert_eq!(
+            point("Take it up to the billing page and stop.").map(|p| p.before),
+            Some(vec!["billing".into(), "page".into()])
+        );
+        assert_eq!(point("It's up to you how to split it, then stop."), None, "\"up to you\" names no step");
+        // A pause names its point too.
+        let t = user("Build it up to and including the validator, I'll review then.");
+        assert_eq!(read(&t, &[]).stop_point.map(|p| p.after), Some(vec!["validator".to_string()]));
         assert_eq!(point("Go up to step 2, then stop.").and_then(|p| p.last_step), Some(2));
         // A later turn that lifts the stop lifts its point.
         let t = [user("Do step 1 and stop."), user("Looks good, continue.")].join("\n");
         assert_eq!(read(&t, &[]).stop_point, None);
+    }
+
+    fn edit(id: &str, path: &str) -> String {
+        serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":id,"name":"Edit","input":{"file_path":path,"old_string":"a","new_string":"b"}}]}})
+        .to_string()
+    }
+
+    #[test]
+    fn round_4_facts_edits_commands_own_errors_and_question_turns() {
+        // A question with a short remark after it is still a question-only turn; one
+        // that asks for a change is not.
+        assert!(read(&user("how big is the image now? just want the number"), &[]).questions_only);
+        assert!(!read(&user("why is the CI slow? move it to the big runners"), &[]).questions_only);
+        // A plan ticked by a shell command is a plan edit; reading it is not.
+        let plan = ["docs/plans/p.md"];
+        let t = [bash("a", "sed -i 's/- \\[ \\]/- [x]/' docs/plans/p.md"), result("a", false, "")].join("\n");
+        assert_eq!(read(&t, &plan).plan_edits, 1);
+        let t = [bash("a", "grep -c x docs/plans/p.md"), bash("b", "echo done >> docs/plans/p.md")].join("\n");
+        assert_eq!(read(&t, &plan).plan_edits, 1);
+        // A failing build naming an edited file is the agent's own error, unless the
+        // output says the cause is outside (an unreachable host).
+        let t = [
+            edit("e", "/repo/src/uart.rs"),
+            bash("b", "cargo build"),
+            result("b", true, "Exit code 101\nerror[E0308]: mismatched types\n --> src/uart.rs:52:30"),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!((f.own_error.as_deref(), f.edited_paths.len()), (Some("uart.rs"), 1));
+        let t = [
+            edit("e", "/repo/tests/test_client.py"),
+            bash("b", "pytest tests/test_client.py"),
+            result("b", true, "FAILED tests/test_client.py::test_charge - connection refused"),
+        ]
+        .join("\n");
+        assert_eq!(read(&t, &[]).own_error, None);
+        // Prose edited after the last run leaves the code verified.
+        let t = [
+            edit("e", "/repo/src/lib.rs"),
+            bash("t", "cargo test"),
+            result("t", false, "test result: ok. 3 passed; 0 failed"),
+            edit("d", "/repo/README.md"),
+            edit("c", "/repo/src/main.rs"),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!((f.edits_after_check, f.code_edits_after_check), (2, 1));
     }
 
     #[test]
