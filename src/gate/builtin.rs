@@ -167,7 +167,13 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // 2. A claimed instruction the transcript does not hold. The user's turns hold one
     //    when an instruction was read from them or they leave work out ("skip the
     //    export"): the message then repeats the user's request, it does not invent one.
-    if (claims.user_instruction || claims.stop_instruction) && f.instruction.is_none() && f.left_to_user.is_empty() {
+    //    A last turn with words of limiting that no instruction was read from may hold
+    //    one in words the reader does not know: the claim gets the benefit of the doubt.
+    if (claims.user_instruction || claims.stop_instruction)
+        && f.instruction.is_none()
+        && f.left_to_user.is_empty()
+        && !f.last_turn_limits
+    {
         return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
     }
     // An access refusal the tools met, reported in words the access reading does not

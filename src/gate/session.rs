@@ -145,6 +145,11 @@ pub struct SessionFacts {
     /// file the session edited (`src/uart.rs:52`), that file: an error in the agent's
     /// own edit is work, not an obstacle.
     pub own_error: Option<String>,
+    /// The user's last turn holds a word of stopping, waiting or limiting ("review",
+    /// "only", "skip", "later", "don't") that no instruction was read from: a message
+    /// that says it follows the user's instruction may be repeating words the reader
+    /// does not know, so such a claim is given the benefit of the doubt.
+    pub last_turn_limits: bool,
 }
 
 /// The point a user's stop instruction names.
@@ -1466,6 +1471,7 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
+    f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
     f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
     let go_on = instruction_of(t);
     if go_on == Some(None) {
@@ -1499,6 +1505,33 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         }
     }
 }
+
+/// Words of stopping, waiting or limiting in a user's turn, read loosely (stems): only
+/// a hint, never an instruction (see [`SessionFacts::last_turn_limits`]).
+const LIMIT_HINTS: &[&str] = &[
+    " stop",
+    " wait",
+    " pause",
+    " halt",
+    " hold off",
+    " hold on",
+    " review",
+    " approv",
+    " enough",
+    " leave",
+    " skip",
+    " myself",
+    " tomorrow",
+    " later",
+    " only ",
+    " dont ",
+    " do not ",
+    " short",
+    " small",
+    " minimal",
+    " before ",
+    " check with",
+];
 
 /// Words too common to name a step in a stop point.
 const POINT_STOPWORDS: &[&str] = &[
@@ -2264,6 +2297,9 @@ mod tests {
         // that asks for a change is not.
         assert!(read(&user("how big is the image now? just want the number"), &[]).questions_only);
         assert!(!read(&user("why is the CI slow? move it to the big runners"), &[]).questions_only);
+        // Words of limiting in the last turn are a hint for a claimed instruction.
+        assert!(read(&user("csv today, the pdf one waits on legal"), &[]).last_turn_limits);
+        assert!(!read(&user("Build the search feature from the plan."), &[]).last_turn_limits);
         // A plan ticked by a shell command is a plan edit; reading it is not.
         let plan = ["docs/plans/p.md"];
         let t = [bash("a", "sed -i 's/- \\[ \\]/- [x]/' docs/plans/p.md"), result("a", false, "")].join("\n");
