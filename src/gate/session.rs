@@ -133,7 +133,10 @@ pub struct SessionFacts {
     /// The distinct files edited (other than the plan), in the order first edited, at
     /// most [`MAX_KEPT_PATHS`]: a plan step ties to the work by a word of a path.
     pub edited_paths: Vec<String>,
-    /// The shell commands run (bounded, one line each, at most [`MAX_KEPT_PATHS`]).
+    /// The shell commands run (bounded, one line each, at most [`MAX_KEPT_PATHS`]). Not
+    /// sent to an external authority: a command line may carry a secret (a header, an
+    /// exported token), and the commands a rule cites are in `last_test` / `last_build`.
+    #[serde(skip)]
     pub commands: Vec<String>,
     /// Work edits of files that are not prose (not `.md`, `.rst`, `.txt`, a README or
     /// a CHANGELOG).
