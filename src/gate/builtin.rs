@@ -264,16 +264,19 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // 4. No reason in the words: finished, verified work is still a legitimate stop,
     //    whatever the message offers next ("let me know if you want more").
-    let finished = !plans.is_empty()
-        && completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed, claim_false)
-            .is_none()
-        && f.did_work();
+    let unfinished =
+        completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed, claim_false);
+    let finished = !plans.is_empty() && unfinished.is_none() && f.did_work();
     // A claim the evidence refutes ("everything is committed" with a dirty tree) is no finish.
     if finished && !reading.stated_continuation && !reading.false_excuse {
         return allow_like(
             Rule::LegitCompletion,
             &format!("every plan step is checked and the work is verified; {facts_line}"),
         );
+    }
+    // A ticked plan with work behind it that a fact refutes: the log names that fact.
+    if let Some(why) = unfinished.filter(|_| open == 0 && !plans.is_empty() && f.did_work()) {
+        return refuse(cont, &why, &facts_line);
     }
     let guard = if reading.false_excuse {
         "false excuse: the stated obstacle is the session itself, or a claim the evidence refutes"

@@ -1629,10 +1629,16 @@ fn stop_point(text: &str) -> Option<StopPoint> {
     const CONDITION: &[&str] = &["once", "when", "until", "till", "soon", "after"];
     const PASSING: &[&str] =
         &["green", "pass", "passes", "passing", "passed", "succeed", "succeeds", "compiles", "builds", "clean"];
-    point.when_passing = w
-        .iter()
-        .enumerate()
-        .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)));
+    // Only in a sentence that stops: "stop after step 2; I'll check when CI passes" is
+    // the user's own look, not a condition on the stop.
+    point.when_passing = text.split(['.', ';', '!', '?', '\n']).any(|sentence| {
+        let n = fix_typos(&norm(sentence));
+        let w: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+        w.iter().any(|x| matches!(*x, "stop" | "stopping" | "halt"))
+            && w.iter()
+                .enumerate()
+                .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)))
+    });
     for (i, x) in w.iter().enumerate() {
         if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
             continue;
@@ -2271,6 +2277,7 @@ mod tests {
         let p = point("Stop once the tests pass.").unwrap();
         assert!(p.when_passing && p.last_step.is_none() && p.before.is_empty() && p.after.is_empty());
         assert!(!point("Do steps 1-3 and stop.").unwrap().when_passing);
+        assert!(!point("Stop after step 2. I'll check when CI passes.").unwrap().when_passing);
         // A point by description: the step to finish, the step to stop before.
         let p = point("Do it up to and including the REST controller, then stop before the frontend.").unwrap();
         assert_eq!((p.after, p.before), (vec!["rest".to_string(), "controller".into()], vec!["frontend".to_string()]));
