@@ -965,7 +965,27 @@ pub fn choice(message: &str) -> Option<(String, String)> {
 pub fn step_decides(step: &str, choice: &(String, String)) -> bool {
     let t = norm(step);
     let (a, b) = (format!(" {} ", choice.0), format!(" {} ", choice.1));
-    if has(&t, &[" or ", " decide ", " choose ", " tbd ", " pick "]) || step.contains('?') {
+    // A step that leaves the choice open or only proposes one decides nothing.
+    const OPEN: &[&str] = &[
+        " or ",
+        " decide ",
+        " choose ",
+        " tbd ",
+        " pick ",
+        " confirm",
+        " maybe ",
+        " probably ",
+        " tentativ",
+        " propos",
+        " option",
+        " vs ",
+        " versus ",
+        " undecided",
+        " unclear",
+        " to be decided",
+        " either ",
+    ];
+    if has(&t, OPEN) || step.contains('?') {
         return false;
     }
     let rules_out = |x: &str| {
@@ -1026,6 +1046,7 @@ mod tests {
         assert!(step_decides("Store the flags in Postgres (decided, not Redis)", &c));
         assert!(step_decides("Add the Postgres flag table", &c));
         assert!(!step_decides("Pick the flag store: Postgres or Redis", &c));
+        assert!(!step_decides("Use Postgres for flags (to confirm with ops)", &c));
         assert!(!step_decides("Add the admin endpoints", &c));
         assert_eq!(choice("Can you push it, or refresh the token?"), None, "a request to act, not a choice");
         assert!(asks_confirmation_first("Please look over the CSV and confirm before I run the delete."));
