@@ -2,8 +2,9 @@
 //! what the user said since the task started (an instruction to stop, to pause for a
 //! review, to keep the scope small; an interrupt), what the agent's tools did (test
 //! and build commands with their exit status and failure counts, commits, edits,
-//! edits of the plan file) and the agent's last text. These are facts the stop
-//! gate weighs a final message's claims against (`builtin::decide_session`).
+//! edits of the plan file, the files edited and the commands run, an error in a file
+//! the session edited) and the agent's last text. These are facts the stop gate
+//! weighs a final message's claims against (`builtin::decide_session`).
 //!
 //! Pure: the caller reads a bounded tail of the file and hands over its text. Every
 //! line is judged alone: a line that does not parse (the torn last line Claude Code
@@ -1899,9 +1900,20 @@ fn own_file_named(f: &SessionFacts, output: &str) -> Option<String> {
     if has(&n, OUTSIDE) || says_access_refused(output) {
         return None;
     }
+    // A file of the same name inside a dependency (`~/.cargo/registry/.../src/lib.rs`,
+    // `node_modules/x/index.js`) is not the session's edit.
+    const DEPENDENCY: &[&str] =
+        &["registry/", "node_modules/", "site-packages/", "dist-packages/", "vendor/", "pkg/mod/", "/usr/", ".m2/"];
+    let tokens: Vec<&str> = output.split(|c: char| c.is_whitespace() || "'\"`()[]<>,".contains(c)).collect();
     f.edited_paths.iter().find_map(|p| {
         let name = p.rsplit('/').next().unwrap_or(p);
-        let named = name.len() >= 4 && name.contains('.') && !is_prose(p) && output.contains(name);
+        let named = name.len() >= 4
+            && name.contains('.')
+            && !is_prose(p)
+            && tokens.iter().any(|t| {
+                let file = t.split(':').next().unwrap_or(t);
+                (file == name || file.ends_with(&format!("/{name}"))) && !DEPENDENCY.iter().any(|d| file.contains(d))
+            });
         named.then(|| name.to_string())
     })
 }
@@ -2333,6 +2345,13 @@ mod tests {
         ]
         .join("\n");
         assert_eq!(read(&t, &[]).own_error, None);
+        let t = [
+            edit("e", "/repo/src/lib.rs"),
+            bash("b", "cargo build"),
+            result("b", true, "Exit code 101\nerror: --> /home/u/.cargo/registry/src/ring-0.17/src/lib.rs:9:1"),
+        ]
+        .join("\n");
+        assert_eq!(read(&t, &[]).own_error, None, "a dependency's file of the same name");
         // Prose edited after the last run leaves the code verified.
         let t = [
             edit("e", "/repo/src/lib.rs"),
