@@ -89,9 +89,9 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let unreached = f
         .instruction
         .as_ref()
-        .filter(|i| i.kind == InstructionKind::Stop)
+        .filter(|i| matches!(i.kind, InstructionKind::Stop | InstructionKind::Pause))
         .and(f.stop_point.as_ref())
-        .and_then(|sp| stop_point_unreached(sp, &durable_plans(evidence), f.first_open_step));
+        .and_then(|sp| stop_point_unreached(sp, &durable_plans(evidence), f));
     // 1. The user's own instruction, read from the user's turns (never from a tool
     //    result that quotes one), is the strongest reason to stop.
     if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished && unreached.is_none()) {
@@ -134,13 +134,18 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // run, which the message does not mention: the newest fact refutes "done".
     let check_failed = f.last_check.as_ref().filter(|c| !c.ok && f.last_test.as_ref() != Some(c) && !names(text, c));
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
+    // The claim's own words against the tool results, whatever the plan's boxes say.
+    let claim_false = claim_refuted(&claims, f, evidence, &plans);
     // Finished work whose boxes the agent never ticked: the plan was not touched in the
     // session, the work was edited and then verified (the last test or check passed,
     // nothing edited after it), and the completion claim names every open step. The
     // boxes are a record the agent forgot, not work left; anything short of that
     // evidence leaves the steps open.
     let unticked_done = open > 0
-        && reading.reason == Some(Reason::Completion)
+        && matches!(reading.reason, None | Some(Reason::Completion))
+        && !reading.drift
+        && !reading.stated_continuation
+        && !reading.false_excuse
         && !checked_without_work
         && f.plan_edits == 0
         && open_now == open_at_head
@@ -149,11 +154,10 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         && f.last_check.as_ref().is_some_and(|c| c.ok)
         && test_failed.is_none()
         && plans.iter().all(|p| p.unchecked_steps.len() == p.unchecked_count)
-        && plans
-            .iter()
-            .flat_map(|p| p.unchecked_steps.iter())
-            .filter(|s| !left_to_user(s, f))
-            .all(|s| named_in(text, s));
+        && plans.iter().flat_map(|p| p.unchecked_steps.iter()).filter(|s| !left_to_user(s, f)).all(|s| {
+            let (tied, words) = work_ties(s, text, f);
+            named_in(text, s) || (words > 0 && tied >= 2.min(words))
+        });
     let open = if unticked_done { 0 } else { open };
     let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
     let facts_line = match users {
@@ -163,8 +167,31 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // 2. A claimed instruction the transcript does not hold. The user's turns hold one
     //    when an instruction was read from them or they leave work out ("skip the
     //    export"): the message then repeats the user's request, it does not invent one.
-    if claims.user_instruction && f.instruction.is_none() && f.left_to_user.is_empty() {
+    //    A last turn with words of limiting that no instruction was read from may hold
+    //    one in words the reader does not know: the claim gets the benefit of the doubt.
+    if (claims.user_instruction || claims.stop_instruction)
+        && f.instruction.is_none()
+        && f.left_to_user.is_empty()
+        && !f.last_turn_limits
+    {
         return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
+    }
+    // An access refusal the tools met, reported in words the access reading does not
+    // hold ("the session token has expired"): an obstacle met, not an excuse.
+    if reading.reason.is_none() && f.access_failures > 0 && reasons::names_access(text) && reasons::blocks(text) {
+        let last = f.last_error.as_deref().unwrap_or("-");
+        return allow_like(
+            Rule::LegitMissingInfo,
+            &format!("an access refusal the tools met: \"{last}\"; {facts_line}"),
+        );
+    }
+    // Asking before a destructive or irreversible act is a decision only the user can
+    // make, however many plan steps are open ("confirm before I run the delete").
+    if reading.reason.is_none() && reasons::asks_confirmation_first(text) {
+        return allow_like(
+            Rule::LegitDesignQuestion,
+            "the agent asks the user to confirm a destructive or irreversible action first",
+        );
     }
     if let Some(why) = unreached.as_deref()
         && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
@@ -177,6 +204,16 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         Some(Reason::Error) if f.tool_errors == 0 => {
             Some("blames an error, but no tool call of the session failed (an obstacle never met)".into())
         }
+        // The failing build or test names a file the session edited: the error is the
+        // agent's own work in progress, not an obstacle.
+        Some(Reason::Error)
+            if f.last_check.as_ref().is_some_and(|c| !c.ok)
+                && f.own_error.is_some()
+                && !reasons::questions(text, &steps).genuine_decision =>
+        {
+            let file = f.own_error.as_deref().unwrap_or("-");
+            Some(format!("blames an error in a file the session edited (`{file}`): fixing it is the work"))
+        }
         Some(Reason::Error) => {
             let last = f.last_error.as_deref().unwrap_or("-");
             return allow_like(Rule::LegitError, &format!("an error the agent reports and the tools met: \"{last}\""));
@@ -185,7 +222,7 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         // said access was refused, and the plan's next steps are open: the obstacle
         // was never met (a tool that showed the secret set is no failure either).
         Some(Reason::MissingAccess)
-            if reading.credential
+            if (reading.credential || lack_ties_open_step(&reading, &plans, f))
                 && open > 0
                 && f.tool_calls > 0
                 && f.tool_errors == 0
@@ -199,7 +236,9 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         }
         Some(Reason::Question) => {
             let q = reasons::questions(text, &steps);
-            if q.asks_plan_step && !q.genuine_decision && open > 0 {
+            if let Some(step) = plan_decides(text, &plans, f).filter(|_| !q.other_decision && open > 0) {
+                Some(format!("asks a choice the plan already makes (\"{step}\")"))
+            } else if q.asks_plan_step && !q.genuine_decision && open > 0 {
                 Some("asks leave for the plan's own next step".into())
             } else if q.hands_off && !q.genuine_decision && open > 0 {
                 Some(format!("hands the work back for a look while the plan has {open} open step(s)"))
@@ -210,9 +249,14 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
                 );
             }
         }
-        Some(Reason::Completion) => {
-            completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed)
-        }
+        Some(Reason::Completion) => completion_refuted(
+            open,
+            checked_without_work,
+            test_failed,
+            unverified_tests,
+            check_failed,
+            claim_false.clone(),
+        ),
         _ => None,
     };
     if let Some(why) = refuted {
@@ -220,15 +264,19 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // 4. No reason in the words: finished, verified work is still a legitimate stop,
     //    whatever the message offers next ("let me know if you want more").
-    let finished = !plans.is_empty()
-        && completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed).is_none()
-        && f.did_work();
+    let unfinished =
+        completion_refuted(open, checked_without_work, test_failed, unverified_tests, check_failed, claim_false);
+    let finished = !plans.is_empty() && unfinished.is_none() && f.did_work();
     // A claim the evidence refutes ("everything is committed" with a dirty tree) is no finish.
     if finished && !reading.stated_continuation && !reading.false_excuse {
         return allow_like(
             Rule::LegitCompletion,
             &format!("every plan step is checked and the work is verified; {facts_line}"),
         );
+    }
+    // A ticked plan with work behind it that a fact refutes: the log names that fact.
+    if let Some(why) = unfinished.filter(|_| open == 0 && !plans.is_empty() && f.did_work()) {
+        return refuse(cont, &why, &facts_line);
     }
     let guard = if reading.false_excuse {
         "false excuse: the stated obstacle is the session itself, or a claim the evidence refutes"
@@ -241,6 +289,10 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     };
     refuse(cont, guard, &facts_line)
 }
+
+/// A plan ticked in the session is weighed against the files edited only from this
+/// many ticked steps on: two steps done in one or two files are common and honest.
+const MIN_TICKED_UNTIED: usize = 3;
 
 /// Words too common in plan steps to tie a user's clause to one.
 const STEP_STOPWORDS: &[&str] = &[
@@ -269,6 +321,7 @@ fn completion_refuted(
     test_failed: Option<&super::session::CommandRun>,
     unverified_tests: bool,
     check_failed: Option<&super::session::CommandRun>,
+    claim_false: Option<String>,
 ) -> Option<String> {
     if checked_without_work {
         return Some(format!(
@@ -288,7 +341,98 @@ fn completion_refuted(
     if let Some(c) = check_failed {
         return Some(format!("claims completion while the last check failed after the tests (`{}`)", c.command));
     }
+    claim_false
+}
+
+/// Why the final message's own words are refuted by the tool results, if they are,
+/// whatever the plan's boxes say: a passing run claimed from before the last code
+/// edits, "committed" while no commit ran and the tree is dirty, or plan steps ticked
+/// in the session that most tie to no file edited or command run and no test ran.
+fn claim_refuted(
+    claims: &reasons::Claims,
+    f: &SessionFacts,
+    evidence: &Evidence,
+    plans: &[&PlanArtefact],
+) -> Option<String> {
+    if claims.tests_pass && f.last_check.as_ref().is_some_and(|c| c.ok) && f.code_edits_after_check > 0 {
+        return Some(format!(
+            "says the tests pass, but {} code edit(s) came after the last passing run",
+            f.code_edits_after_check
+        ));
+    }
+    if claims.committed
+        && f.tool_calls > 0
+        && f.commits == 0
+        && evidence.commits_since_start.is_empty()
+        && evidence.uncommitted.is_some_and(|n| n > 0)
+    {
+        return Some(format!(
+            "says the work is committed, but no commit ran in the session and {} path(s) are uncommitted",
+            evidence.uncommitted.unwrap_or(0)
+        ));
+    }
+    let ticked: Vec<&String> =
+        plans.iter().flat_map(|p| p.head_unchecked_steps.iter().filter(|s| !p.unchecked_steps.contains(s))).collect();
+    let untied = ticked.iter().filter(|s| work_ties(s, "", f).0 == 0).count();
+    // Conservative on purpose: more steps ticked than files edited (plus one), and at
+    // least half of them tied to nothing; a plan of small steps done in one file with
+    // its words in the paths stays finished.
+    if ticked.len() >= MIN_TICKED_UNTIED
+        && ticked.len() > f.edited_paths.len() + 1
+        && f.test_runs == 0
+        && untied * 2 >= ticked.len()
+    {
+        return Some(format!(
+            "{untied} of the {} plan step(s) checked in the session tie to no file edited or command run, and no test ran",
+            ticked.len()
+        ));
+    }
     None
+}
+
+/// How a plan step ties to the session's work: how many of its content words are
+/// words of `message`, parts of an edited path or words of a command run (a commit
+/// message included; a command that ticks boxes aside), and how many it has.
+fn work_ties(step: &str, message: &str, f: &SessionFacts) -> (usize, usize) {
+    let said = step_words(message);
+    let paths: Vec<String> = f.edited_paths.iter().map(|p| p.to_ascii_lowercase()).collect();
+    let commands: Vec<String> = f.commands.iter().filter(|c| !c.contains("[x]")).map(|c| reasons::norm(c)).collect();
+    let mut words = step_words(step);
+    words.sort_unstable();
+    words.dedup();
+    let tied = words
+        .iter()
+        .filter(|w| {
+            said.contains(w)
+                || paths.iter().any(|p| p.contains(w.as_str()))
+                || commands.iter().any(|c| c.contains(&format!(" {w}")))
+        })
+        .count();
+    (tied, words.len())
+}
+
+/// The open step that already makes the choice the message asks, if one does.
+fn plan_decides(text: &str, plans: &[&PlanArtefact], f: &SessionFacts) -> Option<String> {
+    let choice = reasons::choice(text)?;
+    plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter())
+        .filter(|s| !left_to_user(s, f))
+        .find(|s| reasons::step_decides(s, &choice))
+        .cloned()
+}
+
+/// Whether the sentence in which the agent says it lacks a credential or access names
+/// an open step of the plan that is the agent's own (not a destructive or user-owned
+/// act such as a production deploy): such a credential is one a tool call would meet.
+fn lack_ties_open_step(reading: &reasons::Reading, plans: &[&PlanArtefact], f: &SessionFacts) -> bool {
+    let Some(sentence) = reading.lack_sentence.as_deref() else { return false };
+    let said = step_words(sentence);
+    plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter())
+        .filter(|s| !left_to_user(s, f))
+        .any(|s| !reasons::destructive(&reasons::norm(s)) && step_words(s).iter().any(|w| said.contains(w)))
 }
 
 /// Whether the message names a check run: a word of its command line (three letters
@@ -316,18 +460,22 @@ fn named_in(message: &str, step: &str) -> bool {
 /// Content words of a step or a stop point, a final `s` ignored.
 fn step_words(s: &str) -> Vec<String> {
     let stem = |w: &str| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string();
-    reasons::norm(s).split(' ').filter(|w| w.len() >= 4 && !STEP_STOPWORDS.contains(w)).map(stem).collect()
+    // A path is words too ("GET /articles/ID" names the articles).
+    reasons::norm(s).split([' ', '/']).filter(|w| w.len() >= 4 && !STEP_STOPWORDS.contains(w)).map(stem).collect()
 }
 
 /// Why the user's stop point is not reached, if it is not: a numbered point at or
 /// past the first open step, or the step to stop before (or after) with open steps
 /// before it (or still open itself). A point that ties to no open step is taken as
 /// reached: when in doubt, the user's word stands.
-fn stop_point_unreached(
-    sp: &super::session::StopPoint,
-    plans: &[&PlanArtefact],
-    first_open: Option<usize>,
-) -> Option<String> {
+fn stop_point_unreached(sp: &super::session::StopPoint, plans: &[&PlanArtefact], f: &SessionFacts) -> Option<String> {
+    let first_open = f.first_open_step;
+    // A condition on the checks is read against the newest one.
+    if sp.when_passing
+        && let Some(c) = f.last_check.as_ref().filter(|c| !c.ok)
+    {
+        return Some(format!("the user said to stop once the checks pass, and the last one failed (`{}`)", c.command));
+    }
     if let (Some(n), Some(p)) = (sp.last_step, first_open)
         && p <= n
     {
@@ -349,7 +497,12 @@ fn stop_point_unreached(
             steps[k]
         ));
     }
+    // A step checked in the session that the point names as well is where the user
+    // said to stop ("stop after the worker": the worker step is done).
+    let ticked: Vec<&String> =
+        plans.iter().flat_map(|p| p.head_unchecked_steps.iter().filter(|s| !p.unchecked_steps.contains(s))).collect();
     if !sp.after.is_empty()
+        && !ticked.iter().any(|s| ties(&sp.after, s))
         && let Some(s) = steps.iter().find(|s| ties(&sp.after, s))
     {
         return Some(format!("the user said to stop after \"{s}\", which is still open"));

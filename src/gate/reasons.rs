@@ -42,6 +42,11 @@ pub struct Reading {
     /// it lacks (not information only the user has, and not for an action the user
     /// must own such as a deploy): a tool call that met it can show it.
     pub credential: bool,
+    /// The sentence (normalised) in which the agent says it lacks a credential or
+    /// access, whatever the action: `builtin` ties it to an open plan step, because a
+    /// credential claimed missing for the plan's own next step is one a tool call
+    /// would have met.
+    pub lack_sentence: Option<String>,
 }
 
 /// Lower-case, apostrophes dropped (`can't` -> `cant`), every other non-alphanumeric
@@ -589,7 +594,11 @@ pub fn read(message: &str, uncommitted: Option<bool>) -> Reading {
             " cant access",
             " cannot access",
         ];
-        r.credential |= lacks && has(t, OWN_LACK) && !s.question && !has(t, MISSING_INFO) && !has(t, DESTRUCTIVE);
+        let own_lack = lacks && has(t, OWN_LACK) && !s.question && !has(t, MISSING_INFO);
+        r.credential |= own_lack && !has(t, DESTRUCTIVE);
+        if own_lack && r.lack_sentence.is_none() {
+            r.lack_sentence = Some(t.clone());
+        }
         access |= lacks || has(t, MISSING_INFO);
         error_noun |= has(t, ERROR);
         blocker |= has(t, BLOCKER);
@@ -672,6 +681,12 @@ pub struct Claims {
     pub user_instruction: bool,
     /// Open work is waved away as optional, out of scope, trivial or for someone else.
     pub waves_away: bool,
+    /// A sentence says the work is committed or pushed (not "uncommitted", not a question).
+    pub committed: bool,
+    /// A sentence says the agent stops or waits because it was told to ("following
+    /// the instruction to stop after the first step"): an instruction to stop that
+    /// must be in the user's turns.
+    pub stop_instruction: bool,
 }
 
 /// A test, build or check word next to a passing word, not negated.
@@ -699,6 +714,21 @@ const CLAIMS_INSTRUCTION: &[&str] = &[
     " you said to",
 ];
 /// Open work called unnecessary.
+/// A test runner named as a word of a claim ("PHPUnit is green", "pytest passes",
+/// "jest is clean"): a name ending like a test framework's, or a runner without one.
+fn names_runner(w: &str) -> bool {
+    const RUNNERS: &[&str] = &["jest", "mocha", "rspec", "vitest", "ava", "jasmine", "karma", "cypress", "playwright"];
+    (w.len() > 4 && (w.ends_with("unit") || w.ends_with("test") || w.ends_with("spec"))) || RUNNERS.contains(&w)
+}
+
+/// Words that say the agent was told something ("the instruction to ...", "I was
+/// told to", "as directed").
+const TOLD: &[&str] = &[" instruction", " instructed", " told to", " directed", " asked to", " the request to"];
+/// Words of stopping or waiting, next to [`TOLD`] in a claim of a stop instruction.
+const HALTS: &[&str] = &[" stop", " wait", " pause", " halt", " approval", " hold off"];
+/// The agent's own stop now, next to a claimed instruction ("I'm waiting", "here").
+const HERE: &[&str] = &[" here", " waiting", " wait for", " your approval", " your review", " until you", " now"];
+
 const WAVES_AWAY: &[&str] = &[
     " optional",
     " out of scope",
@@ -725,8 +755,12 @@ pub fn claims(message: &str) -> Claims {
     let mut c = Claims::default();
     for s in sentences(message) {
         let t = &s.text;
-        c.tests_pass |= has(t, TESTS) && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
+        let names_tests = has(t, TESTS) || t.split(' ').any(names_runner);
+        c.tests_pass |= names_tests && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
+        const NOT_SAVED: &[&str] = &[" nothing", " no ", " without", " yet", " left", " leave", " once ", " when "];
+        c.committed |= has(t, &[" committed", " pushed"]) && !has(t, NOT_PASSING) && !has(t, NOT_SAVED) && !s.question;
         c.user_instruction |= has(t, CLAIMS_INSTRUCTION);
+        c.stop_instruction |= has(t, TOLD) && has(t, HALTS) && has(t, HERE) && !s.question;
         c.waves_away |= has(t, WAVES_AWAY);
     }
     c
@@ -840,6 +874,10 @@ pub struct Questions {
     /// A question or request hands the work to the user for a look ("Could you
     /// review it?", "please take a look at the PR"): a hand-off, not a decision.
     pub hands_off: bool,
+    /// A genuine decision for a reason other than a choice between alternatives or an
+    /// open question: a destructive action, access the agent lacks, information only
+    /// the user has. A plan that names the choice never answers these.
+    pub other_decision: bool,
 }
 
 /// The user as the subject of a look the agent asks for (`t` normalised).
@@ -863,8 +901,10 @@ pub fn questions(message: &str, steps: &[String]) -> Questions {
             continue;
         }
         let alternatives = s.question && t.contains(" or ") && !t.contains(" or not ") && !t.ends_with(" or ");
-        if alternatives || has(t, DESTRUCTIVE) || (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO) {
+        let other = has(t, DESTRUCTIVE) || (has(t, ACCESS) && has(t, LACK)) || has(t, MISSING_INFO);
+        if alternatives || other {
             q.genuine_decision = true;
+            q.other_decision |= other;
             continue;
         }
         if asks_for_a_look(t) && !has(t, &[" which ", " what ", " how ", " whether ", " who ", " if "]) {
@@ -890,9 +930,134 @@ pub fn questions(message: &str, steps: &[String]) -> Questions {
     q
 }
 
+/// Whether a normalised text names a destructive or irreversible action, or one the
+/// user owns (drop, delete, force push, publish, production).
+pub(crate) fn destructive(t: &str) -> bool {
+    has(t, DESTRUCTIVE)
+}
+
+/// Words too common to be one side of a choice ("in Postgres or in Redis").
+const CHOICE_FILLER: &[&str] = &[
+    "in", "on", "at", "to", "with", "use", "using", "the", "a", "an", "as", "by", "via", "it", "we", "be", "into",
+    "of", "for", "keep", "go", "just",
+];
+
+/// The two sides of the first choice the message asks ("should the flags live in
+/// Postgres or in Redis?"): the word before ` or ` and the first word after it that
+/// is not a filler, both normalised.
+pub fn choice(message: &str) -> Option<(String, String)> {
+    sentences(message).into_iter().filter(|s| s.question).find_map(|s| {
+        let (before, after) = s.text.split_once(" or ")?;
+        // "Can you push it, or refresh the token?" asks the user to act, not to choose.
+        if has(before, &[" can you ", " could you ", " would you ", " will you ", " do you mind"]) {
+            return None;
+        }
+        let a = before.split(' ').rev().find(|w| !w.is_empty() && !CHOICE_FILLER.contains(w))?;
+        let b = after.split(' ').find(|w| !w.is_empty() && !CHOICE_FILLER.contains(w))?;
+        (a.len() >= 3 && b.len() >= 3 && a != b && b != "not").then(|| (a.to_string(), b.to_string()))
+    })
+}
+
+/// Whether a plan step makes the choice `(a, b)`: it names one side and not the
+/// other, or names both and rules one out ("Postgres, not Redis", "instead of
+/// Redis"). A step that leaves it open ("Postgres or Redis", "decide", "choose",
+/// "TBD") makes none.
+pub fn step_decides(step: &str, choice: &(String, String)) -> bool {
+    let t = norm(step);
+    let (a, b) = (format!(" {} ", choice.0), format!(" {} ", choice.1));
+    // A step that leaves the choice open or only proposes one decides nothing.
+    const OPEN: &[&str] = &[
+        " or ",
+        " decide ",
+        " choose ",
+        " tbd ",
+        " pick ",
+        " confirm",
+        " maybe ",
+        " probably ",
+        " tentativ",
+        " propos",
+        " option",
+        " vs ",
+        " versus ",
+        " undecided",
+        " unclear",
+        " to be decided",
+        " either ",
+    ];
+    if has(&t, OPEN) || step.contains('?') {
+        return false;
+    }
+    let rules_out = |x: &str| {
+        [" not", " instead of", " rather than", " over", " no", " without", " drop"]
+            .iter()
+            .any(|n| t.contains(&format!("{n}{x}")))
+    };
+    match (t.contains(&a), t.contains(&b)) {
+        (true, false) | (false, true) => true,
+        (true, true) => rules_out(&a) || rules_out(&b),
+        (false, false) => false,
+    }
+}
+
+/// Whether the message asks the user to confirm a destructive or irreversible action
+/// before the agent takes it ("please confirm before I run the delete"): a sentence
+/// with a word of confirmation, a destructive action and the agent's pending act.
+pub fn asks_confirmation_first(message: &str) -> bool {
+    const CONFIRM: &[&str] =
+        &[" confirm", " approv", " sign off", " go ahead", " green light", " say so", " your ok", " your okay"];
+    const PENDING: &[&str] = &[" before ", " ill ", " i will ", " then i ", " until "];
+    // The destructive act is the one pending: it follows the marker ("... before I run
+    // the delete", "I'll purge them"), not a thing already built ("the delete endpoint").
+    sentences(message).iter().any(|s| {
+        has(&s.text, CONFIRM)
+            && PENDING.iter().any(|p| s.text.match_indices(p).any(|(i, _)| has(&s.text[i..], DESTRUCTIVE)))
+    })
+}
+
+/// Whether the message says something stands in the way (a blocker or a lack).
+pub fn blocks(message: &str) -> bool {
+    let t = norm(message);
+    has(&t, BLOCKER) || has(&t, LACK) || has(&t, &[" expired", " revoked", " refused"])
+}
+
+/// Whether the message names access or a credential in any form, an expiry included
+/// ("the session token has expired"): with an access refusal the tools met, such a
+/// sentence reports that refusal, it is no excuse.
+pub fn names_access(message: &str) -> bool {
+    let t = norm(message);
+    has(&t, ACCESS) || has(&t, &[" token", " expired", " sso", " reauth", " sign in", " signed out", " logged out"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_4_claims_choices_and_confirmations() {
+        assert!(claims("The export is done and PHPUnit is all green.").tests_pass);
+        assert!(!claims("The export is done; phpunit is not green yet.").tests_pass);
+        assert!(claims("It is tested and committed.").committed);
+        assert!(!claims("Nothing is committed yet, so you can review the diff.").committed);
+        assert!(claims("As the instructions say, I'm stopping here until you approve.").stop_instruction);
+        assert!(!claims("Following the README's instructions I stopped the old workers; all done.").stop_instruction);
+        let c = choice("Should the flags live in Postgres or in Redis? Which do you prefer?").unwrap();
+        assert_eq!(c, ("postgres".to_string(), "redis".to_string()));
+        assert!(step_decides("Store the flags in Postgres (decided, not Redis)", &c));
+        assert!(step_decides("Add the Postgres flag table", &c));
+        assert!(!step_decides("Pick the flag store: Postgres or Redis", &c));
+        assert!(!step_decides("Use Postgres for flags (to confirm with ops)", &c));
+        assert!(!step_decides("Add the admin endpoints", &c));
+        assert_eq!(choice("Can you push it, or refresh the token?"), None, "a request to act, not a choice");
+        assert!(asks_confirmation_first("Please look over the CSV and confirm before I run the delete."));
+        assert!(asks_confirmation_first("Once you've confirmed the list I'll purge them."));
+        assert!(!asks_confirmation_first("The delete endpoint is in; confirm the shape and I'll add the email."));
+        let q = questions("Should I drop the table now or archive the rows first?", &[]);
+        assert!(q.genuine_decision && q.other_decision);
+        let q = questions("Should the cache be Memcached or Valkey?", &[]);
+        assert!(q.genuine_decision && !q.other_decision);
+        assert!(read("I don't have the deploy credentials, so I can't push the image.", None).lack_sentence.is_some());
+    }
 
     #[test]
     fn norm_keeps_word_boundaries() {
@@ -942,7 +1107,10 @@ mod tests {
         assert!(claims("As you asked, I stopped after the parser.").user_instruction);
         let steps = vec!["Add retry logic to the HTTP client".to_string()];
         let q = questions("Should I go ahead and add the retry logic to the client?", &steps);
-        assert_eq!(q, Questions { asks_plan_step: true, genuine_decision: false, hands_off: false });
+        assert_eq!(
+            q,
+            Questions { asks_plan_step: true, genuine_decision: false, hands_off: false, other_decision: false }
+        );
         let q = questions("Should the retry use exponential backoff or a fixed delay?", &steps);
         assert!(q.genuine_decision);
         let q = questions("Shall I drop the legacy table in production now?", &steps);

@@ -2,8 +2,9 @@
 //! what the user said since the task started (an instruction to stop, to pause for a
 //! review, to keep the scope small; an interrupt), what the agent's tools did (test
 //! and build commands with their exit status and failure counts, commits, edits,
-//! edits of the plan file) and the agent's last text. These are facts the stop
-//! gate weighs a final message's claims against (`builtin::decide_session`).
+//! edits of the plan file, the files edited and the commands run, an error in a file
+//! the session edited) and the agent's last text. These are facts the stop gate
+//! weighs a final message's claims against (`builtin::decide_session`).
 //!
 //! Pure: the caller reads a bounded tail of the file and hands over its text. Every
 //! line is judged alone: a line that does not parse (the torn last line Claude Code
@@ -32,6 +33,10 @@ pub const MAX_PROBE_OUTPUT: usize = 1024;
 /// At most this many tool calls wait for their result at once; a transcript with
 /// more unanswered calls than this is not one an agent writes, and the map stays bounded.
 pub const MAX_PENDING_CALLS: usize = 4096;
+/// At most this many distinct edited paths and shell commands are kept: they tie plan
+/// steps to the session's work by their words, and a session that edits or runs more
+/// than this has long left the plan's scale (the counts stay exact).
+pub const MAX_KEPT_PATHS: usize = 256;
 
 /// What the user asked for about stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -126,6 +131,29 @@ pub struct SessionFacts {
     /// caller sets it from the plan file, so that a numbered stop point can be
     /// compared with where the plan stands.
     pub first_open_step: Option<usize>,
+    /// The distinct files edited (other than the plan), in the order first edited, at
+    /// most [`MAX_KEPT_PATHS`]: a plan step ties to the work by a word of a path.
+    pub edited_paths: Vec<String>,
+    /// The shell commands run (bounded, one line each, at most [`MAX_KEPT_PATHS`]). Not
+    /// sent to an external authority: a command line may carry a secret (a header, an
+    /// exported token), and the commands a rule cites are in `last_test` / `last_build`.
+    #[serde(skip)]
+    pub commands: Vec<String>,
+    /// Work edits of files that are not prose (not `.md`, `.rst`, `.txt`, a README or
+    /// a CHANGELOG).
+    pub code_edits: usize,
+    /// Of [`Self::code_edits`], those made after the last verification run: a passing
+    /// run older than them does not verify the code as it stands.
+    pub code_edits_after_check: usize,
+    /// When the last error result was a build, test or check whose output names a
+    /// file the session edited (`src/uart.rs:52`), that file: an error in the agent's
+    /// own edit is work, not an obstacle.
+    pub own_error: Option<String>,
+    /// The user's last turn holds a word of stopping, waiting or limiting ("review",
+    /// "only", "skip", "later", "don't") that no instruction was read from: a message
+    /// that says it follows the user's instruction may be repeating words the reader
+    /// does not know, so such a claim is given the benefit of the doubt.
+    pub last_turn_limits: bool,
 }
 
 /// The point a user's stop instruction names.
@@ -137,6 +165,9 @@ pub struct StopPoint {
     pub before: Vec<String>,
     /// Content words of the step to stop after ("stop after the parser").
     pub after: Vec<String>,
+    /// The stop is a condition on the tests or the build ("stop once they're green",
+    /// "until the suite passes"): met only when the last check passed.
+    pub when_passing: bool,
 }
 
 impl SessionFacts {
@@ -589,15 +620,57 @@ fn is_question_only(t: &str) -> bool {
         "was", "were", "has", "have", "any", "quick",
     ];
     let t = t.trim();
-    let body = t.trim_end_matches('?');
+    // The question, and what follows its mark: a short remark that asks for no change
+    // ("just want the number", "thanks") keeps the turn a question.
+    let Some(mark) = t.rfind('?') else { return false };
+    let (body, rest) = (t[..mark].trim_end_matches('?'), &t[mark + 1..]);
     let first = norm(t);
     let first = first.split(' ').find(|w| !w.is_empty()).unwrap_or("");
-    t.ends_with('?')
-        && OPENERS.contains(&first)
+    OPENERS.contains(&first)
         && !body.contains('?')
         && !body.contains(". ")
         && !body.contains("! ")
         && !body.contains('\n')
+        && asks_no_change(rest)
+}
+
+/// Whether the text after a question asks for nothing to be changed: empty, or a
+/// short remark with no verb of work ("just want the number", "no rush").
+fn asks_no_change(rest: &str) -> bool {
+    const CHANGE: &[&str] = &[
+        " fix",
+        " add",
+        " implement",
+        " change",
+        " update",
+        " make",
+        " write",
+        " create",
+        " remove",
+        " delete",
+        " refactor",
+        " build",
+        " commit",
+        " push",
+        " rename",
+        " move",
+        " migrate",
+        " continue",
+        " finish",
+        " do ",
+        " also",
+        " then",
+        " run ",
+        " edit",
+        " replace",
+        " bump",
+        " install",
+        " deploy",
+        " set ",
+        " start",
+    ];
+    let n = norm(rest);
+    n.trim().is_empty() || (n.split(' ').filter(|w| !w.is_empty()).count() <= 12 && !has(&n, CHANGE))
 }
 
 /// Words that ask for all of the work.
@@ -1402,6 +1475,7 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
+    f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
     f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
     let go_on = instruction_of(t);
     if go_on == Some(None) {
@@ -1416,7 +1490,10 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     }
     match go_on {
         Some(Some(kind)) => {
-            f.stop_point = if kind == InstructionKind::Stop { stop_point(t) } else { None };
+            // A pause names a point too ("do it up to the controller, then stop
+            // before the frontend; I'll review the API").
+            f.stop_point =
+                if matches!(kind, InstructionKind::Stop | InstructionKind::Pause) { stop_point(t) } else { None };
             *in_force = Some(Instruction { kind, quote: clip(t) });
         }
         Some(None) => {
@@ -1432,6 +1509,33 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         }
     }
 }
+
+/// Words of stopping, waiting or limiting in a user's turn, read loosely (stems): only
+/// a hint, never an instruction (see [`SessionFacts::last_turn_limits`]).
+const LIMIT_HINTS: &[&str] = &[
+    " stop",
+    " wait",
+    " pause",
+    " halt",
+    " hold off",
+    " hold on",
+    " review",
+    " approv",
+    " enough",
+    " leave",
+    " skip",
+    " myself",
+    " tomorrow",
+    " later",
+    " only ",
+    " dont ",
+    " do not ",
+    " short",
+    " small",
+    " minimal",
+    " before ",
+    " check with",
+];
 
 /// Words too common to name a step in a stop point.
 const POINT_STOPWORDS: &[&str] = &[
@@ -1480,11 +1584,62 @@ fn stop_point(text: &str) -> Option<StopPoint> {
         w[i + 1..]
             .iter()
             .take(5)
-            .take_while(|y| !matches!(**y, "i" | "so" | "because" | "since" | "as" | "but" | "and"))
+            // The point ends where the sentence goes on ("..., then stop before the UI").
+            .take_while(|y| {
+                !matches!(
+                    **y,
+                    "i" | "ill"
+                        | "im"
+                        | "we"
+                        | "so"
+                        | "because"
+                        | "since"
+                        | "as"
+                        | "but"
+                        | "and"
+                        | "then"
+                        | "stop"
+                        | "before"
+                        | "after"
+                )
+            })
             .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
             .map(|y| y.to_string())
             .collect()
     };
+    // A point by description: "up to and including the controller" is the step to
+    // finish, "up to the frontend" the step to stop before ("up to step 2" is read above).
+    for (i, x) in w.iter().enumerate() {
+        // "up to step 2" is a number; "up to you", "up to date" name no step.
+        let next = w.get(i + 2).copied().unwrap_or("");
+        if *x != "up"
+            || w.get(i + 1) != Some(&"to")
+            || matches!(next, "step" | "steps" | "you" | "me" | "us" | "them" | "date" | "speed" | "now" | "here")
+        {
+            continue;
+        }
+        if w.get(i + 2) == Some(&"and") && w.get(i + 3) == Some(&"including") {
+            if point.after.is_empty() {
+                point.after = words_after(i + 3);
+            }
+        } else if point.before.is_empty() {
+            point.before = words_after(i + 1);
+        }
+    }
+    // A condition on the checks ("stop once they're green", "until the suite passes").
+    const CONDITION: &[&str] = &["once", "when", "until", "till", "soon", "after"];
+    const PASSING: &[&str] =
+        &["green", "pass", "passes", "passing", "passed", "succeed", "succeeds", "compiles", "builds", "clean"];
+    // Only in a sentence that stops: "stop after step 2; I'll check when CI passes" is
+    // the user's own look, not a condition on the stop.
+    point.when_passing = text.split(['.', ';', '!', '?', '\n']).any(|sentence| {
+        let n = fix_typos(&norm(sentence));
+        let w: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+        w.iter().any(|x| matches!(*x, "stop" | "stopping" | "halt"))
+            && w.iter()
+                .enumerate()
+                .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)))
+    });
     for (i, x) in w.iter().enumerate() {
         if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
             continue;
@@ -1496,7 +1651,7 @@ fn stop_point(text: &str) -> Option<StopPoint> {
             _ => {}
         }
     }
-    let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty();
+    let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty() || point.when_passing;
     named.then_some(point)
 }
 
@@ -1559,6 +1714,14 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
     match name.unwrap_or("") {
         "Bash" | "bash" | "shell" | "run_shell_command" => {
             let Some(cmd) = input.command else { return Call::Other };
+            if f.commands.len() < MAX_KEPT_PATHS {
+                f.commands.push(clip(&cmd));
+            }
+            // A plan ticked by a shell command (`sed -i 's/- \[ \]/- [x]/' PLAN.md`,
+            // `perl -pi`, a redirect into it) is an edit of the plan like any other.
+            if plan_paths.iter().any(|p| rewrites_in_place(&cmd, p)) {
+                f.plan_edits += 1;
+            }
             let n = norm(&cmd);
             if has(&n, TEST_COMMANDS) {
                 Call::Test(clip(&cmd))
@@ -1589,6 +1752,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 f.plan_edits += 1;
             } else {
                 f.work_edits += 1;
+                if !is_prose(&path) {
+                    f.code_edits += 1;
+                }
+                if !path.is_empty() && f.edited_paths.len() < MAX_KEPT_PATHS && !f.edited_paths.contains(&path) {
+                    f.edited_paths.push(path);
+                }
             }
             Call::Other
         }
@@ -1605,21 +1774,21 @@ struct Latest {
     build: Option<(String, bool, String)>,
     /// Order of the newest test and build results (a counter of verification results),
     /// and how many work edits the session had made when each came.
-    test_at: (usize, usize),
-    build_at: (usize, usize),
+    test_at: (usize, usize, usize),
+    build_at: (usize, usize, usize),
     runs: usize,
 }
 
 impl Latest {
     fn test(&mut self, f: &SessionFacts, run: (String, bool, String)) {
         self.runs += 1;
-        self.test_at = (self.runs, f.work_edits);
+        self.test_at = (self.runs, f.work_edits, f.code_edits);
         self.test = Some(run);
     }
 
     fn build(&mut self, f: &SessionFacts, run: (String, bool, String)) {
         self.runs += 1;
-        self.build_at = (self.runs, f.work_edits);
+        self.build_at = (self.runs, f.work_edits, f.code_edits);
         self.build = Some(run);
     }
 
@@ -1633,13 +1802,14 @@ impl Latest {
             let ok = !failed && !output_says_failed(&output);
             f.last_build = Some(CommandRun { command, ok, failures: None });
         }
-        let (check, edits_then) = if self.build_at.0 > self.test_at.0 {
-            (f.last_build.clone(), self.build_at.1)
+        let (check, at) = if self.build_at.0 > self.test_at.0 {
+            (f.last_build.clone(), self.build_at)
         } else {
-            (f.last_test.clone(), self.test_at.1)
+            (f.last_test.clone(), self.test_at)
         };
         if check.is_some() {
-            f.edits_after_check = f.work_edits.saturating_sub(edits_then);
+            f.edits_after_check = f.work_edits.saturating_sub(at.1);
+            f.code_edits_after_check = f.code_edits.saturating_sub(at.2);
         }
         f.last_check = check;
     }
@@ -1650,6 +1820,10 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     if failed {
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
+        f.own_error = match &call {
+            Some(Call::Test(_) | Call::Build(_) | Call::Shell(_)) => own_file_named(f, &output),
+            _ => None,
+        };
     }
     // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
     // successful output (a test log) is not searched, which keeps a long session fast.
@@ -1677,6 +1851,71 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         _ => {}
     }
+}
+
+/// Whether a command rewrites the file `path` in place: `sed -i` / `perl -pi` naming
+/// it, a redirect into it, `tee` to it.
+fn rewrites_in_place(cmd: &str, path: &str) -> bool {
+    if !cmd.contains(path) {
+        return false;
+    }
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let redirect = words.windows(2).any(|p| matches!(p[0], ">" | ">>") && p[1].ends_with(path))
+        || words.iter().any(|w| w.starts_with('>') && w.trim_start_matches('>').ends_with(path))
+        || words.windows(2).any(|p| p[0] == "tee" && p[1].ends_with(path))
+        || words.windows(3).any(|p| p[0] == "tee" && p[1].starts_with('-') && p[2].ends_with(path));
+    let in_place = words.iter().any(|w| matches!(*w, "sed" | "gsed" | "perl" | "ruby"))
+        && words.iter().any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('i'));
+    redirect || in_place
+}
+
+/// Prose, not code: documentation whose edit after a test run leaves the run valid.
+fn is_prose(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    matches!(ext, "md" | "markdown" | "rst" | "txt" | "adoc")
+        || ["readme", "changelog", "license", "authors", "notice"].iter().any(|p| name.starts_with(p))
+}
+
+/// The edited file a failing build's or test's output names (by its file name, with
+/// an extension), unless the output says the failure came from outside the code (an
+/// access refusal, an unreachable host, a timeout): then it is an obstacle, not the edit.
+fn own_file_named(f: &SessionFacts, output: &str) -> Option<String> {
+    const OUTSIDE: &[&str] = &[
+        " connection refused",
+        " timed out",
+        " timeout",
+        " could not resolve",
+        " name resolution",
+        " network",
+        " unreachable",
+        " rate limit",
+        " service unavailable",
+        " 503 ",
+        " 502 ",
+        " no space left",
+        " out of memory",
+    ];
+    let n = norm(output);
+    if has(&n, OUTSIDE) || says_access_refused(output) {
+        return None;
+    }
+    // A file of the same name inside a dependency (`~/.cargo/registry/.../src/lib.rs`,
+    // `node_modules/x/index.js`) is not the session's edit.
+    const DEPENDENCY: &[&str] =
+        &["registry/", "node_modules/", "site-packages/", "dist-packages/", "vendor/", "pkg/mod/", "/usr/", ".m2/"];
+    let tokens: Vec<&str> = output.split(|c: char| c.is_whitespace() || "'\"`()[]<>,".contains(c)).collect();
+    f.edited_paths.iter().find_map(|p| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        let named = name.len() >= 4
+            && name.contains('.')
+            && !is_prose(p)
+            && tokens.iter().any(|t| {
+                let file = t.split(':').next().unwrap_or(t);
+                (file == name || file.ends_with(&format!("/{name}"))) && !DEPENDENCY.iter().any(|d| file.contains(d))
+            });
+        named.then(|| name.to_string())
+    })
 }
 
 /// Programs that only show or search text: a test report they print is an old one.
@@ -2046,11 +2285,84 @@ mod tests {
         assert_eq!(point("Implement the parser, then stop."), None);
         assert_eq!(point("Do step 3 and stop."), None, "one step alone is no bound");
         assert_eq!(point("Do step 3 and stop; steps 1 and 2 wait for the vendor."), None);
-        assert_eq!(point("Stop once the tests pass."), None, "a condition, not a step");
+        // A condition on the checks is read since round 4, against the last check.
+        let p = point("Stop once the tests pass.").unwrap();
+        assert!(p.when_passing && p.last_step.is_none() && p.before.is_empty() && p.after.is_empty());
+        assert!(!point("Do steps 1-3 and stop.").unwrap().when_passing);
+        assert!(!point("Stop after step 2. I'll check when CI passes.").unwrap().when_passing);
+        // A point by description: the step to finish, the step to stop before.
+        let p = point("Do it up to and including the REST controller, then stop before the frontend.").unwrap();
+        assert_eq!((p.after, p.before), (vec!["rest".to_string(), "controller".into()], vec!["frontend".to_string()]));
+        assert_eq!(
+            point("Take it up to the billing page and stop.").map(|p| p.before),
+            Some(vec!["billing".into(), "page".into()])
+        );
+        assert_eq!(point("It's up to you how to split it, then stop."), None, "\"up to you\" names no step");
+        // A pause names its point too.
+        let t = user("Build it up to and including the validator, I'll review then.");
+        assert_eq!(read(&t, &[]).stop_point.map(|p| p.after), Some(vec!["validator".to_string()]));
         assert_eq!(point("Go up to step 2, then stop.").and_then(|p| p.last_step), Some(2));
         // A later turn that lifts the stop lifts its point.
         let t = [user("Do step 1 and stop."), user("Looks good, continue.")].join("\n");
         assert_eq!(read(&t, &[]).stop_point, None);
+    }
+
+    fn edit(id: &str, path: &str) -> String {
+        serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+            {"type":"tool_use","id":id,"name":"Edit","input":{"file_path":path,"old_string":"a","new_string":"b"}}]}})
+        .to_string()
+    }
+
+    #[test]
+    fn round_4_facts_edits_commands_own_errors_and_question_turns() {
+        // A question with a short remark after it is still a question-only turn; one
+        // that asks for a change is not.
+        assert!(read(&user("how big is the image now? just want the number"), &[]).questions_only);
+        assert!(!read(&user("why is the CI slow? move it to the big runners"), &[]).questions_only);
+        // Words of limiting in the last turn are a hint for a claimed instruction.
+        assert!(read(&user("csv today, the pdf one waits on legal"), &[]).last_turn_limits);
+        assert!(!read(&user("Build the search feature from the plan."), &[]).last_turn_limits);
+        // A plan ticked by a shell command is a plan edit; reading it is not.
+        let plan = ["docs/plans/p.md"];
+        let t = [bash("a", "sed -i 's/- \\[ \\]/- [x]/' docs/plans/p.md"), result("a", false, "")].join("\n");
+        assert_eq!(read(&t, &plan).plan_edits, 1);
+        let t = [bash("a", "grep -c x docs/plans/p.md"), bash("b", "echo done >> docs/plans/p.md")].join("\n");
+        assert_eq!(read(&t, &plan).plan_edits, 1);
+        // A failing build naming an edited file is the agent's own error, unless the
+        // output says the cause is outside (an unreachable host).
+        let t = [
+            edit("e", "/repo/src/uart.rs"),
+            bash("b", "cargo build"),
+            result("b", true, "Exit code 101\nerror[E0308]: mismatched types\n --> src/uart.rs:52:30"),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!((f.own_error.as_deref(), f.edited_paths.len()), (Some("uart.rs"), 1));
+        let t = [
+            edit("e", "/repo/tests/test_client.py"),
+            bash("b", "pytest tests/test_client.py"),
+            result("b", true, "FAILED tests/test_client.py::test_charge - connection refused"),
+        ]
+        .join("\n");
+        assert_eq!(read(&t, &[]).own_error, None);
+        let t = [
+            edit("e", "/repo/src/lib.rs"),
+            bash("b", "cargo build"),
+            result("b", true, "Exit code 101\nerror: --> /home/u/.cargo/registry/src/ring-0.17/src/lib.rs:9:1"),
+        ]
+        .join("\n");
+        assert_eq!(read(&t, &[]).own_error, None, "a dependency's file of the same name");
+        // Prose edited after the last run leaves the code verified.
+        let t = [
+            edit("e", "/repo/src/lib.rs"),
+            bash("t", "cargo test"),
+            result("t", false, "test result: ok. 3 passed; 0 failed"),
+            edit("d", "/repo/README.md"),
+            edit("c", "/repo/src/main.rs"),
+        ]
+        .join("\n");
+        let f = read(&t, &[]);
+        assert_eq!((f.edits_after_check, f.code_edits_after_check), (2, 1));
     }
 
     #[test]

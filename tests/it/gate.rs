@@ -1114,6 +1114,45 @@ fn a_completion_claim_is_weighed_against_the_last_test_run_and_the_plan() {
     assert!(last_event(&r)["rationale"].as_str().unwrap().contains("checked, but nothing else"), "{}", last_event(&r));
 }
 
+/// Round 4: with every box ticked, the message's own words (a passing run, a commit)
+/// are still weighed against what the tools did, and the log names the fact.
+#[test]
+fn a_claims_own_words_are_checked_against_the_tool_results_whatever_the_boxes_say() {
+    let r = planned();
+    r.write("docs/plans/work.md", "# Plan\n- [x] step one\n- [x] step two\n- [x] step three\n");
+    let edit = |id: &str, path: &str| {
+        vec![
+            tool_call(id, "Edit", json!({"file_path": path, "old_string": "a", "new_string": "b"})),
+            tool_output(id, false, "ok"),
+        ]
+    };
+    let run_tests = vec![
+        tool_call("t2", "Bash", json!({"command": "cargo test"})),
+        tool_output("t2", false, "test result: ok. 10 passed; 0 failed"),
+    ];
+    let session = |after: Vec<Value>, last: &str| {
+        let mut lines = vec![user_says("Finish the plan.")];
+        lines.extend(edit("t1", "src/lib.rs"));
+        lines.extend(run_tests.clone());
+        lines.extend(after);
+        lines.push(agent_says(last));
+        transcript(&r, &lines)
+    };
+    // "The tests pass", but code was edited after the last passing run: blocked.
+    let stale = session(edit("t3", "src/main.rs"), "All three steps are in and the tests pass.");
+    let reminder = blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &stale)));
+    assert!(reminder.contains("came after the last passing run"), "{reminder}");
+    // Only documentation edited after the run: the run still verifies the code.
+    let prose = session(edit("t3", "README.md"), "All three steps are in and the tests pass.");
+    assert_allowed(&evaluate(&r, &stop_with_transcript("s2", &prose)));
+    assert_eq!(last_event(&r)["rule"], "U_LEGIT_COMPLETION");
+    // "Committed" while no commit ran and the tree is dirty: blocked, and the log says why.
+    let claimed = session(Vec::new(), "All three steps are done, tested and committed.");
+    blocked_reason(&evaluate(&r, &stop_with_transcript("s3", &claimed)));
+    let why = last_event(&r)["rationale"].as_str().unwrap().to_string();
+    assert!(why.contains("no commit ran in the session"), "{why}");
+}
+
 #[test]
 fn a_torn_or_foreign_transcript_never_fails_the_stop() {
     let r = planned();
