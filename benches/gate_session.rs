@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, unreachable_pub)]
 
 use std::hint::black_box;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -134,20 +134,19 @@ fn main() {
     std::fs::write(&path, &text).unwrap();
     println!("transcript: {:.1} MB, {} lines", text.len() as f64 / 1048576.0, text.lines().count());
 
-    // In-process: read the tail as the gate does and parse it into the session's structure.
+    // In-process: read the tail as the gate does (streamed through a small buffer into
+    // the session's structure, the final message searched from the end).
     let mut parse = Vec::new();
     for _ in 0..30 {
         let t0 = Instant::now();
-        let mut f = std::fs::File::open(&path).unwrap();
-        let len = f.metadata().unwrap().len();
-        f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).unwrap();
-        let mut bytes = Vec::new();
-        f.take(TAIL).read_to_end(&mut bytes).unwrap();
-        let tail = String::from_utf8_lossy(&bytes);
-        let facts = premerge::gate::session::read(&tail, &["docs/plans/work.md"]);
-        black_box(&facts);
+        let tail = premerge::input::Tail::open(&path, premerge::input::Kind::Transcript, TAIL).unwrap();
+        let last = tail.find_from_end(64 * 1024, |l| premerge::gate::payload::last_assistant_text(l)).unwrap();
+        let facts =
+            premerge::gate::session::read_lines(&["docs/plans/work.md"], |each| tail.for_each_line(each)).unwrap();
+        black_box((&facts, &last));
         parse.push(t0.elapsed());
         assert_eq!(facts.last_test.as_ref().map(|t| t.ok), Some(false));
+        assert_eq!(last.as_deref(), Some("All steps are complete and the work is done."));
     }
     parse.sort();
     println!(

@@ -274,6 +274,146 @@ pub(crate) fn read_tail(path: &Path, kind: Kind, limit: u64) -> Result<Vec<u8>, 
     Ok(bytes)
 }
 
+/// How many bytes a [`Tail`] reads at a time: small enough to stay in the CPU's cache
+/// between the kernel's copy and the reader's pass over the lines, large enough that a
+/// 4 MiB tail is a few dozen reads. A longer line grows the buffer (up to the tail).
+pub const TAIL_CHUNK: usize = 64 * 1024;
+
+/// The last bytes of a regular file (at most a limit), opened once and read two ways:
+/// its lines streamed from the front through one reused buffer ([`Tail::for_each_line`]),
+/// and its end searched in growing windows ([`Tail::find_from_end`]). Both see the same
+/// bytes: the range fixed by `fstat` at open, the cut first line dropped when the range
+/// does not start at the beginning (as [`read_tail`] gives it).
+///
+/// Why not one 4 MiB buffer: faulting in and freeing a fresh buffer of the tail's size,
+/// and reading it back from memory after the kernel's copy, was a large part of the
+/// stop gate's time on a long transcript (docs/gate.md, "Speed", round 4).
+pub struct Tail {
+    file: File,
+    path: String,
+    /// Offset of the range's first byte.
+    start: u64,
+    /// Offset just past the range's last byte (the file's size at open).
+    end: u64,
+}
+
+impl Tail {
+    /// Open `path` (a regular file only) and fix the range: its last `limit` bytes.
+    pub fn open(path: &Path, kind: Kind, limit: u64) -> Result<Tail, InputError> {
+        let (file, len) = open_regular(path, kind)?;
+        Ok(Tail { file, path: shown(path), start: len.saturating_sub(limit), end: len })
+    }
+
+    fn read_at(&self, buf: &mut [u8], at: u64) -> Result<usize, InputError> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            match self.file.read_at(buf, at) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(InputError::Io { path: self.path.clone(), why: e.to_string() }),
+            }
+        }
+    }
+
+    /// Call `each` with every whole line of the range, in order, without its `\n` (a
+    /// `\r` before it is kept); a last line without a line end is passed too. The cut
+    /// first line is skipped while reading, however long it is.
+    pub fn for_each_line(&self, each: impl FnMut(&[u8])) -> Result<(), InputError> {
+        self.for_each_line_in(TAIL_CHUNK, each)
+    }
+
+    /// [`Tail::for_each_line`] reading `chunk` bytes at a time (tests use tiny chunks
+    /// to split lines across refills).
+    pub(crate) fn for_each_line_in(&self, chunk: usize, mut each: impl FnMut(&[u8])) -> Result<(), InputError> {
+        let total = usize::try_from(self.end - self.start).unwrap_or(usize::MAX);
+        let mut buf = vec![0u8; chunk.clamp(1, total.max(1))];
+        let mut filled = 0;
+        let mut at = self.start;
+        let mut skipping = self.start > 0;
+        loop {
+            let left = usize::try_from(self.end.saturating_sub(at)).unwrap_or(usize::MAX);
+            if filled == buf.len() && left > 0 {
+                // One line fills the buffer: grow it (doubling, never past the range).
+                let grown = buf.len().saturating_mul(2).min(filled.saturating_add(left));
+                buf.resize(grown, 0);
+            }
+            let want = (buf.len() - filled).min(left);
+            let n = if want == 0 { 0 } else { self.read_at(&mut buf[filled..filled + want], at)? };
+            if n == 0 {
+                // The range's end (or the file was cut short): a last line without `\n`.
+                if !skipping && filled > 0 {
+                    each(&buf[..filled]);
+                }
+                return Ok(());
+            }
+            at += n as u64;
+            let mut line_start = 0;
+            for i in memchr::memchr_iter(b'\n', &buf[filled..filled + n]) {
+                let i = filled + i;
+                if skipping {
+                    skipping = false;
+                } else {
+                    each(&buf[line_start..i]);
+                }
+                line_start = i + 1;
+            }
+            filled += n;
+            if skipping {
+                // Still inside the cut first line: nothing of it is kept.
+                filled = 0;
+                continue;
+            }
+            buf.copy_within(line_start..filled, 0);
+            filled -= line_start;
+        }
+    }
+
+    /// Search the range's end: `find` is given the last whole lines in windows of
+    /// `first_window` bytes, then four times as many, until it answers or has seen the
+    /// whole range. `find` must be decided by a suffix of the lines (the last line that
+    /// matches, say): an answer from a window is then the answer over the whole range,
+    /// and the usual case (the answer on the last lines) reads a few kilobytes, not the tail.
+    pub fn find_from_end<T>(
+        &self,
+        first_window: u64,
+        find: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<Option<T>, InputError> {
+        let total = self.end - self.start;
+        let mut window = first_window.max(1);
+        loop {
+            let whole = window >= total;
+            let from = if whole { self.start } else { self.end - window };
+            let mut bytes = vec![0u8; usize::try_from(self.end - from).unwrap_or(usize::MAX)];
+            let mut got = 0;
+            while got < bytes.len() {
+                let n = self.read_at(&mut bytes[got..], from + got as u64)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            bytes.truncate(got);
+            // A window that starts inside the range starts inside a line; the range's own
+            // first line is cut only when the range starts inside the file.
+            let lines = if from > 0 {
+                match memchr::memchr(b'\n', &bytes) {
+                    Some(i) => &bytes[i + 1..],
+                    None => &[][..],
+                }
+            } else {
+                &bytes[..]
+            };
+            if let Some(t) = find(lines) {
+                return Ok(Some(t));
+            }
+            if whole {
+                return Ok(None);
+            }
+            window = window.saturating_mul(4);
+        }
+    }
+}
+
 /// Read stdin (or any stream) under the kind's limit.
 pub(crate) fn read_stream(r: impl Read, kind: Kind, limit: u64) -> Result<Vec<u8>, InputError> {
     read_limited(r, limit, "stdin", kind)
@@ -379,6 +519,120 @@ mod tests {
         // A tail with no line end at all holds no whole line.
         std::fs::write(&long, "y".repeat(50_000)).unwrap();
         assert!(read_tail(&long, Kind::Transcript, 1000).unwrap().is_empty());
+    }
+
+    /// The lines [`read_tail`]'s bytes hold, split as the session reader split them.
+    fn lines_of(bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        if v.last().is_some_and(Vec::is_empty) {
+            v.pop();
+        }
+        v
+    }
+
+    fn streamed(t: &Tail, chunk: usize) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        t.for_each_line_in(chunk, |l| got.push(l.to_vec())).unwrap();
+        got
+    }
+
+    #[test]
+    fn streamed_lines_are_the_lines_of_the_tail_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        let long = "z".repeat(5000);
+        let contents: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"\n".to_vec(),
+            b"one line without an end".to_vec(),
+            b"a\nbb\nccc\n".to_vec(),
+            // CRLF kept in the line (the session reader drops it), blank lines kept.
+            b"{\"a\":1}\r\n\r\n\n{\"b\":2}\r\n".to_vec(),
+            // A last line without a line end (Claude Code still writing).
+            b"{\"a\":1}\n{\"torn\":".to_vec(),
+            // Bad UTF-8 passes through as bytes.
+            b"ok\n\xff\xfe bad \xc3\n\xe2\x82\n".to_vec(),
+            // Lines far longer than the reading chunk, between short ones.
+            format!("s\n{long}\nt\n{long}{long}\nu").into_bytes(),
+        ];
+        for c in &contents {
+            std::fs::write(&p, c).unwrap();
+            for limit in [1u64, 2, 5, 13, 100, 4999, 5001, 10_010, 1 << 20] {
+                let whole = read_tail(&p, Kind::Transcript, limit).unwrap();
+                let t = Tail::open(&p, Kind::Transcript, limit).unwrap();
+                for chunk in [1, 2, 3, 7, 64, 4096, TAIL_CHUNK] {
+                    assert_eq!(streamed(&t, chunk), lines_of(&whole), "limit {limit} chunk {chunk}: {c:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_the_tail_gives_no_line_and_a_long_last_line_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        // One huge line over the cap: the tail starts inside it and holds no line end.
+        std::fs::write(&p, format!("{}\n", "x".repeat(300_000))).unwrap();
+        let t = Tail::open(&p, Kind::Transcript, 100_000).unwrap();
+        assert!(streamed(&t, 64).is_empty());
+        assert!(streamed(&t, TAIL_CHUNK).is_empty());
+        assert!(read_tail(&p, Kind::Transcript, 100_000).unwrap().is_empty());
+        // The same line inside the cap is passed whole, the buffer grown for it.
+        let t = Tail::open(&p, Kind::Transcript, 1 << 20).unwrap();
+        let lines = streamed(&t, 4096);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].len(), 300_000);
+        // A cut first line longer than many chunks is skipped whole.
+        std::fs::write(&p, format!("{}\n{{\"n\":1}}\n{{\"n\":2}}", "y".repeat(200_000))).unwrap();
+        let t = Tail::open(&p, Kind::Transcript, 150_000).unwrap();
+        assert_eq!(streamed(&t, 1000), vec![b"{\"n\":1}".to_vec(), b"{\"n\":2}".to_vec()]);
+    }
+
+    #[test]
+    fn the_tail_is_the_range_at_open_and_only_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        std::fs::write(&p, "a\nb\n").unwrap();
+        let t = Tail::open(&p, Kind::Transcript, 1 << 20).unwrap();
+        // Lines appended after the open are not part of this read.
+        std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(b"c\n").unwrap();
+        assert_eq!(streamed(&t, 1), vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(t.find_from_end(1, |l| (!l.is_empty()).then(|| l.to_vec())).unwrap(), Some(b"a\nb\n".to_vec()));
+        let e = Tail::open(dir.path(), Kind::Transcript, 10).err().unwrap();
+        assert!(matches!(e, InputError::NotRegular { what: "a directory", .. }), "{e}");
+        assert!(Tail::open(&dir.path().join("none"), Kind::Transcript, 10).err().unwrap().is_missing());
+    }
+
+    #[test]
+    fn searching_from_the_end_answers_as_the_whole_tail_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        // The last line holding a `k` and its value: decided by a suffix of the lines.
+        let last_k = |b: &[u8]| {
+            b.split(|&c| c == b'\n')
+                .rev()
+                .find(|l| l.starts_with(b"k"))
+                .map(|l| String::from_utf8_lossy(l).into_owned())
+        };
+        let filler = "f".repeat(700);
+        let cases = [
+            format!("k0\n{filler}\n{filler}\nk1\n{filler}\n"),
+            format!("k0\n{filler}\n{filler}\n{filler}\n{filler}\n{filler}\nend"),
+            format!("{filler}\n{filler}\n{filler}\n"),
+            format!("k0 first line\n{filler}\n{filler}\n{filler}\nk9 torn"),
+            "k-only".to_string(),
+            String::new(),
+        ];
+        for c in &cases {
+            std::fs::write(&p, c).unwrap();
+            for limit in [3u64, 700, 1500, 2200, 1 << 20] {
+                let t = Tail::open(&p, Kind::Transcript, limit).unwrap();
+                let want = last_k(&read_tail(&p, Kind::Transcript, limit).unwrap());
+                for window in [1u64, 10, 100, 1000, 1 << 20] {
+                    assert_eq!(t.find_from_end(window, last_k).unwrap(), want, "limit {limit} window {window}: {c}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -150,8 +150,8 @@ fn judge(
         Ok(false) => {}
         Err(e) => return fail(row, db_err(e)),
     }
-    let transcript = p.transcript_path.as_deref().and_then(|t| read_tail(Path::new(t)).ok());
-    let reason = stop_reason(&p, transcript.as_deref());
+    let transcript = p.transcript_path.as_deref().and_then(|t| open_tail(Path::new(t)).ok());
+    let reason = stop_reason(&p, transcript.as_ref());
     row.stop_reason_source = reason.source.to_string();
     row.stop_reason = reason.text.clone();
     let evidence = match collect_evidence(repo, &cfg, session.start_head.as_deref(), Some(conn)) {
@@ -164,8 +164,8 @@ fn judge(
     // the session (garbage, another tool's format): judged as if there were none, so
     // an unreadable file never refutes a claim.
     let facts = transcript
-        .as_deref()
-        .map(|t| session::read_bytes(t, &plan_paths))
+        .as_ref()
+        .and_then(|t| session::read_lines(&plan_paths, |each| t.for_each_line(each)).ok())
         .filter(|f| f.user_turns + f.tool_calls > 0 || f.instruction.is_some())
         .map(|mut f| {
             // Where the plan stands, for a stop point the user named by number: read
@@ -231,11 +231,14 @@ pub(crate) fn mode_without_kill_switch(cfg: &Config, control: db::Control) -> Mo
 }
 
 /// `last_assistant_message` when present, else the transcript's last assistant message.
-fn stop_reason(p: &StopPayload, transcript: Option<&[u8]>) -> StopReason {
+fn stop_reason(p: &StopPayload, transcript: Option<&crate::input::Tail>) -> StopReason {
     if let Some(m) = p.last_assistant_message.as_deref().filter(|m| !m.trim().is_empty()) {
         return StopReason { text: Some(payload::bound_reason(m)), source: "payload" };
     }
-    let from_transcript = transcript.and_then(payload::last_assistant_text);
+    // Searched from the end: the answer is nearly always on the last lines.
+    let from_transcript = transcript
+        .and_then(|t| t.find_from_end(LAST_MESSAGE_WINDOW, |lines| payload::last_assistant_text(lines)).ok())
+        .flatten();
     match from_transcript {
         Some(t) => StopReason { text: Some(payload::bound_reason(&t)), source: "transcript" },
         None => StopReason { text: None, source: "none" },
@@ -244,11 +247,16 @@ fn stop_reason(p: &StopPayload, transcript: Option<&[u8]>) -> StopReason {
 
 /// The last [`TRANSCRIPT_TAIL_BYTES`] of a file, starting at a line boundary.
 /// Only a regular file (a FIFO or `/dev/zero` named as the transcript is refused, and
-/// the gate fails open), read through the one bounded reader.
-fn read_tail(path: &Path) -> Result<Vec<u8>> {
-    // Kept as bytes: the session reader checks UTF-8 only in the lines it parses.
-    Ok(crate::input::read_tail(path, crate::input::Kind::Transcript, TRANSCRIPT_TAIL_BYTES)?)
+/// the gate fails open), read through the one bounded reader: streamed line by line
+/// for the session's structure, searched from the end for the last message.
+fn open_tail(path: &Path) -> Result<crate::input::Tail> {
+    Ok(crate::input::Tail::open(path, crate::input::Kind::Transcript, TRANSCRIPT_TAIL_BYTES)?)
 }
+
+/// The first window of the transcript's end searched for the last assistant message:
+/// the final message is the last line or nearly; a window four times larger is read
+/// only when it is not there.
+const LAST_MESSAGE_WINDOW: u64 = 64 * 1024;
 
 /// Evidence from the repository. With `history` (a database for the walk cache),
 /// each plan file's history is walked (evaluate); without it only paths and unchecked

@@ -1148,17 +1148,37 @@ pub fn read(jsonl: &str, plan_paths: &[&str]) -> SessionFacts {
 /// validated or copied (docs/gate.md, "Speed"). A line that is not UTF-8 is read with
 /// its bad bytes replaced, as a lossy copy of the whole text would read it.
 pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
+    let read = read_lines(plan_paths, |each| {
+        byte_lines(jsonl).for_each(each);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match read {
+        Ok(f) => f,
+        Err(never) => match never {},
+    }
+}
+
+/// [`read_bytes`] over lines handed over one at a time (without their `\n`) by `feed`,
+/// which calls the function it is given once per line, in order: the stop gate streams
+/// a transcript's tail through a small buffer instead of holding it whole
+/// (`input::Tail`, docs/gate.md "Speed"). A `\r` ending a line is dropped here. An
+/// error of `feed` (the file could not be read) is the result: no facts from half a tail.
+pub fn read_lines<E>(
+    plan_paths: &[&str],
+    feed: impl FnOnce(&mut dyn FnMut(&[u8])) -> Result<(), E>,
+) -> Result<SessionFacts, E> {
     let mut f = SessionFacts::default();
     let mut pending: HashMap<String, Call> = HashMap::new();
     let mut in_force: Option<Instruction> = None;
     let mut latest = Latest::default();
-    for line in byte_lines(jsonl) {
+    let mut each = |line: &[u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.trim_ascii().is_empty() {
-            continue;
+            return;
         }
         if is_quiet_result(line, &pending) {
             f.entries += 1;
-            continue;
+            return;
         }
         let parsed = serde_json::from_slice::<Entry>(line).or_else(|e| match std::str::from_utf8(line) {
             Ok(_) => Err(e),
@@ -1169,7 +1189,7 @@ pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
             if !std::str::from_utf8(line).is_ok_and(|t| t.trim().is_empty()) {
                 f.skipped += 1;
             }
-            continue;
+            return;
         };
         f.entries += 1;
         if entry.kind.as_deref() == Some("event_msg") {
@@ -1181,18 +1201,18 @@ pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
                 }
                 _ => f.skipped += 1,
             }
-            continue;
+            return;
         }
         if entry.kind.as_deref() == Some("response_item") {
             match entry.payload {
                 Some(item) => codex_item(&mut f, &mut pending, &mut in_force, &mut latest, item, plan_paths),
                 None => f.skipped += 1,
             }
-            continue;
+            return;
         }
         let Some(msg) = entry.message else {
             f.skipped += 1;
-            continue;
+            return;
         };
         let kind = entry.kind.as_deref().or(msg.role.as_deref());
         match kind {
@@ -1225,7 +1245,7 @@ pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
                     {
                         f.last_assistant_text = Some(super::payload::bound_reason(&t));
                     }
-                    continue;
+                    return;
                 };
                 let mut text = Vec::new();
                 for b in blocks {
@@ -1252,10 +1272,11 @@ pub fn read_bytes(jsonl: &[u8], plan_paths: &[&str]) -> SessionFacts {
             }
             _ => f.skipped += 1,
         }
-    }
+    };
+    feed(&mut each)?;
     f.instruction = in_force;
     latest.settle(&mut f);
-    f
+    Ok(f)
 }
 
 /// Whether a line is, by a byte search, a successful result of a call whose result is
@@ -1274,8 +1295,8 @@ fn is_quiet_result(b: &[u8], pending: &HashMap<String, Call>) -> bool {
         && !names_pending(b, q, pending)
 }
 
-/// The lines of a text as `str::lines` splits them (at `\n`, a trailing `\r`
-/// dropped), by a SIMD search for the line ends.
+/// The lines of a text as `str::lines` splits them (at `\n`; [`read_lines`] drops a
+/// trailing `\r`), by a SIMD search for the line ends.
 fn byte_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut start = 0;
     let mut ends = memchr::memchr_iter(b'\n', text);
@@ -1287,7 +1308,7 @@ fn byte_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
         };
         let line = &text[start..end];
         start = end + 1;
-        Some(line.strip_suffix(b"\r").unwrap_or(line))
+        Some(line)
     })
 }
 
@@ -2415,5 +2436,68 @@ mod tests {
         .join("\n");
         let f = read(&t, &["docs/plans/work.md"]);
         assert_eq!((f.plan_edits, f.work_edits), (1, 2));
+    }
+
+    #[test]
+    fn a_tail_streamed_in_chunks_reads_as_the_tail_read_whole() {
+        use crate::input::{Kind, Tail, read_tail};
+        let user = |t: &str| serde_json::json!({"type":"user","message":{"role":"user","content":t}}).to_string();
+        let call = |id: &str, cmd: &str| {
+            serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[
+                {"type":"text","text":format!("Running {cmd}.")},
+                {"type":"tool_use","id":id,"name":"Bash","input":{"command":cmd}}]}})
+            .to_string()
+        };
+        let result = |id: &str, err: bool, out: &str| {
+            serde_json::json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":id,"is_error":err,"content":out}]}})
+            .to_string()
+        };
+        let big = "line of a long output\n".repeat(2000);
+        let mut t = Vec::new();
+        for line in [
+            user("Implement the plan; stop after step two so I can review."),
+            call("a", "cargo test"),
+            result("a", false, &format!("{big}test result: ok. 9 passed; 0 failed")),
+            call("b", "rg -n fn src"),
+            result("b", false, &big),
+            call("c", "cargo test"),
+            result("c", true, "Exit code 101\ntest result: FAILED. 8 passed; 1 failed"),
+        ] {
+            t.extend_from_slice(line.as_bytes());
+            t.extend_from_slice(b"\r\n");
+        }
+        // A line with a bad byte, then a torn last line without a line end.
+        let bad = user("Also check the docs please");
+        let at = t.len() + bad.find("docs").unwrap();
+        t.extend_from_slice(bad.as_bytes());
+        t[at] = 0xff;
+        t.extend_from_slice(b"\n");
+        t.extend_from_slice(
+            br#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"All done."#,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("session.jsonl");
+        std::fs::write(&p, &t).unwrap();
+        let len = t.len() as u64;
+        for limit in [len, len - 100, len / 2, 3000, 200] {
+            let whole = read_tail(&p, Kind::Transcript, limit).unwrap();
+            let want = read_bytes(&whole, &["docs/plans/work.md"]);
+            let tail = Tail::open(&p, Kind::Transcript, limit).unwrap();
+            for chunk in [1, 5, 4096, crate::input::TAIL_CHUNK] {
+                let got = read_lines(&["docs/plans/work.md"], |each| tail.for_each_line_in(chunk, each)).unwrap();
+                assert_eq!(got, want, "limit {limit} chunk {chunk}");
+            }
+            // The stop reason searched from the end is the one the whole tail gives.
+            let last = super::super::payload::last_assistant_text(&whole);
+            for window in [1, 64, 1024, 64 * 1024] {
+                let found = tail.find_from_end(window, |l| super::super::payload::last_assistant_text(l)).unwrap();
+                assert_eq!(found, last, "limit {limit} window {window}");
+            }
+        }
+        // Sanity: the whole file's facts are the full session's.
+        let f = read_bytes(&t, &[]);
+        assert_eq!(f.last_test.map(|r| r.ok), Some(false));
+        assert_eq!(f.user_turns, 2);
     }
 }
