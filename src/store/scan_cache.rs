@@ -45,8 +45,22 @@ pub(crate) const MAX_ENTRIES: usize = 20_000;
 pub(crate) const MAX_ENTRY_BYTES: usize = 64 * 1024;
 
 /// Largest cache file read: [`MAX_ENTRIES`] entries of ordinary size are far below it;
-/// a larger file is not one premerge wrote, and is ignored (then replaced).
+/// a larger file is not one premerge wrote, and is ignored (then replaced). A save
+/// never writes more (it evicts as for [`MAX_ENTRIES`]), so that a scan of a very
+/// large change does not write a file the next scan would throw away whole.
 pub(crate) const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Most bytes of entries one scan adds, held in memory until the cache is written: a
+/// change of 60,000 files with four findings each would otherwise hold 40 MiB of
+/// encoded findings to the end of the scan (issue 30 part 5: the peak memory must not
+/// grow with the change). Half of [`MAX_FILE_BYTES`], so that this scan's entries
+/// leave room for the older ones that stay. Past it, the entries first in byte order
+/// of their keys are kept, whatever order the scan's threads stored them in.
+pub(crate) const MAX_ADDED_BYTES: usize = 16 * 1024 * 1024;
+
+/// The bytes of an entry's line besides its key, sum and findings: the generation
+/// (at most 20 digits), three spaces and the newline.
+const LINE_OVERHEAD: usize = 24;
 
 /// The first word of the header line; the second is the format's version.
 const MAGIC: &str = "premerge-scan-cache";
@@ -125,6 +139,12 @@ struct State {
     hits: BTreeSet<String>,
     /// Entries stored this scan: key -> (sum, findings).
     added: BTreeMap<String, (String, String)>,
+    /// The bytes of `added`'s lines, at most [`MAX_ADDED_BYTES`].
+    added_bytes: usize,
+    /// The first key left out for [`MAX_ADDED_BYTES`]: no key from it on is stored,
+    /// so the entries kept are the same whatever order they came in (those before it
+    /// in byte order, as many as fit).
+    added_from: Option<String>,
     /// Entries found damaged this scan (at reading, or at use).
     damaged: u64,
 }
@@ -224,16 +244,30 @@ impl ScanCache {
         for (k, (sum, f)) in &s.added {
             all.insert(k, (now, sum, f));
         }
-        if all.len() > MAX_ENTRIES {
-            // Newest generation first; among equals, byte order of the key.
-            let mut order: Vec<(&str, u64)> = all.iter().map(|(k, (g, _, _))| (*k, *g)).collect();
+        let damaged = self.damaged_before.saturating_add(s.damaged);
+        let header = format!("{MAGIC} {FORMAT} {} {now} {damaged}\n", self.ruleset);
+        let total: usize = all.iter().map(|(k, (_, sum, f))| line_bytes(k, sum, f)).sum();
+        let room = (MAX_FILE_BYTES as usize).saturating_sub(header.len());
+        if all.len() > MAX_ENTRIES || total > room {
+            // Newest generation first; among equals, byte order of the key: the first
+            // MAX_ENTRIES that fit in MAX_FILE_BYTES are kept.
+            let mut order: Vec<(&str, u64, usize)> =
+                all.iter().map(|(k, (g, sum, f))| (*k, *g, line_bytes(k, sum, f))).collect();
             order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            for (k, _) in order.drain(MAX_ENTRIES..) {
+            let mut used = 0usize;
+            let keep = order
+                .iter()
+                .take(MAX_ENTRIES)
+                .take_while(|(_, _, bytes)| {
+                    used += bytes;
+                    used <= room
+                })
+                .count();
+            for (k, _, _) in order.drain(keep..) {
                 all.remove(k);
             }
         }
-        let damaged = self.damaged_before.saturating_add(s.damaged);
-        let mut out = format!("{MAGIC} {FORMAT} {} {now} {damaged}\n", self.ruleset);
+        let mut out = header;
         out.reserve(all.iter().map(|(k, (_, _, f))| k.len() + f.len() + 24 + SUM_HEX).sum());
         for (k, (g, sum, f)) in all {
             use std::fmt::Write as _;
@@ -274,9 +308,29 @@ impl FindingsCache for ScanCache {
         let text = encode(findings);
         if text.len() <= MAX_ENTRY_BYTES {
             let sum = sum(key, &text);
-            self.state.lock().unwrap_or_else(|e| e.into_inner()).added.insert(key.to_string(), (sum, text));
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if s.added_from.as_deref().is_some_and(|from| key >= from) {
+                return;
+            }
+            let bytes = line_bytes(key, &sum, &text);
+            if let Some((old_sum, old)) = s.added.insert(key.to_string(), (sum, text)) {
+                s.added_bytes -= line_bytes(key, &old_sum, &old);
+            }
+            s.added_bytes += bytes;
+            // Over the budget: the last keys go, and none after them is taken again.
+            while s.added_bytes > MAX_ADDED_BYTES {
+                let Some((last, (sum, text))) = s.added.pop_last() else { break };
+                s.added_bytes -= line_bytes(&last, &sum, &text);
+                s.added_from = Some(last);
+            }
         }
     }
+}
+
+/// The bytes an entry takes in the file (at most; the generation is counted at its
+/// widest).
+fn line_bytes(key: &str, sum: &str, findings: &str) -> usize {
+    key.len() + sum.len() + findings.len() + LINE_OVERHEAD
 }
 
 /// One entry line, `KEY GENERATION SUM FINDINGS`, as stored (its sum not yet
@@ -497,6 +551,58 @@ mod tests {
         assert_eq!(keys.iter().filter(|k| c.get(k).is_none()).count(), 1);
         assert!(c.save().unwrap());
         assert_eq!(health(dir.path()), Some(Health { entries: 3, damaged: 4 }));
+    }
+
+    /// Issue 30 part 5: a scan of a very large change holds at most
+    /// MAX_ADDED_BYTES of new entries, the same ones whatever order its threads
+    /// stored them in (the first keys in byte order), and never writes a file larger
+    /// than the next scan reads: a second such scan evicts the older entries instead.
+    #[test]
+    fn a_large_scan_keeps_a_bounded_deterministic_share_and_a_readable_file() {
+        // About 60 KiB an entry: 300 of them pass the budget.
+        let entry =
+            |i: usize| (key(&format!("f{i}.rs"), None, "1"), vec![finding(&format!("{i}{}", "x".repeat(60_000)))]);
+        let entries: Vec<(String, Vec<RawFinding>)> = (0..300).map(entry).collect();
+        let saved = |order: &mut dyn Iterator<Item = &(String, Vec<RawFinding>)>| {
+            let dir = tempfile::tempdir().unwrap();
+            let c = ScanCache::open_with(dir.path(), "r".into());
+            for (k, f) in order {
+                c.put(k, f);
+            }
+            let held = c.state.lock().unwrap().added_bytes;
+            assert!(held <= MAX_ADDED_BYTES, "{held}");
+            c.save().unwrap();
+            let bytes = std::fs::read(dir.path().join(CACHE_FILE)).unwrap();
+            (dir, bytes)
+        };
+        let (dir, forward) = saved(&mut entries.iter());
+        let (_other, backward) = saved(&mut entries.iter().rev());
+        assert!(forward == backward, "the same entries kept whatever the order");
+        let mut sorted: Vec<&String> = entries.iter().map(|(k, _)| k).collect();
+        sorted.sort();
+        let c = ScanCache::open_with(dir.path(), "r".into());
+        let kept = sorted.iter().take_while(|k| c.get(k).is_some()).count();
+        assert!(kept > 200 && kept < 300, "{kept}");
+        assert!(sorted[kept..].iter().all(|k| c.get(k).is_none()), "a prefix in key order is kept");
+        // Two more large scans: the file stays readable (under MAX_FILE_BYTES), each
+        // scan's entries kept and the oldest evicted to make room.
+        for scan in [300..600, 600..900] {
+            let newer: Vec<(String, Vec<RawFinding>)> = scan.map(entry).collect();
+            let c = ScanCache::open_with(dir.path(), "r".into());
+            for (k, f) in &newer {
+                c.put(k, f);
+            }
+            c.save().unwrap();
+            let len = std::fs::metadata(dir.path().join(CACHE_FILE)).unwrap().len();
+            assert!(len <= MAX_FILE_BYTES, "{len}");
+            let c = ScanCache::open_with(dir.path(), "r".into());
+            assert!(newer.iter().filter(|(k, _)| c.get(k).is_some()).count() > 200, "the newest entries read back");
+        }
+        let c = ScanCache::open_with(dir.path(), "r".into());
+        // The two newer scans fill all but the slack of their budgets (under an entry
+        // each): at most that much of the first scan's is left.
+        let left = sorted.iter().filter(|k| c.get(k).is_some()).count();
+        assert!(left <= 2, "the first scan's entries evicted to fit: {left} left of {kept}");
     }
 
     #[test]
