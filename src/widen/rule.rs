@@ -47,6 +47,7 @@ rule_ids! {
     RustGuardRemoved => "rust-guard-removed",
     RustIntegerWidened => "rust-integer-widened",
     RustNonExhaustiveRemoved => "rust-non-exhaustive-removed",
+    RustNewtypeUncheckedConstructor => "rust-newtype-unchecked-constructor",
     RustNonzeroDropped => "rust-nonzero-dropped",
     RustOptionWidened => "rust-option-widened",
     RustStaticMadeMut => "rust-static-made-mut",

@@ -118,3 +118,15 @@ pub(super) fn discriminator_value(
         cur = object;
     }
 }
+
+/// `z.null()` or `z.undefined()` (under any of zod's local names): `null` or `undefined`.
+pub(super) fn unit<'s>(node: Node, src: &'s str, names: &BTreeSet<String>) -> Option<&'s str> {
+    let node = strip_parens(node);
+    let func = field(node, "function").filter(|_| kind_of(node) == "call_expression")?;
+    let args = field(node, "arguments")?;
+    if kind_of(func) != "member_expression" || args.named_child_count() != 0 {
+        return None;
+    }
+    field(func, "object").filter(|o| names.contains(text(*o, src)))?;
+    field(func, "property").map(|p| text(p, src)).filter(|p| matches!(*p, "null" | "undefined"))
+}

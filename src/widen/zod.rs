@@ -481,6 +481,9 @@ fn zod_names(root: Node, src: &str) -> BTreeSet<String> {
     names
 }
 
+/// Where a wrapper's rendering (`z.optional(…)`) takes the schema inside it.
+const INNER: &str = "\u{1}";
+
 /// One schema expression: its slot, and the property schemas under it (by key). `None`
 /// when the expression is no zod schema.
 fn read_schema<'t>(
@@ -526,7 +529,24 @@ fn read_schema<'t>(
                         if let ("optional" | "nullable" | "nullish", Some(inner)) = (property.as_str(), first) {
                             slot.optional |= property != "nullable";
                             slot.nullable |= property != "optional";
-                            methods.push((String::new(), args, format!("{}.{property}(…)", text(object, src))));
+                            methods.push((String::new(), args, format!("{}.{property}({INNER})", text(object, src))));
+                            cur = strip_parens(inner);
+                            continue;
+                        }
+                        // `z.union([x, z.null()])`: `x.nullable()` spelt as a union (and
+                        // `z.undefined()` as `.optional()`), read as `x` with the flag.
+                        if let ("union", Some(list)) = (property.as_str(), first.filter(|f| kind_of(*f) == "array"))
+                            && let [a, b] = named_children(list)[..]
+                            && let Some((unit, inner, shape)) = paths::unit(b, src, names)
+                                .map(|u| (u, a, format!("{INNER}, {}", text(b, src))))
+                                .or_else(|| {
+                                    paths::unit(a, src, names).map(|u| (u, b, format!("{}, {INNER}", text(a, src))))
+                                })
+                            && paths::unit(inner, src, names).is_none()
+                        {
+                            slot.nullable |= unit == "null";
+                            slot.optional |= unit == "undefined";
+                            methods.push((String::new(), args, format!("{}.union([{shape}])", text(object, src))));
                             cur = strip_parens(inner);
                             continue;
                         }
@@ -568,7 +588,8 @@ fn read_schema<'t>(
     let mut rendered = base_text;
     for (name, args, part) in methods.iter().rev() {
         if name.is_empty() {
-            rendered = format!("{part}{rendered}");
+            // A wrapper (`z.optional(…)`): the schema inside stands for the mark.
+            rendered = part.replace(INNER, &rendered);
             continue;
         }
         rendered.push_str(part);
@@ -614,6 +635,17 @@ fn read_base<'t>(
             // `z.discriminatedUnion("kind", [...])`: the list is the second argument.
             let list = named_children(args).into_iter().find(|a| kind_of(*a) == "array");
             slot.members = list.map(|a| members(a, src, names));
+            // `z.union([x, z.null()])` admits what `x.nullable()` admits, and
+            // `z.undefined()` as a member what `.optional()` does: the same absence,
+            // spelt as a member, so rewriting one as the other loosens nothing.
+            let units: Vec<_> = list
+                .map(named_children)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|v| paths::unit(v, src, names))
+                .collect();
+            slot.nullable |= units.contains(&"null");
+            slot.optional |= units.contains(&"undefined");
             // Each variant's properties, keyed by its discriminator's value (`[kind=card]`):
             // a variant is found again by what it is, not by where it stands.
             let discriminator = first.filter(|f| kind_of(*f) == "string").map(|f| paths::unquote(text(f, src)));

@@ -15,7 +15,7 @@ pub(super) fn finding(
 
 /// Which rule (if any) a type change breaks, looking inside matching generic wrappers.
 pub(super) fn type_rule(old: &Ty, new: &Ty, old_inv: &Inventory, new_inv: &Inventory) -> Option<RuleId> {
-    if old == new {
+    if old == new || ref_option_moved(old, new) || ref_option_moved(new, old) {
         return None;
     }
     if new.is_option() && !old.is_option() {
@@ -48,6 +48,16 @@ pub(super) fn type_rule(old: &Ty, new: &Ty, old_inv: &Inventory, new_inv: &Inven
         }
         _ => None,
     }
+}
+
+/// `&Option<T>` on one side and `Option<&T>` on the other (the `ref_option` lint
+/// rewrites one as the other): the same values are admitted, and `None` was already one.
+fn ref_option_moved(a: &Ty, b: &Ty) -> bool {
+    let Ty::Ref { mutable, inner } = a else { return false };
+    if !inner.is_option() || !b.is_option() {
+        return false;
+    }
+    matches!((inner.args(), b.args()), ([x], [Ty::Ref { mutable: m, inner: y }]) if m == mutable && **y == *x)
 }
 
 /// The types of each tuple struct's or tuple variant's fields (`Owner.0`, `Owner.1`...),

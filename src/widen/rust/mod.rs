@@ -19,6 +19,7 @@ use super::{DetectError, RawFinding, RuleDef, RuleId};
 
 mod checked;
 mod compare;
+mod newtype;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -165,13 +166,16 @@ impl super::detector::Grammar for RustDetector {
         };
         let keys: Vec<&String> =
             old.guard_keys.symmetric_difference(&new.guard_keys).filter(|key| weighed(key)).collect();
-        if keys.is_empty() {
+        // A type built without a guard is judged by its other constructors' guards
+        // ([`newtype::compare`]): the shared bodies that may build it are read.
+        let built: BTreeSet<&str> = newtype::unchecked_builders(new).collect();
+        if keys.is_empty() && built.is_empty() {
             return Vec::new();
         }
         (texts.iter().copied())
             .filter(|text| {
                 let part = window::Outside::from_parts(vec![text]);
-                keys.iter().any(|key| guard_may_be_in(key, &part))
+                keys.iter().any(|key| guard_may_be_in(key, &part)) || newtype::may_build_any(text, &built)
             })
             .collect()
     }
@@ -194,6 +198,7 @@ impl super::detector::Grammar for RustDetector {
         compare_forbid(old, new, &mut out);
         checked::compare(old, new, &mut out);
         unwrap::compare(old, new, &mut out);
+        newtype::compare(old, new, &mut out);
         out
     }
 }
@@ -250,6 +255,11 @@ fn stands_alone(old: &Inventory, new: &Inventory, outside: &window::Outside) -> 
         .flat_map(|(_, guards)| guards.iter().map(|g| &g.key))
         .filter(|key| !old.guard_keys.contains(*key));
     if reworded.into_iter().any(|key| guard_may_be_in(key, outside)) {
+        return false;
+    }
+    // A function that builds its own type without a guard is judged against the type
+    // and its other constructors ([`newtype::compare`]), which may stand outside.
+    if newtype::unchecked_builders(new).any(|ty| outside.may_declare(window::Lexer::Rust, window::root(ty))) {
         return false;
     }
     // `unsafe` sites are matched file-wide, whatever their owner.
@@ -451,7 +461,7 @@ const TRIGGER_KEYWORDS: &[&str] =
 /// Text that does not lex counts as holding something.
 fn body_may_hold(text: &str) -> bool {
     // Most bodies hold none of it even as text: no need to lex them.
-    if !TRIGGERS.any_in(text) && !text.contains("checked_") && !unwrap::may_hold(text) {
+    if !TRIGGERS.any_in(text) && !text.contains("checked_") && !unwrap::may_hold(text) && !newtype::may_build(text) {
         return false;
     }
     let b = text.as_bytes();
@@ -463,7 +473,11 @@ fn body_may_hold(text: &str) -> bool {
             window::Token::Word(end) => {
                 let w = &text[i..end];
                 saw_if |= w == "if";
-                (w != "if" && TRIGGER_KEYWORDS.contains(&w)) || w.contains("checked_") || w == "unwrap" || w == "expect"
+                (w != "if" && TRIGGER_KEYWORDS.contains(&w))
+                    || w.contains("checked_")
+                    || w == "unwrap"
+                    || w == "expect"
+                    || (b.get(end) == Some(&b'(') && newtype::builds_by_name(w, &b[..i]))
             }
             window::Token::Punct(b'#') => true,
             window::Token::Punct(b'!') => {

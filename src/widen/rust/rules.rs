@@ -168,4 +168,5 @@ pub(crate) const RULES: &[RuleDef] = &[
     },
     super::checked::RULE,
     super::unwrap::RULE,
+    super::newtype::RULE,
 ];

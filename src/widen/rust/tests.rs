@@ -455,3 +455,20 @@ fn newer_syntax_is_repaired_not_skipped() {
     assert_eq!(repair("mod m {\n    #[cfg(test)]\n    mod tests {}\n}\n"), None);
     assert_eq!(repair("fn f() { let unsafe_fn = 1; }"), None);
 }
+
+/// A newtype's unchecked constructor is judged against constructors the change does not
+/// touch: the window and the bodies left out must give what whole files give.
+#[test]
+fn newtype_constructors_are_read_whatever_the_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rust-newtype-unchecked-constructor");
+    let mut fired = 0;
+    for case in std::fs::read_dir(dir).unwrap() {
+        let case = case.unwrap().path();
+        let before = std::fs::read_to_string(case.join("before.rs")).unwrap();
+        let after = std::fs::read_to_string(case.join("after.rs")).unwrap();
+        let whole = detect_with(&before, &after, false).unwrap();
+        assert_eq!(detect_with(&before, &after, true).unwrap(), whole, "{}", case.display());
+        fired += whole.iter().filter(|f| f.rule == RuleId::RustNewtypeUncheckedConstructor).count();
+    }
+    assert!(fired >= 2, "the fires cases report the rule ({fired})");
+}
