@@ -180,20 +180,23 @@ fn fields(root: Node, src: &str) -> BTreeMap<String, FieldDecl> {
 /// `optional(...)` noted on what it wraps. An explicit stack.
 fn read_validators(value: Node, src: &str) -> Vec<Validator> {
     let mut out = Vec::new();
-    let mut stack = vec![(value, false)];
-    while let Some((node, optional)) = stack.pop() {
+    // (node, inside `optional(...)`, the text of that `optional(...)`: shown for it).
+    let mut stack: Vec<(Node, bool, Option<Node>)> = vec![(value, false, None)];
+    while let Some((node, optional, wrapper)) = stack.pop() {
         if matches!(kind_of(node), "list" | "tuple") {
-            stack.extend(
-                named_children(node).into_iter().rev().filter(|n| kind_of(*n) != "comment").map(|n| (n, optional)),
-            );
+            let items = named_children(node).into_iter().rev().filter(|n| kind_of(*n) != "comment");
+            stack.extend(items.map(|n| (n, optional, None)));
             continue;
         }
+        let shown = cap(text(wrapper.unwrap_or(node), src));
         match call(node, src) {
-            Some(c) if c.name == "and_" => stack.extend(c.positional.iter().rev().map(|n| (*n, optional))),
-            Some(c) if c.name == "optional" && c.positional.len() == 1 => stack.push((c.positional[0], true)),
+            Some(c) if c.name == "and_" => stack.extend(c.positional.iter().rev().map(|n| (*n, optional, None))),
+            Some(c) if c.name == "optional" && c.positional.len() == 1 => {
+                stack.push((c.positional[0], true, Some(node)))
+            }
             Some(c) => {
                 let args = field(node, "arguments").map_or(String::new(), |a| compact(text(a, src)));
-                out.push(Validator { name: c.name, args, optional, shown: cap(text(node, src)) });
+                out.push(Validator { name: c.name, args, optional, shown });
             }
             None => {
                 let t = compact(text(node, src));
@@ -201,7 +204,7 @@ fn read_validators(value: Node, src: &str) -> Vec<Validator> {
                     name: py_decl::last_segment(&t).to_string(),
                     args: String::new(),
                     optional,
-                    shown: cap(text(node, src)),
+                    shown,
                 });
             }
         }
