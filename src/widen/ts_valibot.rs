@@ -267,7 +267,7 @@ fn called<'t>(node: Node<'t>, src: &str, imports: &Imports) -> Option<(String, V
 fn read<'t>(node: Node<'t>, src: &str, imports: &Imports) -> Option<(Slot, Vec<(String, Node<'t>)>)> {
     let whole = text(node, src);
     let shown = if whole.contains('{') { elide(whole) } else { collapse_whitespace(whole) };
-    let mut slot = Slot { line: line(node), text: cap(&shown, MAX_RENDER), ..Slot::default() };
+    let mut slot = Slot { line: line(node), text: cap(&super::ts_yup::tidy(&shown), MAX_RENDER), ..Slot::default() };
     let mut children = Vec::new();
     // Wrappers from the outermost in: applied from the innermost out, so that an outer
     // `v.nonOptional(...)` undoes an inner `v.optional(...)`.

@@ -209,8 +209,14 @@ fn read<'t>(node: Node<'t>, src: &str, imports: &Imports) -> Option<(Slot, Vec<(
         rendered.push_str(part);
         method(&mut slot, &mut children, name, *args, src);
     }
-    slot.text = cap(&rendered.replace(" .", "."), MAX_RENDER);
+    slot.text = cap(&tidy(&rendered), MAX_RENDER);
     Some((slot, children))
+}
+
+/// A rendering without the spaces a multi-line chain leaves inside its brackets
+/// (`.of( yup.object(…), )` reads `.of(yup.object(…))`).
+pub(super) fn tidy(s: &str) -> String {
+    s.replace(" .", ".").replace("( ", "(").replace(", )", ")").replace(",)", ")").replace(" )", ")")
 }
 
 /// The base constructor's callee as written (`yup.string`, `Yup.object`, `string`).
