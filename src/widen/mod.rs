@@ -29,6 +29,7 @@ pub(crate) mod py_marshmallow;
 pub(crate) mod py_pydantic;
 pub(crate) mod py_sqlalchemy;
 pub(crate) mod python;
+mod regex_weaker;
 pub mod rule;
 pub mod rust;
 pub(crate) mod rust_decl;

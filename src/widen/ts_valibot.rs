@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::detector::Grammar;
+use super::regex_weaker;
 use super::syntax::{collapse_whitespace, compact, field, kind_of, line, named_children, strip_parens, text};
 use super::ts_decl::{self, Imports};
 use super::zod::{Bound, bound_loosened, cap, elide, number_literal};
@@ -428,6 +429,14 @@ fn compare(old: &BTreeMap<String, Slot>, new: &BTreeMap<String, Slot>) -> Vec<Ra
         let added = a.checks.keys().any(|k| !b.checks.contains_key(k));
         if let (Some((_, gone)), false) = (b.checks.iter().find(|(k, _)| !a.checks.contains_key(*k)), added) {
             push(RuleId::TsValibotCheckRemoved, gone, &a.text);
+        }
+        // A pattern rewritten into a recognisably weaker one ([`regex_weaker`]).
+        let fresh: Vec<(&String, &String)> = a.checks.iter().filter(|(k, _)| !b.checks.contains_key(*k)).collect();
+        let weakened = b.checks.iter().filter(|(k, _)| !a.checks.contains_key(*k)).find_map(|(ok, shown)| {
+            fresh.iter().find(|(nk, _)| regex_weaker::weakened(ok, nk, "regex")).map(|(_, new)| (shown, *new))
+        });
+        if let (Some((gone, now)), true) = (weakened, added) {
+            push(RuleId::TsValibotCheckRemoved, gone, now);
         }
     }
     out.sort();
