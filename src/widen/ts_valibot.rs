@@ -58,7 +58,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::TsValibotCheckRemoved,
         languages: BOTH,
         family: Family::CheckRemoved,
-        description: "A validating action (`v.email()`, `v.url()`, `v.uuid()`, `v.regex(...)`, `v.isoDate()`, `v.startsWith(...)`, `v.check(...)`...) is removed from a valibot pipe with no other validating action added to it.",
+        description: "A validating action (`v.email()`, `v.url()`, `v.uuid()`, `v.regex(...)`, `v.isoDate()`, `v.startsWith(...)`, `v.check(...)`...) is removed from a valibot pipe with no other validating action added to it, or a `v.regex(/.../)` pattern is rewritten into a recognisably weaker one (an anchor dropped, a quantifier widened).",
         severity: Severity::Medium,
         message: "{symbol} is no longer checked by `{before}`: the schema became `{after}`",
         invariant: "Every parsed value passed the removed action, so code using it could rely on its form.",

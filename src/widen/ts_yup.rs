@@ -56,7 +56,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::TsYupCheckRemoved,
         languages: BOTH,
         family: Family::CheckRemoved,
-        description: "A yup check is removed with no other added to the schema: a string format (`.email()`, `.url()`, `.uuid()`, `.matches(...)`, `.datetime()`), a custom `.test(...)`, or `.notOneOf([...])`.",
+        description: "A yup check is removed with no other added to the schema: a string format (`.email()`, `.url()`, `.uuid()`, `.matches(...)`, `.datetime()`), a custom `.test(...)`, or `.notOneOf([...])`; or a `.matches(/.../)` pattern rewritten into a recognisably weaker one (an anchor dropped, a quantifier widened).",
         severity: Severity::Medium,
         message: "{symbol} is no longer checked by `{before}`: the schema became `{after}`",
         invariant: "Every validated value passed the removed check, so code using it could rely on its form.",
