@@ -23,6 +23,7 @@ use super::stored;
 use super::syntax::{self, Unchanged};
 use super::window;
 use super::{DetectError, Language, RawFinding, RuleDef, go, go_tags, python, rust, schema, sql, ts, zod};
+use super::{go_ozzo, py_attrs, ts_valibot, ts_yup};
 use super::{prisma, py_django, py_pydantic, py_sqlalchemy, rust_decl, rust_diesel, ts_class_validator};
 
 /// How a file may be read: what the engine's policy allows.
@@ -535,7 +536,7 @@ impl<F: Fn(&str, &str, &str) -> Result<Vec<RawFinding>, DetectError> + Sync> Det
 
 /// Every detector's rules, in the catalogue's order, with the heading `docs/rules.md`
 /// gives them.
-pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 16] {
+pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 20] {
     [
         ("Rust", Detector::rules(&rust::RustDetector)),
         ("TypeScript and JavaScript", Detector::rules(&ts::ScriptDetector)),
@@ -553,6 +554,10 @@ pub(crate) fn modules() -> [(&'static str, &'static [RuleDef]); 16] {
         ("Python: SQLAlchemy models and alembic revisions", py_sqlalchemy::RULES),
         ("Python: marshmallow schemas", py_marshmallow::RULES),
         ("Rust: diesel schema declarations", rust_diesel::RULES),
+        ("TypeScript and JavaScript: yup schemas", ts_yup::RULES),
+        ("TypeScript and JavaScript: valibot schemas", ts_valibot::RULES),
+        ("Go: ozzo-validation rules", go_ozzo::RULES),
+        ("Python: attrs validators", py_attrs::RULES),
     ]
 }
 
@@ -609,7 +614,9 @@ pub(crate) fn run_known(
             let found =
                 also(found, zod::may_hold(before, after).then(|| zod::detect_with(path, before, after, parse.window)))?;
             let cv = ts_class_validator::may_hold(before, after);
-            also(found, cv.then(|| ts_class_validator::detect(path, before, after)))
+            let found = also(found, cv.then(|| ts_class_validator::detect(path, before, after)))?;
+            let found = also(found, ts_yup::may_hold(before, after).then(|| ts_yup::detect(path, before, after)))?;
+            also(found, ts_valibot::may_hold(before, after).then(|| ts_valibot::detect(path, before, after)))
         }
         Language::Python => {
             let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
@@ -617,6 +624,7 @@ pub(crate) fn run_known(
             let found = also(found, py_django::may_hold(before, after).then(|| py_django::detect(before, after)))?;
             let found =
                 also(found, py_marshmallow::may_hold(before, after).then(|| py_marshmallow::detect(before, after)))?;
+            let found = also(found, py_attrs::may_hold(before, after).then(|| py_attrs::detect(before, after)))?;
             also(
                 found,
                 py_sqlalchemy::may_hold(path, before, after).then(|| py_sqlalchemy::detect(path, before, after)),
@@ -624,7 +632,8 @@ pub(crate) fn run_known(
         }
         Language::Go => {
             let found = run_with(&go::GoDetector, path, before, after, parse, known)?;
-            also(found, go_tags::may_hold(before, after).then(|| go_tags::detect(before, after)))
+            let found = also(found, go_tags::may_hold(before, after).then(|| go_tags::detect(before, after)))?;
+            also(found, go_ozzo::may_hold(before, after).then(|| go_ozzo::detect(before, after)))
         }
         Language::Sql => run_with(&SQL, path, before, after, parse, None),
         Language::JsonSchema => run_with(&SCHEMA, path, before, after, parse, None),

@@ -173,6 +173,28 @@ rule_ids! {
     TsLiteralUnionWidened => "ts-literal-union-widened",
     PyLiteralWidened => "py-literal-widened",
     PyUnionWidened => "py-union-widened",
+    // TypeScript and JavaScript: yup schemas
+    TsYupBoundLoosened => "ts-yup-bound-loosened",
+    TsYupCheckRemoved => "ts-yup-check-removed",
+    TsYupEnumWidened => "ts-yup-enum-widened",
+    TsYupOptionalAdded => "ts-yup-optional-added",
+    TsYupStrictRemoved => "ts-yup-strict-removed",
+    // TypeScript and JavaScript: valibot schemas
+    TsValibotBoundLoosened => "ts-valibot-bound-loosened",
+    TsValibotCheckRemoved => "ts-valibot-check-removed",
+    TsValibotEnumWidened => "ts-valibot-enum-widened",
+    TsValibotOptionalAdded => "ts-valibot-optional-added",
+    TsValibotStrictRemoved => "ts-valibot-strict-removed",
+    // Go: ozzo-validation rules
+    GoOzzoBoundLoosened => "go-ozzo-bound-loosened",
+    GoOzzoInWidened => "go-ozzo-in-widened",
+    GoOzzoRequiredRemoved => "go-ozzo-required-removed",
+    GoOzzoRuleRemoved => "go-ozzo-rule-removed",
+    // Python: attrs validators
+    PyAttrsBoundLoosened => "py-attrs-bound-loosened",
+    PyAttrsInstanceOfWidened => "py-attrs-instance-of-widened",
+    PyAttrsOptionalAdded => "py-attrs-optional-added",
+    PyAttrsValidatorRemoved => "py-attrs-validator-removed",
 }
 
 impl RuleId {
