@@ -62,6 +62,9 @@ impl PartialOrd for OrderKey {
 
 /// The slot of a repository path, or `None` when it is no up-migration of a sequence.
 pub fn slot(path: &str) -> Option<Slot> {
+    if path.ends_with(".py") {
+        return django_slot(path);
+    }
     if !path.to_ascii_lowercase().ends_with(".sql") || is_down_migration(path) {
         return None;
     }
@@ -74,6 +77,19 @@ pub fn slot(path: &str) -> Option<Slot> {
     }
     let flyway = name.starts_with('V') && name[1..].starts_with(|c: char| c.is_ascii_digit()) && name.contains("__");
     let version = if flyway { leading_version(&name[1..], true)? } else { leading_version(name, false)? };
+    Some(Slot { set: dir.to_string(), order: OrderKey { version, name: name.to_string() } })
+}
+
+/// A Django migration: `<app>/migrations/<digits>_<name>.py`, ordered by its number
+/// then its name (Django's own order is its dependency graph, which numbered names
+/// follow in all but merge migrations; `__init__.py` is no migration). Replayed by the
+/// Django pass (`py_django_migrations`), never by the SQL one.
+fn django_slot(path: &str) -> Option<Slot> {
+    let (dir, name) = path.rsplit_once('/')?;
+    if dir.rsplit('/').next() != Some("migrations") {
+        return None;
+    }
+    let version = leading_version(name.strip_suffix(".py")?, false)?;
     Some(Slot { set: dir.to_string(), order: OrderKey { version, name: name.to_string() } })
 }
 
@@ -179,7 +195,13 @@ impl History {
         let Some(files) = self.sets.get(&slot.set) else {
             return Vec::new();
         };
-        files.iter().filter(|(order, p, _)| *order < slot.order && p != path).map(|(_, _, t)| t.as_str()).collect()
+        // A directory holding both SQL and Django migrations: each replays its own kind.
+        let kind = |p: &str| p.ends_with(".py");
+        files
+            .iter()
+            .filter(|(order, p, _)| *order < slot.order && p != path && kind(p) == kind(path))
+            .map(|(_, _, t)| t.as_str())
+            .collect()
     }
 
     /// Whether no sequence is known.

@@ -23,6 +23,7 @@ pub mod migrations;
 pub(crate) mod prisma;
 mod py_decl;
 pub(crate) mod py_django;
+mod py_django_migrations;
 pub(crate) mod py_marshmallow;
 pub(crate) mod py_pydantic;
 pub(crate) mod py_sqlalchemy;
