@@ -641,6 +641,27 @@ pub(crate) fn run_known(
     })
 }
 
+/// [`run_known`] for a Python file that is a Django migration, its `AlterField`s and
+/// the like judged against the app's earlier migrations (`py_django::detect_after`).
+pub(crate) fn run_python_after(
+    path: &str,
+    before: &str,
+    after: &str,
+    parse: Parse,
+    known: Option<Known>,
+    earlier: &[&str],
+) -> Result<Vec<RawFinding>, DetectError> {
+    caught(Language::Python, path, || {
+        let found = run_with(&python::PythonDetector, path, before, after, parse, known)?;
+        let found = also(found, py_pydantic::may_hold(before, after).then(|| py_pydantic::detect(before, after)))?;
+        let django = py_django::may_hold(before, after).then(|| py_django::detect_after(before, after, earlier));
+        let found = also(found, django)?;
+        let found =
+            also(found, py_marshmallow::may_hold(before, after).then(|| py_marshmallow::detect(before, after)))?;
+        also(found, py_sqlalchemy::may_hold(path, before, after).then(|| py_sqlalchemy::detect(path, before, after)))
+    })
+}
+
 /// A language's findings with those of a declared-constraint pass (`None`: the pass's
 /// prefilter found nothing to read), sorted and deduplicated as one answer.
 fn also(

@@ -492,6 +492,10 @@ fn scan_one(
     let detect = || detector::run_known(lang, path, before, after, policy.parse(), known);
     let raw = match (lang, ids.and_then(|i| i.pair.as_deref())) {
         (Language::Sql, _) => detector::run_sql_after(path, before, after, &history.earlier(path)),
+        // A Django migration is judged against the app's earlier ones: never cached.
+        (Language::Python, _) if super::migrations::slot(path).is_some() && !history.is_empty() => {
+            detector::run_python_after(path, before, after, policy.parse(), known, &history.earlier(path))
+        }
         (_, Some(key)) => match caches.findings.get(key) {
             Some(found) => Ok(found),
             None => {

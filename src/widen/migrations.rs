@@ -1,4 +1,4 @@
-//! Migration sequences: which `.sql` files are migrations, which sequence each one
+//! Migration sequences: which `.sql` (and Django `.py`) files are migrations, which sequence each one
 //! belongs to, and the order its tool applies them in, so a new migration can be
 //! judged against the schema the earlier ones built (see `sql::detect_after`).
 //!
@@ -13,9 +13,11 @@
 //! - Prisma: `prisma/migrations/<timestamp>_<name>/migration.sql`;
 //! - any other `<digits>…_name.sql` (dbmate, goose, hand-rolled numbering).
 //!
-//! Rails (`db/migrate/*.rb`) and Django (`*/migrations/*.py`) write migrations in Ruby
-//! and Python: they are not replayed. Their `db/structure.sql` or `schema.sql` dump is
-//! read as an ordinary SQL file (an edit to a `CREATE TABLE` there is compared directly).
+//! Django's `<app>/migrations/<digits>_<name>.py` are sequences too, replayed by the
+//! Django pass (`py_django_migrations`), never by the SQL one: a directory holding both
+//! kinds gives each file the earlier files of its own kind. Rails (`db/migrate/*.rb`)
+//! is not replayed; its `db/structure.sql` or `schema.sql` dump is read as an ordinary
+//! SQL file (an edit to a `CREATE TABLE` there is compared directly).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -62,6 +64,9 @@ impl PartialOrd for OrderKey {
 
 /// The slot of a repository path, or `None` when it is no up-migration of a sequence.
 pub fn slot(path: &str) -> Option<Slot> {
+    if path.ends_with(".py") {
+        return django_slot(path);
+    }
     if !path.to_ascii_lowercase().ends_with(".sql") || is_down_migration(path) {
         return None;
     }
@@ -74,6 +79,19 @@ pub fn slot(path: &str) -> Option<Slot> {
     }
     let flyway = name.starts_with('V') && name[1..].starts_with(|c: char| c.is_ascii_digit()) && name.contains("__");
     let version = if flyway { leading_version(&name[1..], true)? } else { leading_version(name, false)? };
+    Some(Slot { set: dir.to_string(), order: OrderKey { version, name: name.to_string() } })
+}
+
+/// A Django migration: `<app>/migrations/<digits>_<name>.py`, ordered by its number
+/// then its name (Django's own order is its dependency graph, which numbered names
+/// follow in all but merge migrations; `__init__.py` is no migration). Replayed by the
+/// Django pass (`py_django_migrations`), never by the SQL one.
+fn django_slot(path: &str) -> Option<Slot> {
+    let (dir, name) = path.rsplit_once('/')?;
+    if dir.rsplit('/').next() != Some("migrations") {
+        return None;
+    }
+    let version = leading_version(name.strip_suffix(".py")?, false)?;
     Some(Slot { set: dir.to_string(), order: OrderKey { version, name: name.to_string() } })
 }
 
@@ -179,7 +197,13 @@ impl History {
         let Some(files) = self.sets.get(&slot.set) else {
             return Vec::new();
         };
-        files.iter().filter(|(order, p, _)| *order < slot.order && p != path).map(|(_, _, t)| t.as_str()).collect()
+        // A directory holding both SQL and Django migrations: each replays its own kind.
+        let kind = |p: &str| p.ends_with(".py");
+        files
+            .iter()
+            .filter(|(order, p, _)| *order < slot.order && p != path && kind(p) == kind(path))
+            .map(|(_, _, t)| t.as_str())
+            .collect()
     }
 
     /// Whether no sequence is known.
@@ -215,10 +239,24 @@ mod tests {
             "db/migration/R__views.sql",
             "db/migration/U2__undo.sql",
             "db/migrate/20240101_add_users.rb",
-            "app/migrations/0001_initial.py",
+            "app/migrations/__init__.py",
+            "app/scripts/0001_backfill.py",
         ] {
             assert_eq!(slot(p), None, "{p}");
         }
+        // Django: `<app>/migrations/<digits>_<name>.py`, replayed by the Django pass.
+        assert_eq!(order("shop/migrations/0012_alter_item_name.py"), ("shop/migrations".into(), vec![12]));
+    }
+
+    #[test]
+    fn a_directory_of_sql_and_django_migrations_replays_each_kind_to_its_own() {
+        let h = History::new([
+            ("app/migrations/0001_initial.py".to_string(), "PY1".to_string()),
+            ("app/migrations/0001_seed.sql".to_string(), "SQL1".to_string()),
+            ("app/migrations/0002_more.py".to_string(), "PY2".to_string()),
+        ]);
+        assert_eq!(h.earlier("app/migrations/0003_x.py"), ["PY1", "PY2"]);
+        assert_eq!(h.earlier("app/migrations/0003_x.sql"), ["SQL1"]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub(crate) mod prisma;
 pub(crate) mod py_attrs;
 mod py_decl;
 pub(crate) mod py_django;
+mod py_django_migrations;
 pub(crate) mod py_marshmallow;
 pub(crate) mod py_pydantic;
 pub(crate) mod py_sqlalchemy;

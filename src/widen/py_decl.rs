@@ -206,6 +206,71 @@ pub(super) fn both_mention(before: &str, after: &str, needles: &[&str]) -> bool 
     has(before) && has(after)
 }
 
+/// Names typing, pydantic and annotated-types give an annotation: never a project's own
+/// type.
+const LIBRARY_TYPE_NAMES: &[&str] = &[
+    "Annotated",
+    "Optional",
+    "Union",
+    "List",
+    "Dict",
+    "Set",
+    "Tuple",
+    "Sequence",
+    "Mapping",
+    "Literal",
+    "Field",
+    "Gt",
+    "Ge",
+    "Lt",
+    "Le",
+    "MinLen",
+    "MaxLen",
+    "Len",
+    "Interval",
+    "MultipleOf",
+    "StringConstraints",
+    "Decimal",
+    "UUID",
+    "Any",
+    "None",
+    "Mapped",
+    "PositiveInt",
+    "NegativeInt",
+    "NonNegativeInt",
+    "NonPositiveInt",
+    "PositiveFloat",
+    "NegativeFloat",
+    "NonNegativeFloat",
+    "NonPositiveFloat",
+    "StrictInt",
+    "StrictStr",
+    "StrictFloat",
+    "StrictBool",
+    "EmailStr",
+    "NameEmail",
+    "AnyUrl",
+    "AnyHttpUrl",
+    "HttpUrl",
+    "SecretStr",
+];
+
+/// Whether `after` names a type `before` did not that is a project's own (capitalised,
+/// not a constant, not typing's or pydantic's): a bound dropped as the type became such
+/// an alias (`Annotated[int, Le(INT_MAX)]` to `Int32`, declared in another module) may
+/// have moved into it, which one file cannot tell.
+pub(super) fn gains_own_type(before: &str, after: &str) -> bool {
+    let names = |s: &str| -> std::collections::BTreeSet<String> {
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    };
+    let (b, a) = (names(before), names(after));
+    a.difference(&b).any(|n| {
+        n.starts_with(|c: char| c.is_ascii_uppercase())
+            && n.chars().any(|c| c.is_ascii_lowercase())
+            && !LIBRARY_TYPE_NAMES.contains(&n.as_str())
+    })
+}
+
 /// The Python grammar.
 pub(super) fn grammar() -> tree_sitter::Language {
     tree_sitter_python::LANGUAGE.into()
@@ -268,6 +333,15 @@ mod tests {
             );
             assert!(is_true(p[5], src) && number(p[6], src).is_nan());
         });
+    }
+
+    #[test]
+    fn a_project_type_gained_is_told_from_library_names_and_constants() {
+        assert!(gains_own_type("Annotated[int,Gt(0),Le(INT_MAX)]", "Annotated[Int32,Gt(0)]"));
+        assert!(gains_own_type("int|None", "Int32|None"));
+        assert!(!gains_own_type("Annotated[int,Le(10)]", "Annotated[int,Le(LIMIT)]"));
+        assert!(!gains_own_type("int", "PositiveInt"));
+        assert!(!gains_own_type("Annotated[str,MaxLen(9)]", "Optional[str]"));
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use super::py_decl::{self, Bound, Call, bound_loosened, call, is_true, number, string};
+use super::py_django_migrations::{self, State};
 use super::syntax::{compact, field, kind_of, line, named_children, one_line, text};
 use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity};
 
@@ -144,16 +145,31 @@ pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, Detec
     let Some((old, new)) = super::syntax::both_versions(&py_decl::grammar(), before, after, Inventory::build) else {
         return Ok(Vec::new());
     };
-    Ok(compare(&old, &new))
+    Ok(compare(&old, &new, None))
+}
+
+/// [`detect`] for a migration applied after `earlier` (the texts of the same app's
+/// earlier migrations, in order): an `AlterField`, `AlterUniqueTogether` or
+/// `RemoveConstraint` whose old state the file does not show is judged against the
+/// state those migrations leave (see `py_django_migrations`).
+pub(crate) fn detect_after(before: &str, after: &str, earlier: &[&str]) -> Result<Vec<RawFinding>, DetectError> {
+    if !may_hold(before, after) {
+        return Ok(Vec::new());
+    }
+    let Some((old, new)) = super::syntax::both_versions(&py_decl::grammar(), before, after, Inventory::build) else {
+        return Ok(Vec::new());
+    };
+    let state = py_django_migrations::replay(&old, &new, earlier);
+    Ok(compare(&old, &new, state.as_ref()))
 }
 
 /// What one field declares.
 #[derive(Debug, Default, Clone)]
-struct FieldDecl {
+pub(super) struct FieldDecl {
     line: u32,
     shown: String,
     /// The field type's last segment (`CharField`).
-    kind: String,
+    pub(super) kind: String,
     null: bool,
     blank: bool,
     unique: bool,
@@ -176,25 +192,46 @@ struct FieldDecl {
 
 /// A finding found within one version (a migration's `AlterField` against the field
 /// before it, a `RemoveConstraint`).
-type Found = (RuleId, String, String, String, u32);
+pub(super) type Found = (RuleId, String, String, String, u32);
 
 #[derive(Debug, Default)]
-struct Inventory {
+pub(super) struct Inventory {
     /// Model fields, by `Model.field`.
     fields: BTreeMap<String, FieldDecl>,
     /// Meta constraints, by `Model` then by name (or text).
     constraints: BTreeMap<String, BTreeMap<String, String>>,
     /// `unique_together`, by `Model`: each set of fields sorted and joined.
     together: BTreeMap<String, (BTreeSet<String>, String)>,
+    /// The line of a model's `unique_together`, by `Model`.
+    together_line: BTreeMap<String, u32>,
     /// A migration's fields as its operations leave them, by `model.field` (lower-case model).
-    migrated: BTreeMap<String, FieldDecl>,
+    pub(super) migrated: BTreeMap<String, FieldDecl>,
     /// A migration's `unique_together`s as its operations leave them, by lower-case model.
-    migrated_together: BTreeMap<String, BTreeSet<String>>,
+    pub(super) migrated_together: BTreeMap<String, BTreeSet<String>>,
     /// `AlterField`s whose old field the same version does not show: judged against
     /// the other version's `migrated`: (key, symbol, the new field).
-    open_alters: Vec<(String, String, FieldDecl)>,
+    pub(super) open_alters: Vec<(String, String, FieldDecl)>,
+    /// Fields a migration's `CreateModel`s and `AddField`s create, by `model.field`
+    /// (lower-case model): (symbol, the field as created). A migration edited in place
+    /// that creates a field laxer than its old version did loosens the schema it builds.
+    created: BTreeMap<String, (String, FieldDecl)>,
+    /// A migration's `RenameField`s, in order: (old key, new key), lower-case model.
+    pub(super) renamed: Vec<(String, String)>,
     /// What the migration's own operations loosen.
     found: Vec<Found>,
+    /// The fields of a migration's constraints as its own operations add them
+    /// (`AddConstraint`, `CreateModel(options={"constraints": ...})`), by (lower-case
+    /// model, constraint name).
+    pub(super) constraint_fields: BTreeMap<(String, String), Vec<String>>,
+    /// `AlterUniqueTogether`s whose old sets the same version does not show: (lower-case
+    /// model, symbol of the model, the new sets, line), judged against the earlier
+    /// migrations when they are replayed, else only when emptied.
+    pub(super) open_together: Vec<(String, String, BTreeSet<String>, u32)>,
+    /// `RemoveConstraint`s whose constraint the same version does not define: (lower-case
+    /// model, symbol of the model, constraint name, shown, line).
+    pub(super) open_removed: Vec<(String, String, String, String, u32)>,
+    /// A model's `Meta.constraints`' fields, by `Model` then constraint key.
+    meta_fields: BTreeMap<String, BTreeMap<String, Vec<String>>>,
 }
 
 /// The choices lists and choices classes of a module, by name, read first so that a
@@ -202,7 +239,7 @@ struct Inventory {
 type ChoiceSets = BTreeMap<String, BTreeSet<String>>;
 
 impl Inventory {
-    fn build(root: Node, src: &str) -> Inventory {
+    pub(super) fn build(root: Node, src: &str) -> Inventory {
         let mut inv = Inventory::default();
         let classes = py_decl::classes(root, src);
         let mut sets: ChoiceSets = BTreeMap::new();
@@ -267,11 +304,16 @@ impl Inventory {
                                 .keyword("name")
                                 .and_then(|n| string(n, src))
                                 .unwrap_or_else(|| compact(text(item, src)));
-                            list.insert(key, cap(one_line(text(item, src))));
+                            list.insert(key.clone(), cap(one_line(text(item, src))));
+                            self.meta_fields
+                                .entry(model.to_string())
+                                .or_default()
+                                .insert(key, constraint_fields(&c, src));
                         }
                     }
                 }
                 "unique_together" => {
+                    self.together_line.insert(model.to_string(), line(s));
                     self.together.insert(model.to_string(), (together(value, src), cap(one_line(text(s, src)))));
                 }
                 _ => {}
@@ -322,16 +364,28 @@ impl Inventory {
                             if let (Some(n), Some(f)) = (items.first().and_then(|n| string(*n, src)), items.get(1))
                                 && let Some(fc) = call(*f, src)
                             {
-                                self.migrated.insert(format!("{lower}.{n}"), field_decl(&fc, pair, src, sets));
+                                let decl = field_decl(&fc, pair, src, sets);
+                                self.created.insert(format!("{lower}.{n}"), (symbol(&model, &n), decl.clone()));
+                                self.migrated.insert(format!("{lower}.{n}"), decl);
                             }
                         }
                     }
                     if let Some(options) = c.keyword("options") {
                         for p in named_children(options).into_iter().filter(|p| kind_of(*p) == "pair") {
-                            if field(p, "key").and_then(|k| string(k, src)).as_deref() == Some("unique_together")
-                                && let Some(v) = field(p, "value")
-                            {
-                                self.migrated_together.insert(lower.clone(), together(v, src));
+                            let key = field(p, "key").and_then(|k| string(k, src));
+                            let Some(v) = field(p, "value") else { continue };
+                            match key.as_deref() {
+                                Some("unique_together") => {
+                                    self.migrated_together.insert(lower.clone(), together(v, src));
+                                }
+                                Some("constraints") => {
+                                    for item in named_children(v) {
+                                        if let Some((name, fields)) = named_constraint(item, src) {
+                                            self.constraint_fields.insert((lower.clone(), name), fields);
+                                        }
+                                    }
+                                }
+                                _ => {}
                             }
                         }
                     }
@@ -345,6 +399,9 @@ impl Inventory {
                     };
                     let key = format!("{lower}.{name}");
                     let decl = field_decl(&fc, op, src, sets);
+                    if c.name == "AddField" {
+                        self.created.insert(key.clone(), (symbol(&model, &name), decl.clone()));
+                    }
                     if c.name == "AlterField" {
                         match self.migrated.get(&key) {
                             Some(old) => {
@@ -356,40 +413,58 @@ impl Inventory {
                     }
                     self.migrated.insert(key, decl);
                 }
+                "RenameField" => {
+                    let (Some(from), Some(to)) = (
+                        arg(&c, "old_name", 1).and_then(|n| string(n, src)),
+                        arg(&c, "new_name", 2).and_then(|n| string(n, src)),
+                    ) else {
+                        continue;
+                    };
+                    let (from, to) = (format!("{lower}.{from}"), format!("{lower}.{to}"));
+                    if let Some(decl) = self.migrated.remove(&from) {
+                        self.migrated.insert(to.clone(), decl);
+                    }
+                    self.renamed.push((from, to));
+                }
+                "AddConstraint" => {
+                    if let Some((name, fields)) = arg(&c, "constraint", 1).and_then(|n| named_constraint(n, src)) {
+                        self.constraint_fields.insert((lower, name), fields);
+                    }
+                }
                 "RemoveConstraint" => {
-                    let name = arg(&c, "name", 1).map(|n| one_line(text(n, src))).unwrap_or_default();
-                    let shown = format!("RemoveConstraint {name}");
-                    self.found.push((
-                        RuleId::PyDjangoConstraintRemoved,
-                        symbol(&model, ""),
-                        shown,
-                        String::new(),
-                        line(op),
-                    ));
+                    let name_node = arg(&c, "name", 1);
+                    let shown =
+                        format!("RemoveConstraint {}", name_node.map(|n| one_line(text(n, src))).unwrap_or_default());
+                    let name = name_node.and_then(|n| string(n, src)).unwrap_or_default();
+                    match self.constraint_fields.get(&(lower.clone(), name.clone())) {
+                        Some(fields) => {
+                            let sym = symbol(&model, pick_field(fields, |_| None).unwrap_or(""));
+                            self.found.push((RuleId::PyDjangoConstraintRemoved, sym, shown, String::new(), line(op)));
+                        }
+                        None => self.open_removed.push((lower, symbol(&model, ""), name, shown, line(op))),
+                    }
                 }
                 "AlterUniqueTogether" => {
                     let model = arg(&c, "name", 0).and_then(|n| string(n, src)).unwrap_or_default();
                     let lower = model.to_lowercase();
                     let Some(v) = arg(&c, "unique_together", 1) else { continue };
                     let now = together(v, src);
-                    let shrunk = match self.migrated_together.get(&lower) {
-                        Some(was) => !was.is_subset(&now),
-                        // Emptied: makemigrations writes that only where a set was declared.
-                        None => now.is_empty(),
-                    };
-                    if shrunk {
-                        let before = self
-                            .migrated_together
-                            .get(&lower)
-                            .map(sets_shown)
-                            .unwrap_or_else(|| "unique_together".to_string());
-                        self.found.push((
-                            RuleId::PyDjangoConstraintRemoved,
-                            symbol(&model, ""),
-                            before,
-                            sets_shown(&now),
-                            line(op),
-                        ));
+                    match self.migrated_together.get(&lower) {
+                        Some(was) => {
+                            let kinds = |f: &str| self.migrated.get(&format!("{lower}.{f}")).map(|d| d.kind.clone());
+                            if let Some(weakened) = weakened_set(was, &now) {
+                                let fields: Vec<String> = weakened.split(", ").map(str::to_string).collect();
+                                let sym = symbol(&model, pick_field(&fields, kinds).unwrap_or(""));
+                                self.found.push((
+                                    RuleId::PyDjangoConstraintRemoved,
+                                    sym,
+                                    sets_shown(was),
+                                    sets_shown(&now),
+                                    line(op),
+                                ));
+                            }
+                        }
+                        None => self.open_together.push((lower.clone(), symbol(&model, ""), now.clone(), line(op))),
                     }
                     self.migrated_together.insert(lower, now);
                 }
@@ -399,7 +474,46 @@ impl Inventory {
     }
 }
 
-fn sets_shown(s: &BTreeSet<String>) -> String {
+/// The first of `was`'s unique sets that no set of `now` still enforces: a set of `now`
+/// over a subset of its fields enforces it (fewer columns: stricter), one over more
+/// columns (a `deleted_at` added) does not: duplicates may differ in the added column.
+pub(super) fn weakened_set<'s>(was: &'s BTreeSet<String>, now: &BTreeSet<String>) -> Option<&'s String> {
+    let cols = |s: &str| -> BTreeSet<String> { s.split(", ").filter(|c| !c.is_empty()).map(str::to_string).collect() };
+    was.iter().find(|w| {
+        let w_cols = cols(w);
+        !now.iter().any(|n| cols(n).is_subset(&w_cols))
+    })
+}
+
+/// The field a constraint over `fields` is reported on: the first that holds a value of
+/// the row's own (a name, a url), before one that scopes it (a foreign key) or marks a
+/// soft delete; `kind` tells a field's type where known (`ForeignKey`).
+pub(super) fn pick_field(fields: &[String], kind: impl Fn(&str) -> Option<String>) -> Option<&str> {
+    let relational = |k: &str| matches!(k, "ForeignKey" | "OneToOneField" | "ManyToManyField");
+    let rank = |f: &str| match kind(f) {
+        _ if f == "deleted_at" => 3,
+        Some(k) if relational(&k) => 2,
+        Some(_) => 0,
+        None => 1,
+    };
+    fields.iter().min_by_key(|f| rank(f)).map(String::as_str)
+}
+
+/// A constraint call's name and fields (`UniqueConstraint(fields=["a"], name="x")`).
+fn named_constraint(n: Node, src: &str) -> Option<(String, Vec<String>)> {
+    let c = call(n, src)?;
+    let name = c.keyword("name").and_then(|v| string(v, src))?;
+    Some((name, constraint_fields(&c, src)))
+}
+
+/// The fields a constraint or index call names (`fields=[...]`), in written order.
+fn constraint_fields(c: &Call, src: &str) -> Vec<String> {
+    c.keyword("fields")
+        .map(|l| named_children(l).into_iter().filter_map(|s| string(s, src)).collect())
+        .unwrap_or_default()
+}
+
+pub(super) fn sets_shown(s: &BTreeSet<String>) -> String {
     let inner: Vec<String> = s.iter().map(|t| format!("({t})")).collect();
     format!("unique_together={{{}}}", inner.join(", "))
 }
@@ -563,6 +677,11 @@ fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> 
         // The type's own check is the validator taken away.
         push(RuleId::PyDjangoValidatorRemoved, &old.kind, &new.kind);
     }
+    // A type change that stores more (`IntegerField` to `FloatField`) or checks less
+    // (`ForeignKey` to `UUIDField`).
+    if let Some(rule) = py_django_migrations::type_loosened(&old.kind, &new.kind) {
+        push(rule, b, a);
+    }
     match (&old.choices, &new.choices) {
         (Some(o), Some(n)) if !o.is_empty() && !n.is_empty() && !n.is_subset(o) => {
             push(RuleId::PyDjangoChoicesWidened, &old.choices_shown, &new.choices_shown)
@@ -573,20 +692,27 @@ fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> 
     out
 }
 
-fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
+fn compare(old: &Inventory, new: &Inventory, state: Option<&State>) -> Vec<RawFinding> {
     let mut found: Vec<Found> = Vec::new();
     for (symbol, a) in &new.fields {
         if let Some(b) = old.fields.get(symbol) {
             found.extend(field_findings(symbol, b, a));
         }
     }
+    let kind_in =
+        |inv: &Inventory, model: &str, f: &str| inv.fields.get(&format!("{model}.{f}")).map(|d| d.kind.clone());
     for (model, now) in &new.constraints {
         let Some(was) = old.constraints.get(model) else { continue };
         for (name, shown) in was {
             if !now.contains_key(name) {
                 let line =
                     new.fields.iter().find(|(k, _)| k.starts_with(&format!("{model}."))).map_or(1, |(_, f)| f.line);
-                found.push((RuleId::PyDjangoConstraintRemoved, model.clone(), shown.clone(), String::new(), line));
+                let fields = old.meta_fields.get(model).and_then(|m| m.get(name)).cloned().unwrap_or_default();
+                let sym = match pick_field(&fields, |f| kind_in(old, model, f)) {
+                    Some(f) => format!("{model}.{f}"),
+                    None => model.clone(),
+                };
+                found.push((RuleId::PyDjangoConstraintRemoved, sym, shown.clone(), String::new(), line));
             }
         }
     }
@@ -597,14 +723,15 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
             continue;
         };
         let (now, now_shown) = new.together.get(model).map_or((BTreeSet::new(), ""), |(s, t)| (s.clone(), t.as_str()));
-        if !was.is_subset(&now) {
-            found.push((
-                RuleId::PyDjangoConstraintRemoved,
-                model.clone(),
-                shown.clone(),
-                now_shown.to_string(),
-                model_line,
-            ));
+        if let Some(weakened) = weakened_set(was, &now) {
+            let fields: Vec<String> = weakened.split(", ").map(str::to_string).collect();
+            let sym = match pick_field(&fields, |f| kind_in(old, model, f)) {
+                Some(f) => format!("{model}.{f}"),
+                None => model.clone(),
+            };
+            // On the new `unique_together` where there is one: the line that changed.
+            let line = new.together_line.get(model).copied().unwrap_or(model_line);
+            found.push((RuleId::PyDjangoConstraintRemoved, sym, shown.clone(), now_shown.to_string(), line));
         }
     }
     // A migration: its own operations' findings the old version did not have, and its
@@ -615,7 +742,15 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
         new.found.iter().filter(|(r, s, b, a, _)| !before.contains(&(*r, s.as_str(), b.as_str(), a.as_str()))).cloned(),
     );
     for (key, symbol, decl) in &new.open_alters {
-        if let Some(was) = old.migrated.get(key) {
+        if let Some(was) = old.migrated.get(key).or_else(|| state.and_then(|s| s.fields.get(key))) {
+            found.extend(field_findings(symbol, was, decl));
+        }
+    }
+    found.extend(py_django_migrations::judge_open(old, new, state));
+    // A field the migration creates, created laxer than the old version of the same
+    // migration created it (`AddField(null=True)` where it said NOT NULL).
+    for (key, (symbol, decl)) in &new.created {
+        if let Some((_, was)) = old.created.get(key) {
             found.extend(field_findings(symbol, was, decl));
         }
     }
@@ -652,7 +787,8 @@ mod tests {
             (RuleId::PyDjangoBoundLoosened, "Ticket.score"),
             (RuleId::PyDjangoBoundLoosened, "Ticket.title"),
             (RuleId::PyDjangoChoicesWidened, "Ticket.status"),
-            (RuleId::PyDjangoConstraintRemoved, "Ticket"),
+            // The `Meta` constraint over (title, code), named by its first field.
+            (RuleId::PyDjangoConstraintRemoved, "Ticket.title"),
             (RuleId::PyDjangoConstraintRemoved, "Ticket.title"),
             (RuleId::PyDjangoNullAllowed, "Ticket.note"),
             (RuleId::PyDjangoValidatorRemoved, "Ticket.code"),

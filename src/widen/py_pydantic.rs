@@ -159,6 +159,8 @@ enum Dim {
 struct Field {
     line: u32,
     shown: String,
+    /// The annotation, compacted.
+    annotation: String,
     /// The annotation admits `None`.
     none_in_type: bool,
     /// No default: the input must give it.
@@ -300,6 +302,7 @@ fn read_field(stmt: Node, ty: Node, value: Option<Node>, src: &str) -> Field {
     let mut f = Field {
         line: line(stmt),
         shown: cap(one_line(text(stmt, src))),
+        annotation: ann.clone(),
         none_in_type: ann == "None"
             || ann.contains("Optional[")
             || ann.contains("|None")
@@ -445,7 +448,9 @@ fn compare(old: &BTreeMap<String, Model>, new: &BTreeMap<String, Model>) -> Vec<
             let loosened = bf.lower.iter().any(|(d, o)| bound_loosened(Some(*o), af.lower.get(d).copied(), true))
                 || bf.upper.iter().any(|(d, o)| bound_loosened(Some(*o), af.upper.get(d).copied(), false))
                 || !bf.flags.is_subset(&af.flags);
-            if loosened && !detector_erased {
+            // A bound dropped as the type became a project's own (`Int32`): not judged.
+            let moved = py_decl::gains_own_type(&bf.annotation, &af.annotation);
+            if loosened && !detector_erased && !moved {
                 push(RuleId::PyPydanticBoundLoosened, af.line, symbol.clone(), &bf.shown, &af.shown);
             }
             let detector_optional = !bf.none_in_type && af.none_in_type;

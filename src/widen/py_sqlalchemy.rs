@@ -58,6 +58,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         message: "{symbol}: the constraint `{before}` was removed or loosened to `{after}`",
         invariant: "The database refused rows that broke the constraint, so code could rely on it holding for every stored row.",
     },
+    RuleDef {
+        id: RuleId::PySqlalchemyNumberWidened,
+        languages: PY,
+        family: Family::NumericRange,
+        description: "A SQLAlchemy integer column admits more numbers: `SmallInteger` made `Integer`, `Integer` (or a `Mapped[int]` with no type) made `BigInteger`, an integer made `Numeric`/`Float` (fractions); in an alembic `op.alter_column`, `type_=` wider than `existing_type=`.",
+        severity: Severity::Medium,
+        message: "{symbol} accepts numbers outside its old type: `{before}` became `{after}`",
+        invariant: "Stored numbers fitted the column's integer type, which other layers (a 32-bit field, a JSON number) may rely on.",
+    },
 ];
 
 /// Longest `before`/`after` rendering of a declaration.
@@ -115,6 +124,9 @@ struct Column {
     unique: bool,
     /// `primary_key=True`.
     primary: bool,
+    /// The integer type's rank ([`number_rank`]), from the type argument or, with none,
+    /// a `Mapped[int]` annotation (SQLAlchemy maps `int` to `Integer`).
+    number: Option<u8>,
 }
 
 /// A finding one version's alembic `upgrade()` gives on its own.
@@ -126,6 +138,12 @@ struct Inventory {
     /// `__table_args__` constraints, by class then by name (or text).
     table_args: BTreeMap<String, BTreeMap<String, String>>,
     found: Vec<Found>,
+    /// Columns an alembic `upgrade()` makes NOT NULL (`op.alter_column(...,
+    /// nullable=False)`, `op.add_column(t, sa.Column(..., nullable=False))`), by
+    /// `table.column`, with the call shown.
+    not_null: BTreeMap<String, String>,
+    /// Columns an `upgrade()` adds, by `table.column`, with the call's line.
+    added_columns: BTreeMap<String, u32>,
 }
 
 fn cap(s: String) -> String {
@@ -133,6 +151,25 @@ fn cap(s: String) -> String {
         Some((cut, _)) => format!("{}…", &s[..cut]),
         None => s,
     }
+}
+
+/// An integer type's width (1 small, 2 integer, 3 big), 4 for a type holding fractions;
+/// `None` for any other type. A bare name (`Integer`) or a call (`sa.BigInteger()`).
+fn number_rank(n: Node, src: &str) -> Option<u8> {
+    let t = compact(text(n, src));
+    let head = t.split('(').next().unwrap_or(&t);
+    Some(match py_decl::last_segment(head) {
+        "SmallInteger" | "SMALLINT" => 1,
+        "Integer" | "INTEGER" | "INT" => 2,
+        "BigInteger" | "BIGINT" => 3,
+        "Numeric" | "NUMERIC" | "Float" | "FLOAT" | "REAL" | "Double" | "DOUBLE" | "DOUBLE_PRECISION" | "DECIMAL" => 4,
+        _ => return None,
+    })
+}
+
+/// Whether a number type `new` admits more than an integer type `old`.
+fn number_widened(old: Option<u8>, new: Option<u8>) -> bool {
+    matches!((old, new), (Some(o), Some(n)) if o <= 3 && n > o)
 }
 
 /// A type expression's string length: `String(64)`, `sa.String(length=64)`.
@@ -219,6 +256,18 @@ impl Inventory {
                 "create_index" if c.keyword("unique").is_some_and(|v| is_true(v, src)) => {
                     unique_indexes.extend(first);
                 }
+                "add_column" => {
+                    let table = first.or_else(|| c.keyword("table_name").and_then(|n| string(n, src)));
+                    let column = c.positional.get(1).or(c.keyword("column").as_ref()).and_then(|n| call(*n, src));
+                    let name = column.as_ref().and_then(|k| k.positional.first().and_then(|n| string(*n, src)));
+                    if let (Some(table), Some(column), Some(name)) = (table, column, name) {
+                        let symbol = format!("{table}.{name}");
+                        if column.keyword("nullable").is_some_and(|v| is_false(v, src)) {
+                            self.not_null.insert(symbol.clone(), format!("op.add_column({symbol}, nullable=False)"));
+                        }
+                        self.added_columns.insert(symbol, c.line);
+                    }
+                }
                 "alter_column" => {
                     let table =
                         first.or_else(|| c.keyword("table_name").and_then(|n| string(n, src))).unwrap_or_default();
@@ -226,6 +275,9 @@ impl Inventory {
                         second.or_else(|| c.keyword("column_name").and_then(|n| string(n, src))).unwrap_or_default();
                     let symbol = format!("{table}.{col}");
                     let line = c.line;
+                    if c.keyword("nullable").is_some_and(|v| is_false(v, src)) {
+                        self.not_null.insert(symbol.clone(), format!("op.alter_column({symbol}, nullable=False)"));
+                    }
                     if c.keyword("nullable").is_some_and(|v| is_true(v, src)) {
                         let before = c
                             .keyword("existing_nullable")
@@ -242,12 +294,12 @@ impl Inventory {
                             (Some(o), None) => !o.is_nan() && is_type_name(new, src),
                             _ => false,
                         };
+                        let shown =
+                            format!("existing_type={} → type_={}", one_line(text(old, src)), one_line(text(new, src)));
+                        if number_widened(number_rank(old, src), number_rank(new, src)) {
+                            self.found.push((RuleId::PySqlalchemyNumberWidened, symbol.clone(), shown.clone(), line));
+                        }
                         if wider {
-                            let shown = format!(
-                                "existing_type={} → type_={}",
-                                one_line(text(old, src)),
-                                one_line(text(new, src))
-                            );
                             self.found.push((RuleId::PySqlalchemyLengthWidened, symbol, shown, line));
                         }
                     }
@@ -278,6 +330,17 @@ impl Inventory {
                         || lower.starts_with("ux_")
                         || lower.ends_with("_key")
                         || lower.ends_with("_uniq");
+                    let partial = redone.partial_indexes.contains(&name);
+                    if partial && !unique_indexes.contains(&name) && (unique || restored.contains_key(&name)) {
+                        // Re-created unique over the rows a `WHERE` selects: the others
+                        // (soft-deleted ones) may now repeat the key.
+                        let table =
+                            second.or_else(|| c.keyword("table_name").and_then(|n| string(n, src))).unwrap_or_default();
+                        let shown =
+                            format!("op.drop_index(\"{name}\") (re-created unique only where a condition holds)");
+                        self.found.push((RuleId::PySqlalchemyConstraintRemoved, table, shown, c.line));
+                        continue;
+                    }
                     if redone.unique_index(&name) && !unique_indexes.contains(&name) {
                         // Re-created unique under the same name (a unique index the
                         // upgrade created before this drop stays the finding it was).
@@ -360,6 +423,9 @@ struct Redone {
     dropped_columns: BTreeSet<(String, String)>,
     /// Unique indexes created, by name.
     unique_indexes: BTreeSet<String>,
+    /// Unique indexes created with a condition (`postgresql_where=`, `sqlite_where=`),
+    /// by name: unique over some rows only.
+    partial_indexes: BTreeSet<String>,
 }
 
 impl Redone {
@@ -389,6 +455,10 @@ impl Redone {
                     }
                 }
                 "create_index" if c.keyword("unique").is_some_and(|v| is_true(v, src)) => {
+                    let partial = c.keywords.iter().any(|(k, _)| k.ends_with("_where"));
+                    if partial {
+                        r.partial_indexes.extend(name.clone());
+                    }
                     r.unique_indexes.extend(name);
                 }
                 _ => {}
@@ -455,6 +525,14 @@ fn column(c: &Call, stmt: Node, ty: Option<Node>, src: &str) -> Column {
     if let Some(t) = type_arg {
         col.typed = true;
         col.length = type_length(t, src);
+        col.number = number_rank(t, src);
+    } else if c.name == "mapped_column" && c.keyword("type_").is_none() {
+        let ann = ty.map(|t| compact(text(t, src))).unwrap_or_default();
+        let inner = ann.strip_prefix("Mapped[").and_then(|a| a.strip_suffix(']')).unwrap_or("");
+        let inner = inner.strip_prefix("Optional[").and_then(|a| a.strip_suffix(']')).unwrap_or(inner);
+        if inner.split('|').any(|p| p == "int") {
+            col.number = Some(2);
+        }
     }
     col
 }
@@ -530,6 +608,9 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
         if b.unique && !a.unique {
             push(RuleId::PySqlalchemyConstraintRemoved, a.line, symbol, &b.shown, &a.shown);
         }
+        if number_widened(b.number, a.number) {
+            push(RuleId::PySqlalchemyNumberWidened, a.line, symbol, &b.shown, &a.shown);
+        }
     }
     primary_keys(old, new, &mut push);
     let empty = BTreeMap::new();
@@ -542,6 +623,13 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
             if !now.contains_key(name) {
                 push(RuleId::PySqlalchemyConstraintRemoved, line, class, shown, "");
             }
+        }
+    }
+    // A NOT NULL the old `upgrade()` set on a column it adds, gone from the new one:
+    // the column stays nullable (a revision edited before it ran).
+    for (symbol, shown) in &old.not_null {
+        if let (false, Some(line)) = (new.not_null.contains_key(symbol), new.added_columns.get(symbol)) {
+            push(RuleId::PySqlalchemyNullableAllowed, *line, symbol, shown, "left nullable by upgrade()");
         }
     }
     let had: BTreeSet<(RuleId, &str, &str)> =

@@ -226,7 +226,13 @@ fn classify(bs: &Slot<SlotInfo>, as_: &Slot<SlotInfo>, before: &Inventory) -> Ve
     if b.frozen && !a.frozen {
         rules.push(RuleId::PyFrozenDataclassUnfrozen);
     }
-    if b.bounds.iter().any(|k| !a.bounds.contains(k)) {
+    // A bound dropped as the type became a project's own (`int` with `le=` to `Int32`)
+    // may have moved into that type: not judged.
+    let moved = match (&b.ty, &a.ty) {
+        (Some(bt), Some(at)) => super::py_decl::gains_own_type(&bt.key, &at.key),
+        _ => false,
+    };
+    if b.bounds.iter().any(|k| !a.bounds.contains(k)) && !moved {
         rules.push(RuleId::PyConstrainedTypeErased);
     }
     let (Some(bt), Some(at)) = (&b.ty, &a.ty) else {

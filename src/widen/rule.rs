@@ -111,6 +111,7 @@ rule_ids! {
     PySqlalchemyConstraintRemoved => "py-sqlalchemy-constraint-removed",
     PySqlalchemyLengthWidened => "py-sqlalchemy-length-widened",
     PySqlalchemyNullableAllowed => "py-sqlalchemy-nullable-allowed",
+    PySqlalchemyNumberWidened => "py-sqlalchemy-number-widened",
     // Python: marshmallow schemas
     PyMarshmallowOptionalAdded => "py-marshmallow-optional-added",
     PyMarshmallowValidatorRemoved => "py-marshmallow-validator-removed",
