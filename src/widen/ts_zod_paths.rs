@@ -130,3 +130,6 @@ pub(super) fn unit<'s>(node: Node, src: &'s str, names: &BTreeSet<String>) -> Op
     field(func, "object").filter(|o| names.contains(text(*o, src)))?;
     field(func, "property").map(|p| text(p, src)).filter(|p| matches!(*p, "null" | "undefined"))
 }
+
+/// Where a wrapper's rendering (`z.optional(…)`) takes the schema inside it.
+pub(super) const INNER: &str = "\u{1}";

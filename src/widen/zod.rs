@@ -12,10 +12,9 @@
 //! The walk is iterative (an explicit stack of schema nodes and a loop down each
 //! method chain): nesting depth is input-sized.
 //!
-//! Deliberately not findings: a schema or property removed (the data it described
-//! went with it), a regular expression or a refinement rewritten (a new one in its
-//! place: what it admits cannot be told), a bound whose value is not a number literal
-//! changed (not removed), narrowing, reordering and formatting.
+//! Deliberately not findings: a schema or property removed (its data went with it), a
+//! regular expression or a refinement rewritten (what it admits cannot be told), a
+//! non-literal bound changed (not removed), narrowing, reordering and formatting.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +26,7 @@ use super::{DetectError, Family, Language, RawFinding, RuleDef, RuleId, Severity
 
 #[path = "ts_zod_paths.rs"]
 mod paths;
+use paths::INNER;
 
 const BOTH: &[Language] = &[Language::Typescript, Language::Javascript];
 
@@ -481,9 +481,6 @@ fn zod_names(root: Node, src: &str) -> BTreeSet<String> {
     names
 }
 
-/// Where a wrapper's rendering (`z.optional(…)`) takes the schema inside it.
-const INNER: &str = "\u{1}";
-
 /// One schema expression: its slot, and the property schemas under it (by key). `None`
 /// when the expression is no zod schema.
 fn read_schema<'t>(
@@ -638,14 +635,12 @@ fn read_base<'t>(
             // `z.union([x, z.null()])` admits what `x.nullable()` admits, and
             // `z.undefined()` as a member what `.optional()` does: the same absence,
             // spelt as a member, so rewriting one as the other loosens nothing.
-            let units: Vec<_> = list
-                .map(named_children)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|v| paths::unit(v, src, names))
-                .collect();
-            slot.nullable |= units.contains(&"null");
-            slot.optional |= units.contains(&"undefined");
+            for unit in
+                list.map(named_children).unwrap_or_default().into_iter().filter_map(|v| paths::unit(v, src, names))
+            {
+                (slot.nullable, slot.optional) =
+                    (slot.nullable || unit == "null", slot.optional || unit == "undefined");
+            }
             // Each variant's properties, keyed by its discriminator's value (`[kind=card]`):
             // a variant is found again by what it is, not by where it stands.
             let discriminator = first.filter(|f| kind_of(*f) == "string").map(|f| paths::unquote(text(f, src)));

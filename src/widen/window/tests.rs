@@ -49,6 +49,13 @@ fn boundaries_never_cut_a_declaration() {
                 Lexer::Rust => rust_boundaries(&src),
                 Lexer::Script => script_boundaries(&src),
             };
+            // A `/` that opens no comment is refused by design (a regular expression
+            // and a division look alike to the lexer: the file is parsed whole), so a
+            // file with a regular-expression literal may be refused; no other may.
+            let regex_literal = ["(/", ", /", "= /"].iter().any(|p| src.contains(p));
+            if bounds.is_none() && regex_literal && lexer == Lexer::Script {
+                continue;
+            }
             let bounds = bounds.unwrap_or_else(|| panic!("{name}: tree-sitter parses it, the lexer refuses it"));
             for b in &bounds {
                 let cut = decls.iter().find(|(s, e)| s < b && b < e);
