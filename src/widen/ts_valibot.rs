@@ -43,7 +43,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         description: "A valibot schema accepts a missing or null value it refused: wrapped in `v.optional`, `v.nullable`, `v.nullish`, `v.undefinedable` or `v.exactOptional`, or an object wrapped in `v.partial`.",
         severity: Severity::High,
         message: "{symbol} may now be absent: `{before}` became `{after}`",
-        invariant: "Every parsed value had this field set, so code reading the parsed data never saw it missing or null.",
+        invariant: "Every parsed value held this field, so code reading the parsed data met neither a missing value nor null.",
     },
     RuleDef {
         id: RuleId::TsValibotBoundLoosened,
