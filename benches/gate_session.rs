@@ -3,7 +3,9 @@
 //! transcript's tail read and parsed into the session's structure, the decision, the
 //! event row), and the in-process parse of the tail alone.
 //!
-//! Run: `cargo bench --bench gate_session` (release build). Figures: docs/gate.md
+//! Run: `cargo bench --bench gate_session` (release build); with
+//! `PREMERGE_BENCH_BIN=target/dist/premerge` the end-to-end runs use that binary, the one
+//! `install.sh` installs (`cargo build --profile dist`). Figures: docs/gate.md
 //! ("Latency") and docs/benchmarks.md. The machine may be shared: the figures are
 //! medians and 99th percentiles of many runs, with the `--version` floor beside them.
 
@@ -118,7 +120,12 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let bin = env!("CARGO_BIN_EXE_premerge");
+    // The binary measured end to end: this build's by default; `PREMERGE_BENCH_BIN` names
+    // another one, such as the `dist` build that `install.sh` installs (what users run).
+    let bin = std::env::var_os("PREMERGE_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_premerge")));
+    println!("binary: {}", bin.display());
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
@@ -158,7 +165,7 @@ fn main() {
     let run = |args: &[&str], stdin: &[u8]| {
         let c0 = children_cpu();
         let t0 = Instant::now();
-        let mut child = Command::new(bin)
+        let mut child = Command::new(&bin)
             .args(args)
             .current_dir(&repo)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")

@@ -14,20 +14,31 @@ use premerge::input::escape_for_message;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// No transparent huge pages: the allocator asks for them, and where the kernel
+/// compacts memory to find them (defrag on madvise, the default) a scan spent ~10% of
+/// its time faulting them in, for 25 MiB more peak memory (docs/benchmarks.md). This
+/// runs as a constructor, before the runtime's first allocation: set from `main`, it
+/// came after the allocator had already faulted in its first huge page, which was a
+/// quarter of `premerge --version`'s time and a fixed cost of every hook and gate run.
+#[cfg(target_os = "linux")]
+extern "C" fn no_transparent_huge_pages() {
+    // SAFETY: prctl with integer arguments only; it changes this process's THP policy.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NO_THP_AT_START: extern "C" fn() = no_transparent_huge_pages;
+
 fn main() -> ExitCode {
     // SAFETY: runs first in main, before any tree-sitter object exists, so nothing
     // allocated by one allocator is ever freed by the other.
     unsafe {
         use libmimalloc_sys as mi;
         tree_sitter::set_allocator(Some(mi::mi_malloc), Some(mi::mi_calloc), Some(mi::mi_realloc), Some(mi::mi_free));
-    }
-    // No transparent huge pages: the allocator asks for them, and where the kernel
-    // compacts memory to find them (defrag on madvise, the default) a scan spent ~10%
-    // of its time faulting them in, for 25 MiB more peak memory (docs/benchmarks.md).
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl with integer arguments only; it changes this process's THP policy.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     // A file-size limit (`ulimit -f`) must not kill premerge where git itself goes on:
     // with SIGXFSZ ignored, a write past the limit fails with EFBIG and becomes the

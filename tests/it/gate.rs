@@ -1251,3 +1251,20 @@ fn a_failing_check_after_the_tests_refutes_a_completion_claim() {
     let reminder = blocked_reason(&evaluate(&r, &stop_with_transcript("s1", &path)));
     assert!(reminder.contains("the last check failed after the tests (`cargo clippy -- -D warnings`)"), "{reminder}");
 }
+
+/// Each stop opens the database afresh, and the first connection re-reads every valid
+/// frame of the write-ahead log to rebuild its index: the hook's connection checkpoints
+/// it past a small size, so that read stays short however many stops a clone has seen.
+/// Forty stops write about 280 pages; at SQLite's default threshold (1,000 pages) none
+/// of them would have been checkpointed.
+#[test]
+fn the_gate_keeps_its_write_ahead_log_short_across_many_stops() {
+    let r = planned();
+    for i in 0..40 {
+        evaluate(&r, &stop(&format!("w{i}"), DRIFT));
+    }
+    assert_eq!(events(&r).len(), 40, "every stop was recorded");
+    let wal = r.root.join(".git/premerge/premerge.db-wal");
+    let frames = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0).saturating_sub(32) / (4096 + 24);
+    assert!(frames <= 200, "the WAL grew to {frames} frames over 40 stops");
+}
