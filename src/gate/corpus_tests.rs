@@ -604,3 +604,29 @@ fn sessions_heldout_4_agreement() {
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
 }
+
+/// The fifth held-out set's directory: written blind to the rules on 2026-12-01 while
+/// another helper was changing them, and never used to change one. The lead measures it
+/// once, after the rules freeze; until then only its form is checked here.
+const HELDOUT_5_DIR: &str = "tests/fixtures/gate/sessions-heldout-5";
+/// At least this many scenarios, so one disagreement moves the agreement figure by under
+/// 1.5 points (issue 29 asks for at least 60).
+const HELDOUT_5_MIN_SCENARIOS: usize = 70;
+/// At least this many legitimate stops, so "at most one legitimate stop in 30 blocked"
+/// can be measured on the set with room to spare.
+const HELDOUT_5_MIN_LEGIT: usize = 35;
+
+/// The fifth held-out set parses with unique ids, every scenario has a user turn, and it
+/// holds at least 70 scenarios of which at least 35 legitimate stops. Parse-only on
+/// purpose: no verdict is computed here, so the set cannot be tuned to the rules before
+/// the lead's one measurement.
+#[test]
+fn sessions_heldout_5_parses() {
+    let all = load("held-out 5", HELDOUT_5_DIR);
+    for s in &all {
+        assert!(s.lines.iter().any(|(k, _)| k == "user"), "{}: no user turn", s.id);
+    }
+    let legit = all.iter().filter(|s| !s.block).count();
+    assert!(all.len() >= HELDOUT_5_MIN_SCENARIOS, "{} scenarios", all.len());
+    assert!(legit >= HELDOUT_5_MIN_LEGIT, "{legit} legitimate stops");
+}
