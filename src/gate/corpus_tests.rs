@@ -588,13 +588,21 @@ fn sessions_heldout_4_parses() {
 
 /// The fourth held-out set's first run against the rules frozen at `wt4/gate4`'s final
 /// commit (`1521663`), measured once by the lead after the merge (2026-12-01): 78 of 94
-/// agreed and 6 of 47 legitimate stops were blocked (docs/gate.md lists every
-/// disagreement). Floors, so that a rule change doing worse on these sessions fails; the
-/// set has not been used to change a rule.
+/// agreed and 6 of 47 legitimate stops were blocked (docs/gate.md keeps that honest
+/// record and lists every disagreement). No later figure may fall below it.
 const HELDOUT_4_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_4_FIRST_AGREE`].
 const HELDOUT_4_FIRST_LEGIT_BLOCKED: usize = 6;
+/// Since round 5 (`wt5/gate5`) the set is training data: its misses were fixed as
+/// classes and it agrees on 93 of 94 (the one left, `h4-agent-plan-then-stops`, is an
+/// agent that wrote its own plan in the session and stopped: no durable artefact to
+/// point to, so the gate does not refuse it; docs/gate.md says why). Floors only.
+const HELDOUT_4_AGREE: usize = 93;
+/// See [`HELDOUT_4_AGREE`]: no legitimate stop of the set is blocked since round 5.
+const HELDOUT_4_MAX_LEGIT_BLOCKED: usize = 0;
 
+/// The fourth held-out set: never below its first run, and at the floors of round 5
+/// (`cargo test --lib sessions_heldout_4_agreement -- --nocapture` prints them).
 #[test]
 fn sessions_heldout_4_agreement() {
     let (agree, total, blocked, legit, _) = measure("held-out 4", HELDOUT_4_DIR);
@@ -603,4 +611,6 @@ fn sessions_heldout_4_agreement() {
         blocked <= HELDOUT_4_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
+    assert!(agree >= HELDOUT_4_AGREE, "agreement {agree}/{total}, below round 5's");
+    assert!(blocked <= HELDOUT_4_MAX_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}, above round 5's");
 }

@@ -154,6 +154,31 @@ pub struct SessionFacts {
     /// that says it follows the user's instruction may be repeating words the reader
     /// does not know, so such a claim is given the benefit of the doubt.
     pub last_turn_limits: bool,
+    /// Since round 5: the newest user turn with a word of leave to stop short (skip,
+    /// drop, forget, later, I'll do, stop, pause, hold, wait, enough, that's it, ...),
+    /// read wide and with typos (`readings::gives_leave`), unless a later turn asked
+    /// to go on. Only ever a reason to believe a message that says it followed it.
+    pub licence: Option<String>,
+    /// That turn's leave ends or pauses the session ("stop pls", "wait for me",
+    /// "we continue tonight"), not only drops a step of it.
+    pub licence_stops: bool,
+    /// Since round 5: classes of obstacle outside the code (`access`, `network`,
+    /// `rate limit`, `disk`, `service`) that a failed or refused tool result met.
+    pub obstacles: Vec<String>,
+    /// Since round 5: a numeric condition of the user's on the stop ("until the bench
+    /// is under 50ms, then stop", "if more than 10 tables, stop and ask").
+    pub condition: Option<super::readings::Condition>,
+    /// Whether a tool result after that condition showed it met (`true`), showed only
+    /// numbers that miss it (`false`), or showed nothing comparable (absent).
+    pub condition_met: Option<bool>,
+    /// Since round 5: the newest failed command's slip of the agent's own (a mistyped
+    /// program, `Exit code 127`; a path one letter off a path of the session), unless
+    /// a later command succeeded.
+    pub own_slip: Option<String>,
+    /// Since round 5: test runs that ran the whole suite (no test file, no filter).
+    pub full_test_runs: usize,
+    /// Since round 5: build runs that do more than compile (a check, a lint, `make`).
+    pub check_runs: usize,
 }
 
 /// The point a user's stop instruction names.
@@ -609,6 +634,22 @@ const LEAVE: &[&str] = &[
     " until later",
     " tomorrow",
     " next week",
+    // Since round 5: a step dropped in other words.
+    " forget",
+    " drop ",
+    " never mind",
+    " nevermind",
+    " omit",
+    " ignore",
+    " scrap",
+    " exclude",
+    " not needed",
+    " dont need",
+    " no longer",
+    " writes those",
+    " does those",
+    " sets those up",
+    " takes care of",
 ];
 
 /// A whole turn that is a question for information: it ends with `?`, opens with a
@@ -856,7 +897,7 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
             go_on = true;
             continue;
         }
-        let kind = if has(&s, STOP_WORDS) {
+        let kind = if has(&s, STOP_WORDS) || super::readings::opens_with_stop(&s) {
             Some(InstructionKind::Stop)
         } else if has(&s, PAUSE_WORDS) || (!widened && (hands_back(&s) || early_look(&s))) {
             Some(InstructionKind::Pause)
@@ -1497,13 +1538,20 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     }
     f.user_turns += 1;
     f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
+    let sentences: Vec<String> = t.split(['.', '!', '?', ';', '\n']).map(|s| fix_typos(&norm(s))).collect();
+    let leave = super::readings::gives_leave(&sentences);
+    if let Some(c) = super::readings::condition(t) {
+        f.condition = Some(c);
+        f.condition_met = None;
+    }
     f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
     let go_on = instruction_of(t);
     if go_on == Some(None) {
         // "Do the frontend too after all": what was left to the user is the agent's again.
         f.left_to_user.clear();
     }
-    for clause in t.split([',', '.', ';', '!', '?', '\n', ':', '(', ')']).flat_map(|c| c.split(" but ")) {
+    // Parentheses stay in their clause: "skip step 3 (docs)" names the docs.
+    for clause in t.split([',', '.', ';', '!', '?', '\n', ':']).flat_map(|c| c.split(" but ")) {
         let c = norm(clause);
         if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
             f.left_to_user.push(c);
@@ -1523,11 +1571,22 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         }
         // A new request that says nothing about stopping starts new work: an earlier
         // interrupt no longer holds, an earlier stop or scope instruction still does.
+        // A short turn of leave after an interrupt ("stop pls, the cluster is under
+        // load") keeps the stop.
         None => {
             if in_force.as_ref().is_some_and(|i| i.kind == InstructionKind::Interrupt) {
-                *in_force = None;
+                *in_force = super::readings::says_stop(&sentences)
+                    .then(|| Instruction { kind: InstructionKind::Stop, quote: clip(t) });
             }
         }
+    }
+    // A turn that asks to go on ("lgtm, do the rest, no need to wait") gives no leave.
+    if leave && go_on != Some(None) {
+        f.licence = Some(clip(t));
+        f.licence_stops = super::readings::leave_stops(&sentences);
+    } else if go_on == Some(None) {
+        f.licence = None;
+        f.licence_stops = false;
     }
 }
 
@@ -1656,10 +1715,17 @@ fn stop_point(text: &str) -> Option<StopPoint> {
     point.when_passing = text.split(['.', ';', '!', '?', '\n']).any(|sentence| {
         let n = fix_typos(&norm(sentence));
         let w: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
-        w.iter().any(|x| matches!(*x, "stop" | "stopping" | "halt"))
-            && w.iter()
+        let stop_at = w.iter().position(|x| matches!(*x, "stop" | "stopping" | "halt"));
+        stop_at.is_some_and(|k| {
+            w.iter()
                 .enumerate()
                 .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)))
+                // Since round 5, the state to reach said before the stop: "get the
+                // parser passing its tests, then stop", "make the suite green and stop".
+                || (k >= 2
+                    && matches!(w[k - 1], "then" | "and")
+                    && w[..k].iter().rev().take(8).any(|y| PASSING.contains(y)))
+        })
     });
     for (i, x) in w.iter().enumerate() {
         if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
@@ -1670,6 +1736,22 @@ fn stop_point(text: &str) -> Option<StopPoint> {
             // Only "after": "stop once the tests pass" names a condition, not a step.
             "after" if point.after.is_empty() => point.after = words_after(i),
             _ => {}
+        }
+    }
+    // Since round 5, the action just before the stop or the wait is where to stop
+    // ("..., then open a PR and wait for my review"): the step it names is the point.
+    if point.after.is_empty() && point.last_step.is_none() {
+        for (k, x) in w.iter().enumerate() {
+            if !matches!(*x, "stop" | "wait" | "pause") || k < 2 || w[k - 1] != "and" {
+                continue;
+            }
+            let Some(then) = w[..k].iter().rposition(|y| *y == "then").filter(|t| k - t <= 6) else { continue };
+            point.after = w[then + 1..k - 1]
+                .iter()
+                .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
+                .map(|y| y.to_string())
+                .collect();
+            break;
         }
     }
     let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty() || point.when_passing;
@@ -1838,6 +1920,10 @@ impl Latest {
 
 fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is_error: bool, output: String) {
     let failed = is_error || exit_code_nonzero(&output);
+    let command = match &call {
+        Some(Call::Test(c) | Call::Build(c) | Call::Shell(c)) => Some(c.as_str()),
+        _ => None,
+    };
     if failed {
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
@@ -1845,6 +1931,30 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             Some(Call::Test(_) | Call::Build(_) | Call::Shell(_)) => own_file_named(f, &output),
             _ => None,
         };
+        f.own_slip = command.and_then(|c| super::readings::own_slip(c, &output, &f.edited_paths, &f.commands));
+    } else if command.is_some() {
+        f.own_slip = None;
+    }
+    // An obstacle outside the code, in a failed result (any command, any exit code)
+    // or a short refusal of access (a probe's "not set").
+    if call.is_some() {
+        let class = if failed {
+            super::readings::obstacle_class(&norm(&output))
+        } else {
+            (output.len() <= MAX_PROBE_OUTPUT && says_access_refused(&output)).then_some("access")
+        };
+        if let Some(class) = class
+            && !f.obstacles.iter().any(|c| c == class)
+        {
+            f.obstacles.push(class.to_string());
+        }
+    }
+    // A numeric condition of the user's, against what any command printed.
+    if let (Some(c), Some(_)) = (&f.condition, command)
+        && f.condition_met != Some(true)
+        && let Some(met) = super::readings::condition_in(c, &output)
+    {
+        f.condition_met = Some(met);
     }
     // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
     // successful output (a test log) is not searched, which keeps a long session fast.
@@ -1854,6 +1964,7 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     match call {
         Some(Call::Test(command)) => {
             f.test_runs += 1;
+            f.full_test_runs += usize::from(!super::readings::subset_run(&command));
             latest.test(f, (command, failed, output));
         }
         // A build or check that printed a runner's summary ran tests (`make`,
@@ -1862,7 +1973,12 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             f.test_runs += 1;
             latest.test(f, (command, failed, output));
         }
-        Some(Call::Build(command)) => latest.build(f, (command, failed, output)),
+        Some(Call::Build(command)) => {
+            // A build that says it ran tests ("dbt build": PASS=7 of its tests) is a check.
+            let pure = super::readings::pure_build(&command) && !norm(&output).contains(" test");
+            f.check_runs += usize::from(!pure);
+            latest.build(f, (command, failed, output));
+        }
         Some(Call::Commit) if !failed => f.commits += 1,
         // A command premerge does not know, judged by what it printed: a runner's
         // summary ("3 passed, 1 failed", "Ran 12 tests", "not ok 4") makes it a test run.
