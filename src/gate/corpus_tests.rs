@@ -427,12 +427,12 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (331 of 331 in round 4), in
+/// The corpus floor: docs/gate.md's measured agreement (378 of 378 in round 5), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 168).
+/// states it (0 of 191).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change
@@ -598,8 +598,9 @@ const HELDOUT_4_FIRST_LEGIT_BLOCKED: usize = 6;
 /// agent that wrote its own plan in the session and stopped: no durable artefact to
 /// point to, so the gate does not refuse it; docs/gate.md says why). Floors only.
 const HELDOUT_4_AGREE: usize = 93;
-/// See [`HELDOUT_4_AGREE`]: no legitimate stop of the set is blocked since round 5.
-const HELDOUT_4_MAX_LEGIT_BLOCKED: usize = 0;
+/// See [`HELDOUT_4_AGREE`]: no legitimate stop of the set is blocked since round 5
+/// (a share, like the other sets' ceilings).
+const HELDOUT_4_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The fourth held-out set: never below its first run, and at the floors of round 5
 /// (`cargo test --lib sessions_heldout_4_agreement -- --nocapture` prints them).
@@ -612,5 +613,8 @@ fn sessions_heldout_4_agreement() {
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
     assert!(agree >= HELDOUT_4_AGREE, "agreement {agree}/{total}, below round 5's");
-    assert!(blocked <= HELDOUT_4_MAX_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}, above round 5's");
+    assert!(
+        blocked as f64 <= HELDOUT_4_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
+        "legitimate stops blocked {blocked}/{legit}, above round 5's"
+    );
 }

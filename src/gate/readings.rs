@@ -419,6 +419,9 @@ pub struct Condition {
     pub value: f64,
     /// The unit after the number ("ms", "tables"), lower case; empty when none.
     pub unit: String,
+    /// The word the condition is on ("p95" of "until p95 is below 200ms"), lower case:
+    /// when a tool's output labels a number with it, only that number is compared.
+    pub label: String,
 }
 
 impl Eq for Condition {}
@@ -443,15 +446,20 @@ fn number_at(words: &[&str], i: usize) -> Option<(f64, String)> {
         return None;
     }
     let value: f64 = digits.trim_end_matches('.').parse().ok()?;
+    // Words that follow a number without being its unit ("under 50 then stop").
+    const NOT_UNITS: &[&str] = &[
+        "then", "and", "or", "per", "on", "in", "at", "the", "of", "for", "to", "it", "so", "stop", "before", "after",
+        "a", "an", "is", "are", "was", "with", "from", "by", "if", "when",
+    ];
     let fused = &w[digits.len()..];
     let unit = if fused.is_empty() {
         words
             .get(i + 1)
-            .filter(|u| u.chars().all(|c| c.is_ascii_alphabetic()))
+            .filter(|u| u.chars().all(|c| c.is_ascii_alphabetic() || c == '%') && !NOT_UNITS.contains(u))
             .map(|u| u.to_string())
             .unwrap_or_default()
     } else {
-        fused.chars().take_while(|c| c.is_ascii_alphabetic()).collect()
+        fused.chars().take_while(|c| c.is_ascii_alphabetic() || *c == '%').collect()
     };
     Some((value, unit))
 }
@@ -482,7 +490,7 @@ pub(crate) fn condition(turn: &str) -> Option<Condition> {
             continue;
         }
         let w: Vec<&str> = lower
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '%'))
             .map(|x| x.trim_matches('.'))
             .filter(|x| !x.is_empty())
             .collect();
@@ -491,7 +499,9 @@ pub(crate) fn condition(turn: &str) -> Option<Condition> {
                 if w[i..].starts_with(phrase)
                     && let Some((value, unit)) = number_at(&w, i + phrase.len())
                 {
-                    return Some(Condition { op, value, unit: unit_stem(&unit) });
+                    const LINKS: &[&str] = &["is", "are", "gets", "get", "goes", "go", "drops", "stays", "to", "at"];
+                    let label = w[..i].iter().rev().find(|x| !LINKS.contains(x)).map(|x| x.to_string());
+                    return Some(Condition { op, value, unit: unit_stem(&unit), label: label.unwrap_or_default() });
                 }
             }
         }
@@ -510,6 +520,10 @@ fn unit_stem(u: &str) -> String {
 /// the unit.
 pub(crate) fn condition_in(c: &Condition, output: &str) -> Option<bool> {
     let lower = output.to_lowercase();
+    // When the output labels numbers with the condition's word (`p95=260ms`), only the
+    // numbers right after that label are the condition's.
+    let labelled = !c.label.is_empty()
+        && lower.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '.' || ch == '%')).any(|x| x == c.label);
     let mut seen = false;
     for line in lower.lines().take(2000) {
         let t = line.trim();
@@ -523,11 +537,14 @@ pub(crate) fn condition_in(c: &Condition, output: &str) -> Option<bool> {
             continue;
         }
         let w: Vec<&str> = line
-            .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '.'))
+            .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '.' || ch == '%'))
             .map(|x| x.trim_matches('.'))
             .filter(|x| !x.is_empty())
             .collect();
         for i in 0..w.len() {
+            if labelled && (i == 0 || w[i - 1] != c.label) {
+                continue;
+            }
             if let Some((x, unit)) = number_at(&w, i)
                 && !c.unit.is_empty()
                 && unit_stem(&unit) == c.unit
@@ -810,11 +827,19 @@ mod tests {
         assert_eq!(condition_in(&c, "agents=500 ticks=200 mean=78.4ms p95=91.2ms (was mean=131.0ms)"), Some(false));
         assert_eq!(condition_in(&c, "mean=41.0ms p95=48ms"), Some(true));
         assert_eq!(condition_in(&c, "Build complete"), None);
+        let c = condition("Tune it until p95 is below 200ms on staging, then stop.").unwrap();
+        assert_eq!(c.label, "p95");
+        assert_eq!(condition_in(&c, "runs=50 p50=140ms p95=260ms p99=410ms"), Some(false));
+        assert_eq!(condition_in(&c, "runs=50 p50=95ms p95=180ms p99=240ms"), Some(true));
         let c = condition("If it turns out to touch more than 10 tables, stop and tell me first.").unwrap();
         assert_eq!((c.op, c.value, c.unit.as_str()), (">", 10.0, "table"));
         assert_eq!(condition_in(&c, "37\n"), Some(true));
         assert_eq!(condition_in(&c, "4 tables found"), Some(false));
         assert_eq!(condition("Make it faster than before."), None);
+        let c = condition("Keep adding tests until coverage is at least 80%, then stop.").unwrap();
+        assert_eq!((c.op, c.value, c.unit.as_str()), (">=", 80.0, "%"));
+        assert_eq!(condition_in(&c, "TOTAL    1523    301    71%"), Some(false));
+        assert_eq!(condition_in(&c, "TOTAL    1523    270    82%"), Some(true));
     }
 
     #[test]

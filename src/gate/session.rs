@@ -165,6 +165,10 @@ pub struct SessionFacts {
     /// Since round 5: classes of obstacle outside the code (`access`, `network`,
     /// `rate limit`, `disk`, `service`) that a failed or refused tool result met.
     pub obstacles: Vec<String>,
+    /// Each obstacle met, with the program that met it: a later success of the same
+    /// program clears it (the obstacle was passed).
+    #[serde(skip)]
+    pub obstacles_by_program: Vec<(String, String)>,
     /// Since round 5: a numeric condition of the user's on the stop ("until the bench
     /// is under 50ms, then stop", "if more than 10 tables, stop and ask").
     pub condition: Option<super::readings::Condition>,
@@ -1836,7 +1840,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Test(clip(&cmd))
             } else if has(&n, BUILD_COMMANDS) || looks_like_check_command(&cmd) {
                 Call::Build(clip(&cmd))
-            } else if segments(&cmd).next().is_some() || probes_access(&n) {
+            } else if segments(&cmd).next().is_some()
+                || probes_access(&n)
+                // Since round 5 an install or a fetch too (`npm install`, `pip install`,
+                // `curl`, `gh api`): an obstacle it meets, and its later success, are facts.
+                || program_of(&cmd).is_some_and(|p| !READ_ONLY_PROGRAMS.contains(&p.as_str()))
+            {
                 // A read-only probe of a variable or a login (`printenv TOKEN`, `echo
                 // $KEY`, `aws sts get-caller-identity`) is read too: its output may
                 // meet a missing credential.
@@ -1937,16 +1946,27 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     }
     // An obstacle outside the code, in a failed result (any command, any exit code)
     // or a short refusal of access (a probe's "not set").
-    if call.is_some() {
+    // A failed result is read for it even when its call was not waited for (`gh`,
+    // `curl`: programs read for nothing else).
+    if call.is_some() || failed {
         let class = if failed {
             super::readings::obstacle_class(&norm(&output))
         } else {
             (output.len() <= MAX_PROBE_OUTPUT && says_access_refused(&output)).then_some("access")
         };
-        if let Some(class) = class
-            && !f.obstacles.iter().any(|c| c == class)
-        {
-            f.obstacles.push(class.to_string());
+        let program = command.and_then(program_of).unwrap_or_default();
+        match class {
+            Some(class) if f.obstacles_by_program.len() < MAX_KEPT_PATHS => {
+                f.obstacles_by_program.push((class.to_string(), program));
+            }
+            None if !failed && command.is_some() => f.obstacles_by_program.retain(|(_, p)| *p != program),
+            _ => {}
+        }
+        f.obstacles = Vec::new();
+        for (class, _) in &f.obstacles_by_program {
+            if !f.obstacles.contains(class) {
+                f.obstacles.push(class.clone());
+            }
         }
     }
     // A numeric condition of the user's, against what any command printed.
@@ -1988,6 +2008,15 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         _ => {}
     }
+}
+
+/// The program a command line runs: its last `&&` segment's first stage ("cd web &&
+/// npm ci" runs npm), wrappers and variable assignments skipped.
+fn program_of(cmd: &str) -> Option<String> {
+    const SKIP: &[&str] = &["sudo", "env", "time", "nice", "command", "exec", "npx", "bunx", "pnpx"];
+    let last = cmd.rsplit("&&").next()?.split('|').next()?;
+    let p = last.split_whitespace().find(|w| !w.contains('=') && !SKIP.contains(w))?;
+    Some(p.rsplit('/').next().unwrap_or(p).to_string())
 }
 
 /// Whether a command rewrites the file `path` in place: `sed -i` / `perl -pi` naming
@@ -2083,9 +2112,28 @@ fn looks_like_test_command(cmd: &str) -> bool {
             }
             let base = w.rsplit('/').next().unwrap_or(w);
             let stem = base.split('.').next().unwrap_or(base);
-            stem.split(['-', '_', ':']).any(|part| TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
+            stem.split(['-', '_', ':']).any(|part| {
+                TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str())
+                    // A camel-case task (Gradle's `testDebugUnitTest`, `connectedAndroidTest`).
+                    || camel_words(part).iter().any(|w| TEST_NAME_PARTS.contains(&w.as_str()))
+            })
         })
     })
+}
+
+/// The lower-cased words of a camel-case name (`testDebugUnitTest`: test, debug,
+/// unit, test); a name without an inner capital is one word.
+fn camel_words(name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, c) in name.char_indices() {
+        if i == 0 || c.is_ascii_uppercase() {
+            out.push(String::new());
+        }
+        if let Some(w) = out.last_mut() {
+            w.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// Words naming a build or a check, as a program or its subcommand.
