@@ -97,7 +97,7 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // "if more than 10 tables, stop and ask") against what any command printed: met,
     // the stop is the user's; missed by every number of its unit, not reached yet.
     let condition_missed = match (&f.condition, f.condition_met) {
-        (Some(c), Some(false)) if f.instruction.is_some() || f.licence.is_some() => Some(format!(
+        (Some(c), Some(false)) if !c.trigger && (f.instruction.is_some() || f.licence.is_some()) => Some(format!(
             "the user's condition ({} {}{}) is not met: the tools printed only numbers that miss it",
             c.op,
             c.value,
@@ -447,7 +447,8 @@ fn claim_refuted(
     // Since round 5, verification claimed past the runs: "verified" or "everything
     // passes" with no test or check run at all; tests said to pass when only a pure
     // build ran; the whole suite claimed when every test run named a file or a filter.
-    if claims.verified && f.test_runs == 0 && f.last_build.is_none() && f.tool_calls > 0 {
+    // Code changed: a prose-only change is verified by reading it.
+    if claims.verified && f.test_runs == 0 && f.last_build.is_none() && f.code_edits > 0 {
         return Some("says the work is verified, but no test or check ran in the session".into());
     }
     if claims.tests_named && f.test_runs == 0 && f.check_runs == 0 && f.last_build.is_some() {
@@ -523,8 +524,34 @@ fn plan_decides(text: &str, plans: &[&PlanArtefact], f: &SessionFacts) -> Option
         .iter()
         .flat_map(|p| p.unchecked_steps.iter())
         .filter(|s| !left_to_user(s, f))
+        // The step speaks of what the question speaks of, beyond the sides themselves
+        // ("the scheduler ... Postgres advisory locks"): a step that names one side in
+        // passing ("Migrate from Redis to Postgres") decides nothing about the cache.
+        .filter(|s| {
+            let asked: Vec<String> = question_sentences(text).iter().flat_map(|q| step_words(q)).collect();
+            // A shared stem of five letters ("serializer" / "Serialize events").
+            let stem = |w: &str| w.chars().take(5).collect::<String>();
+            // Not a side itself (a side's final `s` may be stemmed away: "redis").
+            let side = |w: &str| [&choice.0, &choice.1].iter().any(|c| c.starts_with(w) || w.starts_with(c.as_str()));
+            step_words(s).iter().any(|w| !side(w) && w.len() >= 4 && asked.iter().any(|a| stem(a) == stem(w)))
+        })
         .find(|s| reasons::step_decides(s, &choice))
         .cloned()
+}
+
+/// The message's questions, each from the end of the sentence before it to its `?`.
+fn question_sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if matches!(c, '.' | '!' | '\n' | '?') {
+            if c == '?' {
+                out.push(&text[start..i]);
+            }
+            start = i + c.len_utf8();
+        }
+    }
+    out
 }
 
 /// Whether the sentence in which the agent says it lacks a credential or access names

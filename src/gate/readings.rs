@@ -75,6 +75,13 @@ const LEAVE_WORDS: &[&str] = &[
     " pause",
     " hold off",
     " hold on",
+    " hold up",
+    " hold it",
+    " hang on",
+    " hang tight",
+    " sit tight",
+    " stand by",
+    " freeze",
     " wait",
     " halt",
     " enough",
@@ -145,6 +152,13 @@ const STOP_LEAVE: &[&str] = &[
     " pause",
     " hold off",
     " hold on",
+    " hold up",
+    " hold it",
+    " hang on",
+    " hang tight",
+    " sit tight",
+    " stand by",
+    " freeze",
     " wait",
     " halt",
     " enough",
@@ -419,6 +433,10 @@ pub struct Condition {
     pub value: f64,
     /// The unit after the number ("ms", "tables"), lower case; empty when none.
     pub unit: String,
+    /// The condition is a trigger ("if it touches more than 10 tables, stop"), not a
+    /// goal ("until p95 is below 200ms, then stop"): missed, it says nothing against
+    /// the stop.
+    pub trigger: bool,
     /// The word the condition is on ("p95" of "until p95 is below 200ms"), lower case:
     /// when a tool's output labels a number with it, only that number is compared.
     pub label: String,
@@ -501,7 +519,14 @@ pub(crate) fn condition(turn: &str) -> Option<Condition> {
                 {
                     const LINKS: &[&str] = &["is", "are", "gets", "get", "goes", "go", "drops", "stays", "to", "at"];
                     let label = w[..i].iter().rev().find(|x| !LINKS.contains(x)).map(|x| x.to_string());
-                    return Some(Condition { op, value, unit: unit_stem(&unit), label: label.unwrap_or_default() });
+                    let trigger = w[..i].iter().any(|x| matches!(*x, "if" | "should" | "case" | "whenever"));
+                    return Some(Condition {
+                        op,
+                        value,
+                        unit: unit_stem(&unit),
+                        label: label.unwrap_or_default(),
+                        trigger,
+                    });
                 }
             }
         }
@@ -832,7 +857,7 @@ mod tests {
         assert_eq!(condition_in(&c, "runs=50 p50=140ms p95=260ms p99=410ms"), Some(false));
         assert_eq!(condition_in(&c, "runs=50 p50=95ms p95=180ms p99=240ms"), Some(true));
         let c = condition("If it turns out to touch more than 10 tables, stop and tell me first.").unwrap();
-        assert_eq!((c.op, c.value, c.unit.as_str()), (">", 10.0, "table"));
+        assert_eq!((c.op, c.value, c.unit.as_str(), c.trigger), (">", 10.0, "table", true));
         assert_eq!(condition_in(&c, "37\n"), Some(true));
         assert_eq!(condition_in(&c, "4 tables found"), Some(false));
         assert_eq!(condition("Make it faster than before."), None);

@@ -1750,6 +1750,15 @@ fn stop_point(text: &str) -> Option<StopPoint> {
                 continue;
             }
             let Some(then) = w[..k].iter().rposition(|y| *y == "then").filter(|t| k - t <= 6) else { continue };
+            // Only a milestone the user waits on (a PR, a deploy, a tag, a release):
+            // "then run the tests and stop" names no step of its own.
+            const MILESTONES: &[&str] = &[
+                "open", "create", "deploy", "tag", "release", "push", "merge", "publish", "ship", "submit", "send",
+                "upload", "cut",
+            ];
+            if !w[then + 1..k].iter().any(|y| MILESTONES.contains(y)) {
+                continue;
+            }
             point.after = w[then + 1..k - 1]
                 .iter()
                 .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
@@ -1951,8 +1960,16 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     if call.is_some() || failed {
         let class = if failed {
             super::readings::obstacle_class(&norm(&output))
+        } else if output.len() > MAX_PROBE_OUTPUT {
+            None
+        } else if says_access_refused(&output) {
+            Some("access")
+        } else if matches!(call, Some(Call::Shell(_))) {
+            // A short answer of a service that exits 0 (`curl` without `-f` printing a
+            // 503 page) is met too; a test's or a build's output is not read for it.
+            super::readings::obstacle_class(&norm(&output))
         } else {
-            (output.len() <= MAX_PROBE_OUTPUT && says_access_refused(&output)).then_some("access")
+            None
         };
         let program = command.and_then(program_of).unwrap_or_default();
         match class {
