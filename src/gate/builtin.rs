@@ -162,9 +162,11 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // nothing edited after it), and the completion claim names every open step. The
     // boxes are a record the agent forgot, not work left; anything short of that
     // evidence leaves the steps open.
+    // Since round 5 a question or talk of a later session next to a completion claim
+    // does not undo finished work ("All done. Want me to add caching next time?").
     let unticked_done = open > 0
-        && matches!(reading.reason, None | Some(Reason::Completion))
-        && !reading.drift
+        && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
+        && (!reading.drift || reading.reason == Some(Reason::Completion))
         && !reading.stated_continuation
         && !reading.false_excuse
         && !checked_without_work
