@@ -378,6 +378,9 @@ const STEP_STOPWORDS: &[&str] = &[
 /// takes it over: a content word of the step (three letters or more, not a common
 /// one, a final `s` ignored) is a word of the clause.
 fn left_to_user(step: &str, f: &SessionFacts) -> bool {
+    if f.left_steps.iter().any(|s| s == step) {
+        return true;
+    }
     let stem = |w: &str| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string();
     let words: Vec<String> = reasons::norm(step)
         .split([' ', '/'])

@@ -374,6 +374,13 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
             facts.first_open_step =
                 s.work.as_deref().or(s.plan.as_deref()).and_then(super::payload::first_open_position);
         }
+        // As the judge does: steps the user left by number, by their text.
+        if !s.plan_new
+            && let Some(text) = s.work.as_deref().or(s.plan.as_deref())
+        {
+            facts.left_steps =
+                facts.left_step_numbers.iter().filter_map(|n| super::payload::step_at(text, *n)).collect();
+        }
         assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
         let v = decide_session(Some(&s.final_msg), &ev, Some(&facts));
         validate(&v, &ev).unwrap_or_else(|f| panic!("{}: invalid verdict {f:?}", s.id));
@@ -427,12 +434,12 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (387 of 387 in round 5), in
+/// The corpus floor: docs/gate.md's measured agreement (389 of 389 in round 5), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 198).
+/// states it (0 of 199).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change

@@ -162,6 +162,12 @@ pub struct SessionFacts {
     /// That turn's leave ends or pauses the session ("stop pls", "wait for me",
     /// "we continue tonight"), not only drops a step of it.
     pub licence_stops: bool,
+    /// Since round 5: steps a clause of leave names by number ("skip step 3", "I'll do
+    /// steps 4 and 5"); the caller adds those steps' text to [`Self::left_to_user`].
+    pub left_step_numbers: Vec<usize>,
+    /// The text of those steps, as the plan file has them (set by the caller): an open
+    /// step equal to one is the user's.
+    pub left_steps: Vec<String>,
     /// Since round 5: classes of obstacle outside the code (`access`, `network`,
     /// `rate limit`, `disk`, `service`) that a failed or refused tool result met.
     pub obstacles: Vec<String>,
@@ -1553,11 +1559,37 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     if go_on == Some(None) {
         // "Do the frontend too after all": what was left to the user is the agent's again.
         f.left_to_user.clear();
+        f.left_step_numbers.clear();
     }
     // Parentheses stay in their clause: "skip step 3 (docs)" names the docs.
     for clause in t.split([',', '.', ';', '!', '?', '\n', ':']).flat_map(|c| c.split(" but ")) {
         let c = norm(clause);
         if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+            // "skip step 3", "I'll do steps 4 and 5 myself": the steps by number.
+            let w: Vec<&str> = c.split(' ').filter(|w| !w.is_empty()).collect();
+            // A bare number counts in a turn that speaks of steps ("do steps 1 and 2,
+            // I'll do 3 after lunch").
+            let speaks_of_steps = norm(t).contains(" step");
+            for (i, x) in w.iter().enumerate() {
+                let bare = speaks_of_steps
+                    && x.len() <= 2
+                    && x.bytes().all(|b| b.is_ascii_digit())
+                    && !matches!(w.get(i.wrapping_sub(1)), Some(&"step" | &"steps"));
+                if bare
+                    && let Some(n) = step_number(x).filter(|n| *n > 0 && f.left_step_numbers.len() < MAX_LEFT_CLAUSES)
+                {
+                    f.left_step_numbers.push(n);
+                }
+                if matches!(*x, "step" | "steps") {
+                    for y in w[i + 1..].iter().take_while(|y| step_number(y).is_some() || matches!(**y, "and" | "to")) {
+                        if let Some(n) =
+                            step_number(y).filter(|n| *n > 0 && f.left_step_numbers.len() < MAX_LEFT_CLAUSES)
+                        {
+                            f.left_step_numbers.push(n);
+                        }
+                    }
+                }
+            }
             f.left_to_user.push(c);
         }
     }
