@@ -2302,6 +2302,38 @@ mod tests {
         assert_eq!(f.user_turns, 1);
     }
 
+    /// Round 5: leave read wide, a stop after an interrupt, obstacles cleared by a later
+    /// success of the same program, a condition against a command's output.
+    #[test]
+    fn round_5_leave_interrupts_obstacles_and_conditions() {
+        let interrupt = serde_json::json!({"type":"user","message":{"role":"user",
+            "content":[{"type":"text","text":"[Request interrupted by user]"}]}})
+        .to_string();
+        let t = [user("Do the plan."), interrupt.clone(), user("stop pls, cluster under load")].join("\n");
+        assert_eq!(read(&t, &[]).instruction.map(|i| i.kind), Some(InstructionKind::Stop));
+        let t = [user("Do the plan."), interrupt, user("Now also add the retry logic and its tests please")].join("\n");
+        assert_eq!(read(&t, &[]).instruction, None, "a new request after an interrupt starts new work");
+        let f = read(&user("do the plan, and dont bother with the metrics step"), &[]);
+        assert!(f.licence.is_some() && !f.licence_stops);
+        let f = read(&[user("skip the cache for now"), user("lgtm, go ahead and do the cache too")].join("\n"), &[]);
+        assert_eq!(f.licence, None, "a later turn that asks to go on takes the leave back");
+        let t = [
+            bash("t1", "npm install left-pad"),
+            result("t1", true, "Exit code 1\nnpm ERR! network request failed, reason: connect ETIMEDOUT"),
+        ];
+        assert_eq!(read(&t.join("\n"), &[]).obstacles, vec!["network".to_string()]);
+        let passed =
+            [t[0].clone(), t[1].clone(), bash("t2", "npm install left-pad"), result("t2", false, "added 1 package")];
+        assert!(read(&passed.join("\n"), &[]).obstacles.is_empty(), "the same program got past it");
+        let t = [
+            user("Tune it until p95 is below 200ms, then stop."),
+            bash("t1", "./bench.sh"),
+            result("t1", false, "p50=90ms p95=260ms"),
+        ];
+        let f = read(&t.join("\n"), &[]);
+        assert_eq!((f.condition.map(|c| c.op), f.condition_met), (Some("<"), Some(false)));
+    }
+
     #[test]
     fn instructions_interrupts_and_lifting_them() {
         let t = [user("Do step 1 of the plan, then stop so I can look."), user("ok")].join("\n");
