@@ -667,23 +667,41 @@ pub(crate) fn own_slip(command: &str, output: &str, edited: &[String], commands:
     let commands: Vec<&String> = commands.iter().filter(|c| c.as_str() != command).collect();
     let ran: Vec<&str> = commands.iter().filter_map(|c| c.split_whitespace().next()).collect();
     if lower.contains("command not found") || lower.contains("not found") && lower.contains("127") {
-        for w in command.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|') {
+        // Only the program of each segment: "gradle test" does not mistype "jest".
+        let programs = command.split([';', '&', '|']).filter_map(|seg| {
+            seg.split_whitespace().find(|w| !w.contains('=') && !matches!(*w, "sudo" | "env" | "time" | "exec"))
+        });
+        for w in programs {
             let base = w.rsplit('/').next().unwrap_or(w);
-            if KNOWN_PROGRAMS.iter().chain(ran.iter()).any(|p| one_slip(base, p)) {
+            // A program of its own name ("gradle" next to "gradlew") is missing, not mistyped.
+            if !KNOWN_PROGRAMS.contains(&base) && KNOWN_PROGRAMS.iter().chain(ran.iter()).any(|p| one_slip(base, p)) {
                 return Some(format!("`{base}` is a mistyped command"));
             }
         }
     }
     if lower.contains("no such file or directory") || lower.contains("cannot find the path") {
-        let parts: Vec<&str> = edited
+        // Paths the session edited or named, each as its parts.
+        let known: Vec<Vec<&str>> = edited
             .iter()
-            .flat_map(|p| p.split('/'))
-            .chain(commands.iter().flat_map(|c| c.split(|ch: char| ch.is_whitespace() || ch == '/')))
-            .filter(|p| p.len() >= 4)
+            .map(|p| p.trim_start_matches('/').split('/').collect())
+            .chain(commands.iter().flat_map(|c| c.split_whitespace()).map(|w| w.split('/').collect()))
             .collect();
         for w in command.split_whitespace() {
-            for part in w.split('/').filter(|p| p.len() >= 4) {
-                if !parts.contains(&part) && parts.iter().any(|p| one_slip(part, p)) {
+            let parts: Vec<&str> = w.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+            for (k, part) in parts.iter().enumerate().filter(|(_, p)| p.len() >= 4) {
+                // One slip from a part of a known path, and the rest agrees with it: another
+                // part of the typed path is in that path ("servcies/gateway" against
+                // "services/gateway/..."), or the typed path is that one part and a
+                // directory of the known path ("fronted" against "frontend/src/...").
+                let slipped = known.iter().any(|kp| {
+                    kp.iter().enumerate().any(|(j, q)| {
+                        one_slip(part, q)
+                            && !kp.contains(part)
+                            && (parts.iter().enumerate().any(|(i, o)| i != k && o.len() >= 3 && kp.contains(o))
+                                || (parts.len() == 1 && j + 1 < kp.len()))
+                    })
+                });
+                if slipped {
                     return Some(format!("`{w}` is a path typed wrong"));
                 }
             }
@@ -883,6 +901,11 @@ mod tests {
         let out = "bash: cd: servcies/gateway: No such file or directory";
         assert!(own_slip("cd servcies/gateway && go test ./...", out, &edited, &[]).is_some());
         assert!(own_slip("cd services/billing && go test ./...", "No such file or directory", &edited, &[]).is_none());
+        let docs = vec!["docs/shared/notes.md".to_string()];
+        assert!(own_slip("ls /mnt/share/data", "ls: cannot access: No such file or directory", &docs, &[]).is_none());
+        assert!(own_slip("gradle test", "bash: gradle: command not found", &[], &[]).is_none());
+        let web = vec!["frontend/src/App.tsx".to_string()];
+        assert!(own_slip("cd fronted && npm test", "cd: fronted: No such file or directory", &web, &[]).is_some());
     }
 
     #[test]
