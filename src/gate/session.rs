@@ -1611,8 +1611,15 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         // load") keeps the stop.
         None => {
             if in_force.as_ref().is_some_and(|i| i.kind == InstructionKind::Interrupt) {
-                *in_force = super::readings::says_stop(&sentences)
-                    .then(|| Instruction { kind: InstructionKind::Stop, quote: clip(t) });
+                *in_force = if super::readings::says_stop(&sentences) {
+                    Some(Instruction { kind: InstructionKind::Stop, quote: clip(t) })
+                } else if is_question_only(t) {
+                    // The user stopped the agent to ask something: the answer is the
+                    // turn, and the user speaks next.
+                    Some(Instruction { kind: InstructionKind::Interrupt, quote: clip(t) })
+                } else {
+                    None
+                };
             }
         }
     }
