@@ -3,6 +3,7 @@
 //! is not in the evidence, and its verdicts pass the same validation as an external
 //! authority's.
 
+use super::readings;
 use super::reasons::{self, Reason};
 use super::rules::{Decision, Pointer, Rule, Verdict};
 use super::session::{InstructionKind, SessionFacts};
@@ -92,6 +93,26 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         .filter(|i| matches!(i.kind, InstructionKind::Stop | InstructionKind::Pause))
         .and(f.stop_point.as_ref())
         .and_then(|sp| stop_point_unreached(sp, &durable_plans(evidence), f));
+    // A numeric condition of the user's ("until the bench is under 50 ms, then stop",
+    // "if more than 10 tables, stop and ask") against what any command printed: met,
+    // the stop is the user's; missed by every number of its unit, not reached yet.
+    let condition_missed = match (&f.condition, f.condition_met) {
+        (Some(c), Some(false)) if !c.trigger && (f.instruction.is_some() || f.licence.is_some()) => Some(format!(
+            "the user's condition ({} {}{}) is not met: the tools printed only numbers that miss it",
+            c.op,
+            c.value,
+            if c.unit.is_empty() { String::new() } else { format!(" {}", c.unit) }
+        )),
+        _ => None,
+    };
+    let unreached = condition_missed.or(unreached);
+    if let Some(c) = f.condition.as_ref().filter(|_| f.condition_met == Some(true)) {
+        let unit = if c.unit.is_empty() { String::new() } else { format!(" {}", c.unit) };
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user's stop condition ({} {}{unit}) is met by a tool result", c.op, c.value),
+        );
+    }
     // 1. The user's own instruction, read from the user's turns (never from a tool
     //    result that quotes one), is the strongest reason to stop.
     if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished && unreached.is_none()) {
@@ -141,9 +162,11 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // nothing edited after it), and the completion claim names every open step. The
     // boxes are a record the agent forgot, not work left; anything short of that
     // evidence leaves the steps open.
+    // Since round 5 a question or talk of a later session next to a completion claim
+    // does not undo finished work ("All done. Want me to add caching next time?").
     let unticked_done = open > 0
-        && matches!(reading.reason, None | Some(Reason::Completion))
-        && !reading.drift
+        && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
+        && (!reading.drift || reading.reason == Some(Reason::Completion))
         && !reading.stated_continuation
         && !reading.false_excuse
         && !checked_without_work
@@ -154,16 +177,38 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         && f.last_check.as_ref().is_some_and(|c| c.ok)
         && test_failed.is_none()
         && plans.iter().all(|p| p.unchecked_steps.len() == p.unchecked_count)
-        && plans.iter().flat_map(|p| p.unchecked_steps.iter()).filter(|s| !left_to_user(s, f)).all(|s| {
-            let (tied, words) = work_ties(s, text, f);
-            named_in(text, s) || (words > 0 && tied >= 2.min(words))
-        });
+        && {
+            let open_steps: Vec<&String> =
+                plans.iter().flat_map(|p| p.unchecked_steps.iter()).filter(|s| !left_to_user(s, f)).collect();
+            open_steps.iter().all(|s| {
+                let (tied, words) = work_ties(s, text, f);
+                // Generous on purpose (round 5): one word of the step that no other open
+                // step has, in the message, an edited path or a command, ties it to the
+                // verified work.
+                let others: Vec<String> = open_steps.iter().filter(|o| *o != s).flat_map(|o| step_words(o)).collect();
+                named_in(text, s) || (words > 0 && tied >= 2.min(words)) || distinct_tie(s, &others, text, f)
+            })
+        };
     let open = if unticked_done { 0 } else { open };
     let steps: Vec<String> = plans.iter().flat_map(|p| p.next_steps().iter().take(1).cloned()).collect();
     let facts_line = match users {
         0 => f.summary(),
         n => format!("{}; {n} open step(s) the user left out or took over", f.summary()),
     };
+    // An obstacle outside the code that a tool result met (an expired token, a refused
+    // connection, a rate limit, a full disk, a service down) and that the message
+    // names: the stop reports it, whatever else the plan holds.
+    let said = reasons::norm(text);
+    let claims_done = reading.reason == Some(Reason::Completion) || claims.tests_pass;
+    let last_check_failed = f.last_check.as_ref().is_some_and(|c| !c.ok);
+    if let Some(class) = f.obstacles.iter().find(|c| readings::names_obstacle(&said, c))
+        && f.own_slip.is_none()
+        && !(claims_done && last_check_failed)
+    {
+        let last = f.last_error.as_deref().unwrap_or("-");
+        let rule = if class == "access" { Rule::LegitMissingInfo } else { Rule::LegitError };
+        return allow_like(rule, &format!("an obstacle the tools met ({class}): \"{last}\"; {facts_line}"));
+    }
     // 2. A claimed instruction the transcript does not hold. The user's turns hold one
     //    when an instruction was read from them or they leave work out ("skip the
     //    export"): the message then repeats the user's request, it does not invent one.
@@ -173,8 +218,31 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         && f.instruction.is_none()
         && f.left_to_user.is_empty()
         && !f.last_turn_limits
+        && f.licence.is_none()
     {
         return refuse(cont, "claims a user instruction the user's turns do not hold", &facts_line);
+    }
+    // The user's leave, read wide: a turn that drops, defers or hands over a step, or
+    // asks to stop, pause or wait, and a message that says it followed such a turn.
+    // Refused only on a fact: a point or condition the tools show not reached (above
+    // and below), or a completion claimed against a failing last check.
+    // A leave that only drops a step holds for that step: the agent's other open steps
+    // still count (`open` has the user's steps out already). A leave that stops or
+    // pauses the session holds for what comes after it.
+    if let Some(quote) = f.licence.as_deref()
+        && unreached.is_none()
+        && f.own_slip.is_none()
+        && !(claims_done && last_check_failed)
+        && (f.licence_stops || open == 0)
+        && (claims.user_instruction
+            || claims.stop_instruction
+            || (readings::says_it_followed(text) && shares_word(text, quote)))
+        && !reading.false_excuse
+    {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user's leave to stop short: \"{quote}\"; {facts_line}"),
+        );
     }
     // An access refusal the tools met, reported in words the access reading does not
     // hold ("the session token has expired"): an obstacle met, not an excuse.
@@ -201,6 +269,10 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // 3. The message's reason, checked against the facts.
     let refuted: Option<String> = match reading.reason {
+        // A mistyped command or a path typed wrong is the agent's own slip, not an obstacle.
+        Some(Reason::Error | Reason::MissingAccess) if f.own_slip.is_some() => {
+            Some(format!("blames an error of its own making: {}", f.own_slip.as_deref().unwrap_or("-")))
+        }
         Some(Reason::Error) if f.tool_errors == 0 => {
             Some("blames an error, but no tool call of the session failed (an obstacle never met)".into())
         }
@@ -306,9 +378,15 @@ const STEP_STOPWORDS: &[&str] = &[
 /// takes it over: a content word of the step (three letters or more, not a common
 /// one, a final `s` ignored) is a word of the clause.
 fn left_to_user(step: &str, f: &SessionFacts) -> bool {
+    if f.left_steps.iter().any(|s| s == step) {
+        return true;
+    }
     let stem = |w: &str| w.strip_suffix('s').filter(|r| r.len() >= 3).unwrap_or(w).to_string();
-    let words: Vec<String> =
-        reasons::norm(step).split(' ').filter(|w| w.len() >= 3 && !STEP_STOPWORDS.contains(w)).map(stem).collect();
+    let words: Vec<String> = reasons::norm(step)
+        .split([' ', '/'])
+        .filter(|w| w.len() >= 3 && !STEP_STOPWORDS.contains(w))
+        .map(stem)
+        .collect();
     f.left_to_user.iter().any(|clause| {
         clause.split(' ').filter(|w| w.len() >= 3 && !STEP_STOPWORDS.contains(w)).any(|w| words.contains(&stem(w)))
     })
@@ -371,6 +449,25 @@ fn claim_refuted(
             evidence.uncommitted.unwrap_or(0)
         ));
     }
+    // Since round 5, verification claimed past the runs: "verified" or "everything
+    // passes" with no test or check run at all; tests said to pass when only a pure
+    // build ran; the whole suite claimed when every test run named a file or a filter.
+    // Code changed: a prose-only change is verified by reading it.
+    if claims.verified && f.test_runs == 0 && f.last_build.is_none() && f.code_edits > 0 {
+        return Some("says the work is verified, but no test or check ran in the session".into());
+    }
+    if claims.tests_named && f.test_runs == 0 && f.check_runs == 0 && f.last_build.is_some() {
+        return Some(format!(
+            "says the tests pass, but only a build ran (`{}`), no test",
+            f.last_build.as_ref().map_or("-", |b| b.command.as_str())
+        ));
+    }
+    if claims.suite && f.test_runs > 0 && f.full_test_runs == 0 {
+        return Some(format!(
+            "claims the whole suite, but every test run was a subset (`{}`)",
+            f.last_test.as_ref().map_or("-", |t| t.command.as_str())
+        ));
+    }
     let ticked: Vec<&String> =
         plans.iter().flat_map(|p| p.head_unchecked_steps.iter().filter(|s| !p.unchecked_steps.contains(s))).collect();
     let untied = ticked.iter().filter(|s| work_ties(s, "", f).0 == 0).count();
@@ -411,6 +508,20 @@ fn work_ties(step: &str, message: &str, f: &SessionFacts) -> (usize, usize) {
     (tied, words.len())
 }
 
+/// Whether a word of `step` that no other open step has (`others`) is a word of the
+/// message, a part of an edited path or a word of a command run.
+fn distinct_tie(step: &str, others: &[String], message: &str, f: &SessionFacts) -> bool {
+    let distinct: Vec<String> = step_words(step).into_iter().filter(|w| !others.contains(w)).collect();
+    distinct.iter().any(|w| work_ties(w, message, f).0 > 0)
+}
+
+/// Whether the message shares a content word (four letters or more, not a common
+/// one) with the user's turn: it speaks of what the turn spoke of.
+fn shares_word(message: &str, turn: &str) -> bool {
+    let said = step_words(message);
+    step_words(turn).iter().any(|w| said.contains(w))
+}
+
 /// The open step that already makes the choice the message asks, if one does.
 fn plan_decides(text: &str, plans: &[&PlanArtefact], f: &SessionFacts) -> Option<String> {
     let choice = reasons::choice(text)?;
@@ -418,8 +529,34 @@ fn plan_decides(text: &str, plans: &[&PlanArtefact], f: &SessionFacts) -> Option
         .iter()
         .flat_map(|p| p.unchecked_steps.iter())
         .filter(|s| !left_to_user(s, f))
+        // The step speaks of what the question speaks of, beyond the sides themselves
+        // ("the scheduler ... Postgres advisory locks"): a step that names one side in
+        // passing ("Migrate from Redis to Postgres") decides nothing about the cache.
+        .filter(|s| {
+            let asked: Vec<String> = question_sentences(text).iter().flat_map(|q| step_words(q)).collect();
+            // A shared stem of five letters ("serializer" / "Serialize events").
+            let stem = |w: &str| w.chars().take(5).collect::<String>();
+            // Not a side itself (a side's final `s` may be stemmed away: "redis").
+            let side = |w: &str| [&choice.0, &choice.1].iter().any(|c| c.starts_with(w) || w.starts_with(c.as_str()));
+            step_words(s).iter().any(|w| !side(w) && w.len() >= 4 && asked.iter().any(|a| stem(a) == stem(w)))
+        })
         .find(|s| reasons::step_decides(s, &choice))
         .cloned()
+}
+
+/// The message's questions, each from the end of the sentence before it to its `?`.
+fn question_sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if matches!(c, '.' | '!' | '\n' | '?') {
+            if c == '?' {
+                out.push(&text[start..i]);
+            }
+            start = i + c.len_utf8();
+        }
+    }
+    out
 }
 
 /// Whether the sentence in which the agent says it lacks a credential or access names

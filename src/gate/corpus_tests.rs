@@ -374,6 +374,13 @@ fn measure(name: &str, dir: &str) -> (usize, usize, usize, usize, Vec<String>) {
             facts.first_open_step =
                 s.work.as_deref().or(s.plan.as_deref()).and_then(super::payload::first_open_position);
         }
+        // As the judge does: steps the user left by number, by their text.
+        if !s.plan_new
+            && let Some(text) = s.work.as_deref().or(s.plan.as_deref())
+        {
+            facts.left_steps =
+                facts.left_step_numbers.iter().filter_map(|n| super::payload::step_at(text, *n)).collect();
+        }
         assert_eq!(facts.last_assistant_text.as_deref(), Some(s.final_msg.as_str()), "{}", s.id);
         let v = decide_session(Some(&s.final_msg), &ev, Some(&facts));
         validate(&v, &ev).unwrap_or_else(|f| panic!("{}: invalid verdict {f:?}", s.id));
@@ -427,12 +434,12 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (331 of 331 in round 4), in
+/// The corpus floor: docs/gate.md's measured agreement (398 of 398 in round 5), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 168).
+/// states it (0 of 206).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change
@@ -588,13 +595,22 @@ fn sessions_heldout_4_parses() {
 
 /// The fourth held-out set's first run against the rules frozen at `wt4/gate4`'s final
 /// commit (`1521663`), measured once by the lead after the merge (2026-12-01): 78 of 94
-/// agreed and 6 of 47 legitimate stops were blocked (docs/gate.md lists every
-/// disagreement). Floors, so that a rule change doing worse on these sessions fails; the
-/// set has not been used to change a rule.
+/// agreed and 6 of 47 legitimate stops were blocked (docs/gate.md keeps that honest
+/// record and lists every disagreement). No later figure may fall below it.
 const HELDOUT_4_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_4_FIRST_AGREE`].
 const HELDOUT_4_FIRST_LEGIT_BLOCKED: usize = 6;
+/// Since round 5 (`wt5/gate5`) the set is training data: its misses were fixed as
+/// classes and it agrees on 93 of 94 (the one left, `h4-agent-plan-then-stops`, is an
+/// agent that wrote its own plan in the session and stopped: no durable artefact to
+/// point to, so the gate does not refuse it; docs/gate.md says why). Floors only.
+const HELDOUT_4_AGREE: usize = 93;
+/// See [`HELDOUT_4_AGREE`]: no legitimate stop of the set is blocked since round 5
+/// (a share, like the other sets' ceilings).
+const HELDOUT_4_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
+/// The fourth held-out set: never below its first run, and at the floors of round 5
+/// (`cargo test --lib sessions_heldout_4_agreement -- --nocapture` prints them).
 #[test]
 fn sessions_heldout_4_agreement() {
     let (agree, total, blocked, legit, _) = measure("held-out 4", HELDOUT_4_DIR);
@@ -602,6 +618,11 @@ fn sessions_heldout_4_agreement() {
     assert!(
         blocked <= HELDOUT_4_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    );
+    assert!(agree >= HELDOUT_4_AGREE, "agreement {agree}/{total}, below round 5's");
+    assert!(
+        blocked as f64 <= HELDOUT_4_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
+        "legitimate stops blocked {blocked}/{legit}, above round 5's"
     );
 }
 

@@ -173,6 +173,10 @@ fn judge(
             if f.stop_point.as_ref().is_some_and(|sp| sp.last_step.is_some()) {
                 f.first_open_step = first_open_step(repo, &evidence);
             }
+            // Steps the user left out by number ("skip step 3") are left by their text.
+            if !f.left_step_numbers.is_empty() {
+                f.left_steps = numbered_steps(repo, &evidence, &f.left_step_numbers);
+            }
             f
         });
     let verdict = match authority(&cfg, conn, &p.session_id, reason.text.as_deref(), &evidence, facts.as_ref(), row) {
@@ -326,6 +330,18 @@ fn first_open_step(repo: &Repo, evidence: &Evidence) -> Option<usize> {
         let text = crate::input::read_text(&root.join(&p.path), crate::input::Kind::Artefact).ok()?;
         payload::first_open_position(&text)
     })
+}
+
+/// The texts of the steps at `numbers` (1-based among all boxes) of the first plan that
+/// predates the session and has an open step, read from the work tree.
+fn numbered_steps(repo: &Repo, evidence: &Evidence, numbers: &[usize]) -> Vec<String> {
+    let Ok(root) = repo.require_workdir() else { return Vec::new() };
+    let plan = evidence.plan_files.iter().find(|p| p.exists && !p.created_this_session && p.unchecked_count > 0);
+    let Some(text) = plan.and_then(|p| crate::input::read_text(&root.join(&p.path), crate::input::Kind::Artefact).ok())
+    else {
+        return Vec::new();
+    };
+    numbers.iter().filter_map(|n| payload::step_at(&text, *n)).collect()
 }
 
 /// The plan's text at HEAD, when it is a plan-sized blob of UTF-8 text.

@@ -17,6 +17,7 @@ pub mod builtin;
 mod corpus_tests;
 pub(crate) mod judge;
 pub mod payload;
+pub mod readings;
 pub mod reasons;
 pub mod rules;
 pub mod session;

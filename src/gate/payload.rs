@@ -207,6 +207,32 @@ pub fn first_open_position(markdown: &str) -> Option<usize> {
     None
 }
 
+/// The text of the `n`th step (1-based, among all of the file's boxes, checked or not),
+/// read like [`unchecked_steps`]: "skip step 3" names it.
+pub fn step_at(markdown: &str, n: usize) -> Option<String> {
+    let mut boxes = 0;
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+            r
+        } else {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            match t[digits..].strip_prefix(". ") {
+                Some(r) if digits > 0 => r,
+                _ => continue,
+            }
+        };
+        let step = rest.strip_prefix("[ ]").or_else(|| rest.strip_prefix("[x]")).or_else(|| rest.strip_prefix("[X]"));
+        if let Some(step) = step {
+            boxes += 1;
+            if boxes == n {
+                return Some(sanitise_line(step));
+            }
+        }
+    }
+    None
+}
+
 /// A file of a wave plan and its owner, read loosely (the waves area owns the format).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedFile {

@@ -687,6 +687,14 @@ pub struct Claims {
     /// the instruction to stop after the first step"): an instruction to stop that
     /// must be in the user's turns.
     pub stop_instruction: bool,
+    /// Since round 5: the work is said to be verified or to pass in words beyond
+    /// "tests pass" ("verified locally, everything passes").
+    pub verified: bool,
+    /// Since round 5: the whole suite is said to pass ("the full test suite passes").
+    pub suite: bool,
+    /// Since round 5: tests by name are said to pass ("the parser tests pass"), not
+    /// only a build or CI.
+    pub tests_named: bool,
 }
 
 /// A test, build or check word next to a passing word, not negated.
@@ -757,12 +765,16 @@ pub fn claims(message: &str) -> Claims {
         let t = &s.text;
         let names_tests = has(t, TESTS) || t.split(' ').any(names_runner);
         c.tests_pass |= names_tests && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
+        let tests_by_name = has(t, &[" test", " spec"]) || t.split(' ').any(names_runner);
+        c.tests_named |= tests_by_name && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
         const NOT_SAVED: &[&str] = &[" nothing", " no ", " without", " yet", " left", " leave", " once ", " when "];
         c.committed |= has(t, &[" committed", " pushed"]) && !has(t, NOT_PASSING) && !has(t, NOT_SAVED) && !s.question;
         c.user_instruction |= has(t, CLAIMS_INSTRUCTION);
         c.stop_instruction |= has(t, TOLD) && has(t, HALTS) && has(t, HERE) && !s.question;
         c.waves_away |= has(t, WAVES_AWAY);
     }
+    c.verified = super::readings::claims_verified(message);
+    c.suite = super::readings::claims_suite(message);
     c
 }
 
@@ -939,7 +951,7 @@ pub(crate) fn destructive(t: &str) -> bool {
 /// Words too common to be one side of a choice ("in Postgres or in Redis").
 const CHOICE_FILLER: &[&str] = &[
     "in", "on", "at", "to", "with", "use", "using", "the", "a", "an", "as", "by", "via", "it", "we", "be", "into",
-    "of", "for", "keep", "go", "just",
+    "of", "for", "keep", "go", "just", "through", "thru", "via", "over", "behind", "across", "both",
 ];
 
 /// The two sides of the first choice the message asks ("should the flags live in
@@ -952,9 +964,13 @@ pub fn choice(message: &str) -> Option<(String, String)> {
         if has(before, &[" can you ", " could you ", " would you ", " will you ", " do you mind"]) {
             return None;
         }
-        let a = before.split(' ').rev().find(|w| !w.is_empty() && !CHOICE_FILLER.contains(w))?;
-        let b = after.split(' ').find(|w| !w.is_empty() && !CHOICE_FILLER.contains(w))?;
-        (a.len() >= 3 && b.len() >= 3 && a != b && b != "not").then(|| (a.to_string(), b.to_string()))
+        // Each side by a word the other side lacks ("Redis locks or Postgres advisory
+        // locks": redis against postgres, not locks against locks).
+        let a_words: Vec<&str> = before.split(' ').filter(|w| !w.is_empty()).collect();
+        let b_words: Vec<&str> = after.split(' ').filter(|w| !w.is_empty()).collect();
+        let a = a_words.iter().rev().find(|w| !CHOICE_FILLER.contains(w) && !b_words.contains(w))?;
+        let b = b_words.iter().find(|w| !CHOICE_FILLER.contains(w) && !a_words.contains(w))?;
+        (a.len() >= 3 && b.len() >= 3 && a != b && *b != "not").then(|| (a.to_string(), b.to_string()))
     })
 }
 

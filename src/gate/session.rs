@@ -154,6 +154,41 @@ pub struct SessionFacts {
     /// that says it follows the user's instruction may be repeating words the reader
     /// does not know, so such a claim is given the benefit of the doubt.
     pub last_turn_limits: bool,
+    /// Since round 5: the newest user turn with a word of leave to stop short (skip,
+    /// drop, forget, later, I'll do, stop, pause, hold, wait, enough, that's it, ...),
+    /// read wide and with typos (`readings::gives_leave`), unless a later turn asked
+    /// to go on. Only ever a reason to believe a message that says it followed it.
+    pub licence: Option<String>,
+    /// That turn's leave ends or pauses the session ("stop pls", "wait for me",
+    /// "we continue tonight"), not only drops a step of it.
+    pub licence_stops: bool,
+    /// Since round 5: steps a clause of leave names by number ("skip step 3", "I'll do
+    /// steps 4 and 5"); the caller adds those steps' text to [`Self::left_to_user`].
+    pub left_step_numbers: Vec<usize>,
+    /// The text of those steps, as the plan file has them (set by the caller): an open
+    /// step equal to one is the user's.
+    pub left_steps: Vec<String>,
+    /// Since round 5: classes of obstacle outside the code (`access`, `network`,
+    /// `rate limit`, `disk`, `service`) that a failed or refused tool result met.
+    pub obstacles: Vec<String>,
+    /// Each obstacle met, with the program that met it: a later success of the same
+    /// program clears it (the obstacle was passed).
+    #[serde(skip)]
+    pub obstacles_by_program: Vec<(String, String)>,
+    /// Since round 5: a numeric condition of the user's on the stop ("until the bench
+    /// is under 50ms, then stop", "if more than 10 tables, stop and ask").
+    pub condition: Option<super::readings::Condition>,
+    /// Whether a tool result after that condition showed it met (`true`), showed only
+    /// numbers that miss it (`false`), or showed nothing comparable (absent).
+    pub condition_met: Option<bool>,
+    /// Since round 5: the newest failed command's slip of the agent's own (a mistyped
+    /// program, `Exit code 127`; a path one letter off a path of the session), unless
+    /// a later command succeeded.
+    pub own_slip: Option<String>,
+    /// Since round 5: test runs that ran the whole suite (no test file, no filter).
+    pub full_test_runs: usize,
+    /// Since round 5: build runs that do more than compile (a check, a lint, `make`).
+    pub check_runs: usize,
 }
 
 /// The point a user's stop instruction names.
@@ -609,6 +644,22 @@ const LEAVE: &[&str] = &[
     " until later",
     " tomorrow",
     " next week",
+    // Since round 5: a step dropped in other words.
+    " forget",
+    " drop ",
+    " never mind",
+    " nevermind",
+    " omit",
+    " ignore",
+    " scrap",
+    " exclude",
+    " not needed",
+    " dont need",
+    " no longer",
+    " writes those",
+    " does those",
+    " sets those up",
+    " takes care of",
 ];
 
 /// A whole turn that is a question for information: it ends with `?`, opens with a
@@ -856,7 +907,7 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
             go_on = true;
             continue;
         }
-        let kind = if has(&s, STOP_WORDS) {
+        let kind = if has(&s, STOP_WORDS) || super::readings::opens_with_stop(&s) {
             Some(InstructionKind::Stop)
         } else if has(&s, PAUSE_WORDS) || (!widened && (hands_back(&s) || early_look(&s))) {
             Some(InstructionKind::Pause)
@@ -1497,15 +1548,48 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     }
     f.user_turns += 1;
     f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
+    let sentences: Vec<String> = t.split(['.', '!', '?', ';', '\n']).map(|s| fix_typos(&norm(s))).collect();
+    let leave = super::readings::gives_leave(&sentences);
+    if let Some(c) = super::readings::condition(t) {
+        f.condition = Some(c);
+        f.condition_met = None;
+    }
     f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
     let go_on = instruction_of(t);
     if go_on == Some(None) {
         // "Do the frontend too after all": what was left to the user is the agent's again.
         f.left_to_user.clear();
+        f.left_step_numbers.clear();
     }
-    for clause in t.split([',', '.', ';', '!', '?', '\n', ':', '(', ')']).flat_map(|c| c.split(" but ")) {
+    // Parentheses stay in their clause: "skip step 3 (docs)" names the docs.
+    for clause in t.split([',', '.', ';', '!', '?', '\n', ':']).flat_map(|c| c.split(" but ")) {
         let c = norm(clause);
         if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+            // "skip step 3", "I'll do steps 4 and 5 myself": the steps by number.
+            let w: Vec<&str> = c.split(' ').filter(|w| !w.is_empty()).collect();
+            // A bare number counts in a turn that speaks of steps ("do steps 1 and 2,
+            // I'll do 3 after lunch").
+            let speaks_of_steps = norm(t).contains(" step");
+            for (i, x) in w.iter().enumerate() {
+                let bare = speaks_of_steps
+                    && x.len() <= 2
+                    && x.bytes().all(|b| b.is_ascii_digit())
+                    && !matches!(w.get(i.wrapping_sub(1)), Some(&"step" | &"steps"));
+                if bare
+                    && let Some(n) = step_number(x).filter(|n| *n > 0 && f.left_step_numbers.len() < MAX_LEFT_CLAUSES)
+                {
+                    f.left_step_numbers.push(n);
+                }
+                if matches!(*x, "step" | "steps") {
+                    for y in w[i + 1..].iter().take_while(|y| step_number(y).is_some() || matches!(**y, "and" | "to")) {
+                        if let Some(n) =
+                            step_number(y).filter(|n| *n > 0 && f.left_step_numbers.len() < MAX_LEFT_CLAUSES)
+                        {
+                            f.left_step_numbers.push(n);
+                        }
+                    }
+                }
+            }
             f.left_to_user.push(c);
         }
     }
@@ -1523,11 +1607,29 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         }
         // A new request that says nothing about stopping starts new work: an earlier
         // interrupt no longer holds, an earlier stop or scope instruction still does.
+        // A short turn of leave after an interrupt ("stop pls, the cluster is under
+        // load") keeps the stop.
         None => {
             if in_force.as_ref().is_some_and(|i| i.kind == InstructionKind::Interrupt) {
-                *in_force = None;
+                *in_force = if super::readings::says_stop(&sentences) {
+                    Some(Instruction { kind: InstructionKind::Stop, quote: clip(t) })
+                } else if is_question_only(t) {
+                    // The user stopped the agent to ask something: the answer is the
+                    // turn, and the user speaks next.
+                    Some(Instruction { kind: InstructionKind::Interrupt, quote: clip(t) })
+                } else {
+                    None
+                };
             }
         }
+    }
+    // A turn that asks to go on ("lgtm, do the rest, no need to wait") gives no leave.
+    if leave && go_on != Some(None) {
+        f.licence = Some(clip(t));
+        f.licence_stops = super::readings::leave_stops(&sentences);
+    } else if go_on == Some(None) {
+        f.licence = None;
+        f.licence_stops = false;
     }
 }
 
@@ -1656,10 +1758,17 @@ fn stop_point(text: &str) -> Option<StopPoint> {
     point.when_passing = text.split(['.', ';', '!', '?', '\n']).any(|sentence| {
         let n = fix_typos(&norm(sentence));
         let w: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
-        w.iter().any(|x| matches!(*x, "stop" | "stopping" | "halt"))
-            && w.iter()
+        let stop_at = w.iter().position(|x| matches!(*x, "stop" | "stopping" | "halt"));
+        stop_at.is_some_and(|k| {
+            w.iter()
                 .enumerate()
                 .any(|(i, x)| CONDITION.contains(x) && w[i + 1..].iter().take(5).any(|y| PASSING.contains(y)))
+                // Since round 5, the state to reach said before the stop: "get the
+                // parser passing its tests, then stop", "make the suite green and stop".
+                || (k >= 2
+                    && matches!(w[k - 1], "then" | "and")
+                    && w[..k].iter().rev().take(8).any(|y| PASSING.contains(y)))
+        })
     });
     for (i, x) in w.iter().enumerate() {
         if i == 0 || !matches!(w[i - 1], "stop" | "stopping" | "halt") {
@@ -1670,6 +1779,31 @@ fn stop_point(text: &str) -> Option<StopPoint> {
             // Only "after": "stop once the tests pass" names a condition, not a step.
             "after" if point.after.is_empty() => point.after = words_after(i),
             _ => {}
+        }
+    }
+    // Since round 5, the action just before the stop or the wait is where to stop
+    // ("..., then open a PR and wait for my review"): the step it names is the point.
+    if point.after.is_empty() && point.last_step.is_none() {
+        for (k, x) in w.iter().enumerate() {
+            if !matches!(*x, "stop" | "wait" | "pause") || k < 2 || w[k - 1] != "and" {
+                continue;
+            }
+            let Some(then) = w[..k].iter().rposition(|y| *y == "then").filter(|t| k - t <= 6) else { continue };
+            // Only a milestone the user waits on (a PR, a deploy, a tag, a release):
+            // "then run the tests and stop" names no step of its own.
+            const MILESTONES: &[&str] = &[
+                "open", "create", "deploy", "tag", "release", "push", "merge", "publish", "ship", "submit", "send",
+                "upload", "cut",
+            ];
+            if !w[then + 1..k].iter().any(|y| MILESTONES.contains(y)) {
+                continue;
+            }
+            point.after = w[then + 1..k - 1]
+                .iter()
+                .filter(|y| y.len() >= 4 && !POINT_STOPWORDS.contains(y) && step_number(y).is_none())
+                .map(|y| y.to_string())
+                .collect();
+            break;
         }
     }
     let named = point.last_step.is_some() || !point.before.is_empty() || !point.after.is_empty() || point.when_passing;
@@ -1754,7 +1888,12 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 Call::Test(clip(&cmd))
             } else if has(&n, BUILD_COMMANDS) || looks_like_check_command(&cmd) {
                 Call::Build(clip(&cmd))
-            } else if segments(&cmd).next().is_some() || probes_access(&n) {
+            } else if segments(&cmd).next().is_some()
+                || probes_access(&n)
+                // Since round 5 an install or a fetch too (`npm install`, `pip install`,
+                // `curl`, `gh api`): an obstacle it meets, and its later success, are facts.
+                || program_of(&cmd).is_some_and(|p| !READ_ONLY_PROGRAMS.contains(&p.as_str()))
+            {
                 // A read-only probe of a variable or a login (`printenv TOKEN`, `echo
                 // $KEY`, `aws sts get-caller-identity`) is read too: its output may
                 // meet a missing credential.
@@ -1838,6 +1977,10 @@ impl Latest {
 
 fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is_error: bool, output: String) {
     let failed = is_error || exit_code_nonzero(&output);
+    let command = match &call {
+        Some(Call::Test(c) | Call::Build(c) | Call::Shell(c)) => Some(c.as_str()),
+        _ => None,
+    };
     if failed {
         f.tool_errors += 1;
         f.last_error = Some(first_line(&output));
@@ -1845,6 +1988,49 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             Some(Call::Test(_) | Call::Build(_) | Call::Shell(_)) => own_file_named(f, &output),
             _ => None,
         };
+        f.own_slip = command.and_then(|c| super::readings::own_slip(c, &output, &f.edited_paths, &f.commands));
+    } else if command.is_some() {
+        f.own_slip = None;
+    }
+    // An obstacle outside the code, in a failed result (any command, any exit code)
+    // or a short refusal of access (a probe's "not set").
+    // A failed result is read for it even when its call was not waited for (`gh`,
+    // `curl`: programs read for nothing else).
+    if call.is_some() || failed {
+        let class = if failed {
+            super::readings::obstacle_class(&norm(&output))
+        } else if output.len() > MAX_PROBE_OUTPUT {
+            None
+        } else if says_access_refused(&output) {
+            Some("access")
+        } else if matches!(call, Some(Call::Shell(_))) {
+            // A short answer of a service that exits 0 (`curl` without `-f` printing a
+            // 503 page) is met too; a test's or a build's output is not read for it.
+            super::readings::obstacle_class(&norm(&output))
+        } else {
+            None
+        };
+        let program = command.and_then(program_of).unwrap_or_default();
+        match class {
+            Some(class) if f.obstacles_by_program.len() < MAX_KEPT_PATHS => {
+                f.obstacles_by_program.push((class.to_string(), program));
+            }
+            None if !failed && command.is_some() => f.obstacles_by_program.retain(|(_, p)| *p != program),
+            _ => {}
+        }
+        f.obstacles = Vec::new();
+        for (class, _) in &f.obstacles_by_program {
+            if !f.obstacles.contains(class) {
+                f.obstacles.push(class.clone());
+            }
+        }
+    }
+    // A numeric condition of the user's, against what any command printed.
+    if let (Some(c), Some(_)) = (&f.condition, command)
+        && f.condition_met != Some(true)
+        && let Some(met) = super::readings::condition_in(c, &output)
+    {
+        f.condition_met = Some(met);
     }
     // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
     // successful output (a test log) is not searched, which keeps a long session fast.
@@ -1854,6 +2040,7 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     match call {
         Some(Call::Test(command)) => {
             f.test_runs += 1;
+            f.full_test_runs += usize::from(!super::readings::subset_run(&command));
             latest.test(f, (command, failed, output));
         }
         // A build or check that printed a runner's summary ran tests (`make`,
@@ -1862,7 +2049,12 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             f.test_runs += 1;
             latest.test(f, (command, failed, output));
         }
-        Some(Call::Build(command)) => latest.build(f, (command, failed, output)),
+        Some(Call::Build(command)) => {
+            // A build that says it ran tests ("dbt build": PASS=7 of its tests) is a check.
+            let pure = super::readings::pure_build(&command) && !norm(&output).contains(" test");
+            f.check_runs += usize::from(!pure);
+            latest.build(f, (command, failed, output));
+        }
         Some(Call::Commit) if !failed => f.commits += 1,
         // A command premerge does not know, judged by what it printed: a runner's
         // summary ("3 passed, 1 failed", "Ran 12 tests", "not ok 4") makes it a test run.
@@ -1872,6 +2064,15 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
         }
         _ => {}
     }
+}
+
+/// The program a command line runs: its last `&&` segment's first stage ("cd web &&
+/// npm ci" runs npm), wrappers and variable assignments skipped.
+fn program_of(cmd: &str) -> Option<String> {
+    const SKIP: &[&str] = &["sudo", "env", "time", "nice", "command", "exec", "npx", "bunx", "pnpx"];
+    let last = cmd.rsplit("&&").next()?.split('|').next()?;
+    let p = last.split_whitespace().find(|w| !w.contains('=') && !SKIP.contains(w))?;
+    Some(p.rsplit('/').next().unwrap_or(p).to_string())
 }
 
 /// Whether a command rewrites the file `path` in place: `sed -i` / `perl -pi` naming
@@ -1967,9 +2168,28 @@ fn looks_like_test_command(cmd: &str) -> bool {
             }
             let base = w.rsplit('/').next().unwrap_or(w);
             let stem = base.split('.').next().unwrap_or(base);
-            stem.split(['-', '_', ':']).any(|part| TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str()))
+            stem.split(['-', '_', ':']).any(|part| {
+                TEST_NAME_PARTS.contains(&part.to_ascii_lowercase().as_str())
+                    // A camel-case task (Gradle's `testDebugUnitTest`, `connectedAndroidTest`).
+                    || camel_words(part).iter().any(|w| TEST_NAME_PARTS.contains(&w.as_str()))
+            })
         })
     })
+}
+
+/// The lower-cased words of a camel-case name (`testDebugUnitTest`: test, debug,
+/// unit, test); a name without an inner capital is one word.
+fn camel_words(name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, c) in name.char_indices() {
+        if i == 0 || c.is_ascii_uppercase() {
+            out.push(String::new());
+        }
+        if let Some(w) = out.last_mut() {
+            w.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// Words naming a build or a check, as a program or its subcommand.
@@ -2087,6 +2307,38 @@ mod tests {
         let f = read(&t, &["docs/plans/work.md"]);
         assert_eq!(f.instruction, None);
         assert_eq!(f.user_turns, 1);
+    }
+
+    /// Round 5: leave read wide, a stop after an interrupt, obstacles cleared by a later
+    /// success of the same program, a condition against a command's output.
+    #[test]
+    fn round_5_leave_interrupts_obstacles_and_conditions() {
+        let interrupt = serde_json::json!({"type":"user","message":{"role":"user",
+            "content":[{"type":"text","text":"[Request interrupted by user]"}]}})
+        .to_string();
+        let t = [user("Do the plan."), interrupt.clone(), user("stop pls, cluster under load")].join("\n");
+        assert_eq!(read(&t, &[]).instruction.map(|i| i.kind), Some(InstructionKind::Stop));
+        let t = [user("Do the plan."), interrupt, user("Now also add the retry logic and its tests please")].join("\n");
+        assert_eq!(read(&t, &[]).instruction, None, "a new request after an interrupt starts new work");
+        let f = read(&user("do the plan, and dont bother with the metrics step"), &[]);
+        assert!(f.licence.is_some() && !f.licence_stops);
+        let f = read(&[user("skip the cache for now"), user("lgtm, go ahead and do the cache too")].join("\n"), &[]);
+        assert_eq!(f.licence, None, "a later turn that asks to go on takes the leave back");
+        let t = [
+            bash("t1", "npm install left-pad"),
+            result("t1", true, "Exit code 1\nnpm ERR! network request failed, reason: connect ETIMEDOUT"),
+        ];
+        assert_eq!(read(&t.join("\n"), &[]).obstacles, vec!["network".to_string()]);
+        let passed =
+            [t[0].clone(), t[1].clone(), bash("t2", "npm install left-pad"), result("t2", false, "added 1 package")];
+        assert!(read(&passed.join("\n"), &[]).obstacles.is_empty(), "the same program got past it");
+        let t = [
+            user("Tune it until p95 is below 200ms, then stop."),
+            bash("t1", "./bench.sh"),
+            result("t1", false, "p50=90ms p95=260ms"),
+        ];
+        let f = read(&t.join("\n"), &[]);
+        assert_eq!((f.condition.map(|c| c.op), f.condition_met), (Some("<"), Some(false)));
     }
 
     #[test]

@@ -1267,4 +1267,69 @@ fn the_gate_keeps_its_write_ahead_log_short_across_many_stops() {
     let wal = r.root.join(".git/premerge/premerge.db-wal");
     let frames = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0).saturating_sub(32) / (4096 + 24);
     assert!(frames <= 200, "the WAL grew to {frames} frames over 40 stops");
+/// Round 5: the decision's shape. Routes that allow are broad (a stop after an
+/// interrupt, an obstacle the tools met), refusals need a fact the log names (a goal
+/// condition every printed number misses, the agent's own mistyped command).
+#[test]
+fn round_5_leave_obstacles_conditions_and_slips_end_to_end() {
+    let r = planned();
+    let interrupt = json!({"type": "user", "message": {"role": "user",
+        "content": [{"type": "text", "text": "[Request interrupted by user]"}]}});
+    // An interrupt, then a short stop-ish turn: the user's stop, allowed and quoted.
+    let held = transcript(
+        &r,
+        &[
+            user_says("Do the plan in docs/plans/work.md."),
+            tool_call("t1", "Edit", json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_output("t1", false, "ok"),
+            interrupt,
+            user_says("stop pls, need the box for a demo. we continue tonight"),
+            agent_says("OK, stopped. Step two is half written in src/lib.rs; nothing else changed."),
+        ],
+    );
+    assert_allowed(&evaluate(&r, &stop_with_transcript("s1", &held)));
+    assert!(last_event(&r)["rationale"].as_str().unwrap().contains("user instruction (stop)"), "{}", last_event(&r));
+    // An obstacle outside the code that a command met and the message names: allowed.
+    let refused = transcript(
+        &r,
+        &[
+            user_says("Do the plan in docs/plans/work.md."),
+            tool_call("t1", "Bash", json!({"command": "psql -h db.internal -c 'select 1'"})),
+            tool_output("t1", true, "Exit code 2\npsql: error: connection to server failed: Connection refused"),
+            agent_says("I can't reach db.internal: the connection is refused, so step two cannot run yet."),
+        ],
+    );
+    assert_allowed(&evaluate(&r, &stop_with_transcript("s2", &refused)));
+    let why = last_event(&r)["rationale"].as_str().unwrap().to_string();
+    assert!(why.contains("an obstacle the tools met (network)"), "{why}");
+    // A goal condition every printed number misses: blocked, and the log says which.
+    let missed = transcript(
+        &r,
+        &[
+            user_says("Tune it until p95 is below 200ms on the bench, then stop."),
+            tool_call("t1", "Edit", json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_output("t1", false, "ok"),
+            tool_call("t2", "Bash", json!({"command": "./bench.sh"})),
+            tool_output("t2", false, "runs=50 p50=140ms p95=260ms"),
+            agent_says("p95 went from 410 ms to 260 ms. Good progress, so I'm stopping here."),
+        ],
+    );
+    blocked_reason(&evaluate(&r, &stop_with_transcript("s3", &missed)));
+    let why = last_event(&r)["rationale"].as_str().unwrap().to_string();
+    assert!(why.contains("the user's condition (< 200 ms) is not met"), "{why}");
+    // The agent's own mistyped command called a missing tool: blocked.
+    let slip = transcript(
+        &r,
+        &[
+            user_says("Do the plan in docs/plans/work.md."),
+            tool_call("t1", "Edit", json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"})),
+            tool_output("t1", false, "ok"),
+            tool_call("t2", "Bash", json!({"command": "carg test"})),
+            tool_output("t2", true, "Exit code 127\nbash: carg: command not found"),
+            agent_says("cargo is not installed here, so I can't run the tests; please run them yourself."),
+        ],
+    );
+    blocked_reason(&evaluate(&r, &stop_with_transcript("s4", &slip)));
+    let why = last_event(&r)["rationale"].as_str().unwrap().to_string();
+    assert!(why.contains("`carg` is a mistyped command"), "{why}");
 }
