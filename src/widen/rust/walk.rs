@@ -235,7 +235,12 @@ impl<'a> Walk<'a> {
                             }
                         }
                     } else {
-                        self.fields(body, &symbol, in_test, true);
+                        // A struct its derives fill from outside data is built with any
+                        // field values whatever their visibility: a field made `pub`
+                        // widens nothing.
+                        let outside = filled_from_outside(&attrs);
+                        self.fields(body, &symbol, in_test, !outside);
+                        self.quiet_option(body, &symbol, &attrs, outside);
                         if has_private_field(body, self.src) {
                             self.inv.closed.insert(symbol.clone());
                         }
@@ -370,6 +375,27 @@ impl<'a> Walk<'a> {
         for_each_item(n, src, |attrs, k, _| later.push(Step::Visit { n: k, attrs, func: func.clone(), in_test }));
     }
 
+    /// Records the fields of a struct body whose becoming `Option<T>` widens no value
+    /// the scan reads: a field with a default (its own or the struct's `#[serde(default)]`,
+    /// `#[builder(default)]`: a missing value was already accepted, as the default), and
+    /// a private field of a struct no derive fills from outside (`outside` false: only
+    /// its module's code builds it, and the compiler makes every read of it handle the
+    /// absence).
+    pub(super) fn quiet_option(&mut self, list: Node, owner: &str, attrs: &[String], outside: bool) {
+        if kind_of(list) != "field_declaration_list" {
+            return;
+        }
+        let all = defaulted(attrs);
+        let mut c = list.walk();
+        for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
+            let Some(name) = field(f, "name") else { continue };
+            let private = visibility_rank(f, self.src) == 0 && !outside;
+            if all || private || defaulted(&super::attributes(f, self.src)) {
+                self.inv.quiet_option.insert(format!("{owner}.{}", self.t(name)));
+            }
+        }
+    }
+
     pub(super) fn attrs(&mut self, attrs: &[String], symbol: &str) {
         for a in attrs {
             if a.starts_with("#[serde(") && a.contains("deny_unknown_fields") {
@@ -382,6 +408,26 @@ impl<'a> Walk<'a> {
             }
         }
     }
+}
+
+/// Whether a struct's derives build its values from outside data, with no constructor
+/// of its own in the way: serde's `Deserialize` (unless `#[serde(try_from = ...)]` or
+/// `#[serde(from = ...)]` routes it through one), or a database row mapping (diesel's
+/// `Queryable`, `Selectable`, `Insertable`, `AsChangeset`; sqlx's `FromRow`).
+fn filled_from_outside(attrs: &[String]) -> bool {
+    const DERIVES: &[&str] = &["Deserialize", "Queryable", "Selectable", "Insertable", "AsChangeset", "FromRow"];
+    let derived = attrs.iter().any(|a| a.starts_with("#[derive(") && DERIVES.iter().any(|d| a.contains(d)));
+    let routed = attrs.iter().any(|a| {
+        a.starts_with("#[serde(") && (a.contains("try_from=") || a.contains("(from=") || a.contains(",from="))
+    });
+    derived && !routed
+}
+
+/// Whether a field's (or its struct's) attributes give it a default when the input
+/// leaves it out (`#[serde(default)]`, `#[builder(default)]`, `#[serde(default =
+/// "...")]`): absence was already accepted.
+fn defaulted(attrs: &[String]) -> bool {
+    attrs.iter().any(|a| (a.starts_with("#[serde(") || a.starts_with("#[builder(")) && a.contains("default"))
 }
 
 /// Whether a struct or union body has a field that is not `pub` (a tuple struct's
