@@ -165,6 +165,15 @@ fn windowed(lang: &tree_sitter::Language, path: &str, before: &str, after: &str)
     if outside.may_declare_any(lexer, &names) {
         return None;
     }
+    // A closed set that now names a schema declared outside the window: its members
+    // are read from the whole file.
+    let named_outside = new.slots.iter().any(|(symbol, a)| {
+        old.slots.get(symbol).is_some_and(|b| b.members.is_some())
+            && a.base.strip_prefix("ref:").is_some_and(|n| !new.slots.contains_key(n) && outside.may_declare(lexer, n))
+    });
+    if named_outside {
+        return None;
+    }
     Some(compare(&old, &new))
 }
 
@@ -822,6 +831,18 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
         let Some(b) = old.slots.get(symbol) else {
             continue;
         };
+        // A closed set moved into a schema the file names (`source: z.enum(["a", "b"])`
+        // to `source: Source`, `const Source = z.enum(["a", "b", "c"])`): its members.
+        if let Some(gained) = checks::named_set_gained(b, a, new) {
+            out.push(RawFinding {
+                line: a.line,
+                rule: RuleId::TsZodEnumWidened,
+                symbol: symbol.clone(),
+                before: b.text.clone(),
+                after: gained,
+                in_test: false,
+            });
+        }
         // A bare name for another schema on one side: what the name admits is not read
         // here, so the two cannot be compared.
         if (b.bare || a.bare) && a.base != b.base {

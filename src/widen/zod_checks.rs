@@ -146,6 +146,19 @@ pub(super) fn pattern_holds(len: Option<(u64, Option<u64>)>, lower: &Option<Boun
     lower.as_ref().is_none_or(above) && upper.as_ref().is_none_or(|b| most.is_some_and(|m| below(b, m)))
 }
 
+/// When the old slot `b` was a closed set (`z.enum([...])`, literals, a union) and the
+/// new one `a` names a top-level schema of the new version (`ref:Name`) that is a
+/// closed set holding old members and more: the new slot's text with the set it
+/// names (`Source = z.enum([...])`). A set whose members were all replaced is renamed,
+/// not widened, as on one slot.
+pub(super) fn named_set_gained(b: &Slot, a: &Slot, new: &super::Inventory) -> Option<String> {
+    let old = b.members.as_ref()?;
+    let name = a.base.strip_prefix("ref:")?;
+    let named = new.slots.get(name)?;
+    let members = named.members.as_ref()?;
+    (!members.is_subset(old) && !members.is_disjoint(old)).then(|| format!("{} ({name} = {})", a.text, named.text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
 //! Tests of the zod pass.
+
 use super::*;
 
 fn found(before: &str, after: &str) -> Vec<(RuleId, String)> {
@@ -111,4 +112,22 @@ fn the_window_gives_the_whole_parses_findings() {
         [RuleId::TsZodBoundLoosened],
         "zod's new import name is read with the window"
     );
+}
+
+/// A closed set moved into a schema declared away from the edit: the window leaves the
+/// named schema out, so it is refused and the whole parse reads the set's members.
+#[test]
+fn a_set_named_outside_the_window_is_read_whole() {
+    let between: String = (0..40)
+        .map(|i| format!("export function helper{i}(x: number): number {{\n  return x * {i};\n}}\n\n"))
+        .collect();
+    let version = |origin: &str| {
+        padded(&format!(
+            "{HEAD}export const Origin = z.enum([\"a\", \"b\", \"c\"]);\n\n{between}export const Hook = z.object({{ origin: {origin} }});\n"
+        ))
+    };
+    let (before, after) = (version("z.enum([\"a\", \"b\"])"), version("Origin"));
+    let whole = detect_with("src/a.ts", &before, &after, false).unwrap();
+    assert_eq!(whole.iter().map(|f| f.rule).collect::<Vec<_>>(), [RuleId::TsZodEnumWidened]);
+    assert_eq!(detect_with("src/a.ts", &before, &after, true).unwrap(), whole);
 }

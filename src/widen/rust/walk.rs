@@ -240,7 +240,7 @@ impl<'a> Walk<'a> {
                         // widens nothing.
                         let outside = filled_from_outside(&attrs);
                         self.fields(body, &symbol, in_test, !outside);
-                        self.quiet_option(body, &symbol, &attrs, outside);
+                        self.quiet_option(body, &symbol, &attrs);
                         if has_private_field(body, self.src) {
                             self.inv.closed.insert(symbol.clone());
                         }
@@ -378,18 +378,19 @@ impl<'a> Walk<'a> {
     /// Records the fields of a struct body whose becoming `Option<T>` widens no value
     /// the scan reads: a field with a default (its own or the struct's `#[serde(default)]`,
     /// `#[builder(default)]`: a missing value was already accepted, as the default), and
-    /// a private field of a struct no derive fills from outside (`outside` false: only
-    /// its module's code builds it, and the compiler makes every read of it handle the
-    /// absence).
-    pub(super) fn quiet_option(&mut self, list: Node, owner: &str, attrs: &[String], outside: bool) {
+    /// a private field of a struct whose derives read nothing in ([`inert_derives`]:
+    /// only its module's code builds it, and the compiler makes every read of it handle
+    /// the absence).
+    pub(super) fn quiet_option(&mut self, list: Node, owner: &str, attrs: &[String]) {
         if kind_of(list) != "field_declaration_list" {
             return;
         }
         let all = defaulted(attrs);
+        let inert = inert_derives(attrs);
         let mut c = list.walk();
         for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
             let Some(name) = field(f, "name") else { continue };
-            let private = visibility_rank(f, self.src) == 0 && !outside;
+            let private = visibility_rank(f, self.src) == 0 && inert;
             if all || private || defaulted(&super::attributes(f, self.src)) {
                 self.inv.quiet_option.insert(format!("{owner}.{}", self.t(name)));
             }
@@ -421,6 +422,21 @@ fn filled_from_outside(attrs: &[String]) -> bool {
         a.starts_with("#[serde(") && (a.contains("try_from=") || a.contains("(from=") || a.contains(",from="))
     });
     derived && !routed
+}
+
+/// Whether every trait a struct derives only copies, compares, hashes, prints or writes
+/// out its values (`Debug`, `Clone`, `PartialEq`, `Serialize`...): none builds a value
+/// from input. Any other derive (serde's `Deserialize`, a GraphQL input object, a
+/// command-line parser, a database row) may fill private fields from outside.
+fn inert_derives(attrs: &[String]) -> bool {
+    const INERT: &[&str] =
+        &["Debug", "Clone", "Copy", "Default", "PartialEq", "Eq", "Hash", "PartialOrd", "Ord", "Serialize"];
+    attrs.iter().filter_map(|a| a.strip_prefix("#[derive(").and_then(|d| d.strip_suffix(")]"))).all(|list| {
+        list.split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .all(|d| INERT.contains(&d.rsplit("::").next().unwrap_or(d)))
+    })
 }
 
 /// Whether a field's (or its struct's) attributes give it a default when the input
