@@ -385,13 +385,16 @@ impl<'a> Walk<'a> {
         if kind_of(list) != "field_declaration_list" {
             return;
         }
-        let all = defaulted(attrs);
+        // A database row's columns have no default from serde's or a builder's: the
+        // default narrowing is for structs that only input fills.
+        let row = attrs.iter().any(|a| ROW_DERIVES.iter().any(|d| a.contains(d)));
+        let all = defaulted(attrs) && !row;
         let inert = inert_derives(attrs);
         let mut c = list.walk();
         for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
             let Some(name) = field(f, "name") else { continue };
             let private = visibility_rank(f, self.src) == 0 && inert;
-            if all || private || defaulted(&super::attributes(f, self.src)) {
+            if all || private || (!row && defaulted(&super::attributes(f, self.src))) {
                 self.inv.quiet_option.insert(format!("{owner}.{}", self.t(name)));
             }
         }
@@ -416,13 +419,17 @@ impl<'a> Walk<'a> {
 /// `#[serde(from = ...)]` routes it through one), or a database row mapping (diesel's
 /// `Queryable`, `Selectable`, `Insertable`, `AsChangeset`; sqlx's `FromRow`).
 fn filled_from_outside(attrs: &[String]) -> bool {
-    const DERIVES: &[&str] = &["Deserialize", "Queryable", "Selectable", "Insertable", "AsChangeset", "FromRow"];
-    let derived = attrs.iter().any(|a| a.starts_with("#[derive(") && DERIVES.iter().any(|d| a.contains(d)));
+    let derived = attrs.iter().any(|a| {
+        a.starts_with("#[derive(") && (a.contains("Deserialize") || ROW_DERIVES.iter().any(|d| a.contains(d)))
+    });
     let routed = attrs.iter().any(|a| {
         a.starts_with("#[serde(") && (a.contains("try_from=") || a.contains("(from=") || a.contains(",from="))
     });
     derived && !routed
 }
+
+/// Derives that map a struct to a database row (diesel, sqlx, SeaORM).
+const ROW_DERIVES: &[&str] = &["Queryable", "Selectable", "Insertable", "AsChangeset", "FromRow", "DeriveEntityModel"];
 
 /// Whether every trait a struct derives only copies, compares, hashes, prints or writes
 /// out its values (`Debug`, `Clone`, `PartialEq`, `Serialize`...): none builds a value
@@ -441,9 +448,12 @@ fn inert_derives(attrs: &[String]) -> bool {
 
 /// Whether a field's (or its struct's) attributes give it a default when the input
 /// leaves it out (`#[serde(default)]`, `#[builder(default)]`, `#[serde(default =
-/// "...")]`): absence was already accepted.
+/// "...")]`): absence was already accepted. A field serde skips (`#[serde(skip, default = ...)]`) is never read from input: its
+/// default says nothing about absence being accepted.
 fn defaulted(attrs: &[String]) -> bool {
-    attrs.iter().any(|a| (a.starts_with("#[serde(") || a.starts_with("#[builder(")) && a.contains("default"))
+    attrs.iter().any(|a| {
+        (a.starts_with("#[serde(") || a.starts_with("#[builder(")) && a.contains("default") && !a.contains("skip")
+    })
 }
 
 /// Whether a struct or union body has a field that is not `pub` (a tuple struct's
