@@ -90,6 +90,9 @@ pub(super) fn compare_slots(old: &Inventory, new: &Inventory, out: &mut Vec<RawF
             continue;
         }
         if let Some(rule) = type_rule(&o.ty, &n.ty, old, new) {
+            if rule == OPTION_WIDENED && key.1 == "field" && old.quiet_option.contains(&key.0) {
+                continue;
+            }
             out.push(finding(rule, n.line, &key.0, o.show(), n.show(), n.in_test));
         }
     }

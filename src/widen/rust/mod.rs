@@ -426,6 +426,11 @@ pub(crate) struct Inventory {
     variants: BTreeMap<String, (bool, Vec<(String, u32)>)>,
     /// Function symbol -> its checked arithmetic and squashed body ([`checked`]).
     arith: BTreeMap<String, checked::Arith>,
+    /// Struct fields whose becoming `Option` widens no value the scan reads
+    /// ([`walk::quiet_option`]): absence was already accepted, or nothing outside the
+    /// module fills them.
+    #[serde(default)]
+    quiet_option: BTreeSet<String>,
 }
 
 struct Walk<'a> {
@@ -717,6 +722,7 @@ impl super::syntax::Part for Inventory {
             closed,
             variants,
             arith,
+            quiet_option,
         } = o;
         self.slots.extend(slots);
         self.fields.extend(fields);
@@ -747,6 +753,7 @@ impl super::syntax::Part for Inventory {
         self.closed.extend(closed);
         self.variants.extend(variants);
         self.arith.extend(arith);
+        self.quiet_option.extend(quiet_option);
     }
 
     /// Moves every line this inventory records by `delta`.

@@ -235,7 +235,12 @@ impl<'a> Walk<'a> {
                             }
                         }
                     } else {
-                        self.fields(body, &symbol, in_test, true);
+                        // A struct its derives fill from outside data is built with any
+                        // field values whatever their visibility: a field made `pub`
+                        // widens nothing.
+                        let outside = filled_from_outside(&attrs);
+                        self.fields(body, &symbol, in_test, !outside);
+                        self.quiet_option(body, &symbol, &attrs);
                         if has_private_field(body, self.src) {
                             self.inv.closed.insert(symbol.clone());
                         }
@@ -370,6 +375,31 @@ impl<'a> Walk<'a> {
         for_each_item(n, src, |attrs, k, _| later.push(Step::Visit { n: k, attrs, func: func.clone(), in_test }));
     }
 
+    /// Records the fields of a struct body whose becoming `Option<T>` widens no value
+    /// the scan reads: a field with a default (its own or the struct's `#[serde(default)]`,
+    /// `#[builder(default)]`: a missing value was already accepted, as the default), and
+    /// a private field of a struct whose derives read nothing in ([`inert_derives`]:
+    /// only its module's code builds it, and the compiler makes every read of it handle
+    /// the absence).
+    pub(super) fn quiet_option(&mut self, list: Node, owner: &str, attrs: &[String]) {
+        if kind_of(list) != "field_declaration_list" {
+            return;
+        }
+        // A database row's columns have no default from serde's or a builder's: the
+        // default narrowing is for structs that only input fills.
+        let row = attrs.iter().any(|a| ROW_DERIVES.iter().any(|d| a.contains(d)));
+        let all = defaulted(attrs) && !row;
+        let inert = inert_derives(attrs);
+        let mut c = list.walk();
+        for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
+            let Some(name) = field(f, "name") else { continue };
+            let private = visibility_rank(f, self.src) == 0 && inert;
+            if all || private || (!row && defaulted(&super::attributes(f, self.src))) {
+                self.inv.quiet_option.insert(format!("{owner}.{}", self.t(name)));
+            }
+        }
+    }
+
     pub(super) fn attrs(&mut self, attrs: &[String], symbol: &str) {
         for a in attrs {
             if a.starts_with("#[serde(") && a.contains("deny_unknown_fields") {
@@ -382,6 +412,48 @@ impl<'a> Walk<'a> {
             }
         }
     }
+}
+
+/// Whether a struct's derives build its values from outside data, with no constructor
+/// of its own in the way: serde's `Deserialize` (unless `#[serde(try_from = ...)]` or
+/// `#[serde(from = ...)]` routes it through one), or a database row mapping (diesel's
+/// `Queryable`, `Selectable`, `Insertable`, `AsChangeset`; sqlx's `FromRow`).
+fn filled_from_outside(attrs: &[String]) -> bool {
+    let derived = attrs.iter().any(|a| {
+        a.starts_with("#[derive(") && (a.contains("Deserialize") || ROW_DERIVES.iter().any(|d| a.contains(d)))
+    });
+    let routed = attrs.iter().any(|a| {
+        a.starts_with("#[serde(") && (a.contains("try_from=") || a.contains("(from=") || a.contains(",from="))
+    });
+    derived && !routed
+}
+
+/// Derives that map a struct to a database row (diesel, sqlx, SeaORM).
+const ROW_DERIVES: &[&str] = &["Queryable", "Selectable", "Insertable", "AsChangeset", "FromRow", "DeriveEntityModel"];
+
+/// Whether every trait a struct derives only copies, compares, hashes, prints or writes
+/// out its values (`Debug`, `Clone`, `PartialEq`, `Serialize`...): none builds a value
+/// from input. Any other derive (serde's `Deserialize`, a GraphQL input object, a
+/// command-line parser, a database row) may fill private fields from outside.
+fn inert_derives(attrs: &[String]) -> bool {
+    const INERT: &[&str] =
+        &["Debug", "Clone", "Copy", "Default", "PartialEq", "Eq", "Hash", "PartialOrd", "Ord", "Serialize"];
+    attrs.iter().filter_map(|a| a.strip_prefix("#[derive(").and_then(|d| d.strip_suffix(")]"))).all(|list| {
+        list.split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .all(|d| INERT.contains(&d.rsplit("::").next().unwrap_or(d)))
+    })
+}
+
+/// Whether a field's (or its struct's) attributes give it a default when the input
+/// leaves it out (`#[serde(default)]`, `#[builder(default)]`, `#[serde(default =
+/// "...")]`): absence was already accepted. A field serde skips (`#[serde(skip, default = ...)]`) is never read from input: its
+/// default says nothing about absence being accepted.
+fn defaulted(attrs: &[String]) -> bool {
+    attrs.iter().any(|a| {
+        (a.starts_with("#[serde(") || a.starts_with("#[builder(")) && a.contains("default") && !a.contains("skip")
+    })
 }
 
 /// Whether a struct or union body has a field that is not `pub` (a tuple struct's

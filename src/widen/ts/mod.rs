@@ -128,6 +128,7 @@ impl super::detector::Grammar for ScriptDetector {
         }
         out.extend(removed_checks(&b.body, &a.body).into_iter().filter(|f| !widened_guard(f, &b.body, &a.body)));
         out.extend(removed_returns(b, a));
+        out.retain(|f| !shapes::moot_guard(f, b, a));
         for (bs, as_) in pair_slots(&b.generics, &a.generics) {
             if let Some(bt) = &bs.info
                 && constraint_loosened(bt, as_.info.as_ref())

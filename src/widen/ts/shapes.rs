@@ -210,3 +210,56 @@ pub(super) fn renamed(bt: &TsType, at: Option<&TsType>, b: &Inventory, a: &Inven
     let names = window::is_identifier(old) && window::is_identifier(new);
     in_file || (names && (new.contains(old.as_str()) || old.contains(new.as_str())))
 }
+
+/// Whether a guard of `b` that [`super::super::syntax::removed_checks`] or the early
+/// return comparison found gone (a throw guard, an assertion, a silent early return;
+/// `f`) is moot in `a`, the function refusing what it refused:
+/// - its subject was renamed: the same function has a new guard of the same shape
+///   (identifiers numbered by first appearance) ending in the same `throw` or `return`
+///   (`if (!isUnifyAllowed) throw new NotAllowed("...")` to `if (!isDirectoriesAllowed)
+///   throw new NotAllowed("...")`);
+/// - its subject went away: the condition reads a parameter the function no longer
+///   has (`if (depth >= 3) return false;` gone with `depth`): what the guard refused
+///   cannot reach the function any more, and the caller that held the value holds the
+///   question.
+pub(super) fn moot_guard(f: &super::RawFinding, b: &Inventory, a: &Inventory) -> bool {
+    if !matches!(f.rule, RuleId::TsThrowGuardRemoved | RuleId::TsInvariantRemoved | RuleId::TsEarlyReturnRemoved) {
+        return false;
+    }
+    let Some(check) = b
+        .body
+        .checks
+        .iter()
+        .chain(&b.returns)
+        .find(|c| c.rule == f.rule && c.owner == f.symbol && c.display == f.before)
+    else {
+        return false;
+    };
+    subject_renamed(check, b, a) || parameter_gone(check, b, a)
+}
+
+/// What a guard does when its condition holds: its display after the condition.
+fn consequence(c: &Check) -> Option<&str> {
+    [" throw ", " return"].iter().find_map(|k| c.display.find(k).map(|i| &c.display[i..]))
+}
+
+fn subject_renamed(check: &Check, b: &Inventory, a: &Inventory) -> bool {
+    let Some(does) = consequence(check) else {
+        return false;
+    };
+    let old = |c: &Check| b.body.checks.iter().chain(&b.returns).any(|o| o.owner == c.owner && o.key == c.key);
+    a.body.checks.iter().chain(&a.returns).any(|c| {
+        c.rule == check.rule
+            && c.owner == check.owner
+            && c.shape == check.shape
+            && consequence(c) == Some(does)
+            && !old(c)
+    })
+}
+
+fn parameter_gone(check: &Check, b: &Inventory, a: &Inventory) -> bool {
+    check.idents.iter().any(|name| {
+        let key = format!("{}({name})", check.owner);
+        b.slots.iter().any(|s| s.key == key) && !a.slots.iter().any(|s| s.key == key)
+    })
+}
