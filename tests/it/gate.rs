@@ -1267,6 +1267,8 @@ fn the_gate_keeps_its_write_ahead_log_short_across_many_stops() {
     let wal = r.root.join(".git/premerge/premerge.db-wal");
     let frames = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0).saturating_sub(32) / (4096 + 24);
     assert!(frames <= 200, "the WAL grew to {frames} frames over 40 stops");
+}
+
 /// Round 5: the decision's shape. Routes that allow are broad (a stop after an
 /// interrupt, an obstacle the tools met), refusals need a fact the log names (a goal
 /// condition every printed number misses, the agent's own mistyped command).
