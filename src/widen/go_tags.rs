@@ -376,7 +376,10 @@ fn compare(old: &BTreeMap<String, Field>, new: &BTreeMap<String, Field>) -> Vec<
         let set_widened = |old: &Option<BTreeSet<String>>, new: &Option<BTreeSet<String>>| match (old, new) {
             // As many values as before, one swapped for another (`oneof=name status` to
             // `oneof=name state`): a value renamed, the set no larger.
-            (Some(o), Some(n)) => !n.is_subset(o) && !(n.len() == o.len() && o.difference(n).count() == 1),
+            (Some(o), Some(n)) => {
+                let renamed = n.len() == o.len() && o.difference(n).count() == 1;
+                !n.is_subset(o) && !renamed
+            }
             (Some(_), None) => true,
             _ => false,
         };
