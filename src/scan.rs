@@ -228,9 +228,10 @@ fn read(repo: &Repo, part: &[Wanted], policy: &Policy) -> Result<(Vec<FileInput>
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
-/// The changed files are read and scanned [`SCAN_PART_FILES`] at a time, so the
-/// scan's peak memory is a part's texts and the findings, whatever the size of the
-/// change; the passes that need texts again (checks moved to another file, links
+/// The changed files are read and scanned [`SCAN_PART_FILES`] at a time, and the
+/// findings kept as compact records, spilled to a temporary file past a few MiB
+/// ([`Findings`]), so the scan's peak memory is a part's texts and the diff, whatever
+/// the number of findings; the passes that need texts again (checks moved to another file, links
 /// across layers) read them again, and only when a finding asks for them.
 pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
