@@ -17,7 +17,7 @@ use crate::memory;
 use crate::store::memory_db as db;
 use crate::store::{inventories::Inventories, scan_cache};
 use crate::widen::Language;
-use crate::widen::engine::{self, Caches, FileInput, Finding, Ids, Note, NoteKind, Policy};
+use crate::widen::engine::{self, Caches, FileInput, Finding, Findings, Ids, Note, NoteKind, Policy};
 use crate::widen::migrations::{self, History};
 
 /// What writing guard memories did.
@@ -45,7 +45,8 @@ pub(crate) struct ScanOptions {
 /// A finished scan.
 #[derive(Default)]
 pub struct Outcome {
-    pub findings: Vec<Finding>,
+    /// In report order, read back a batch at a time ([`Findings`]).
+    pub findings: Findings,
     pub notes: Vec<Note>,
     pub memory: MemoryOutcome,
     /// The scan cache, being written while the findings are reported.
@@ -227,9 +228,10 @@ fn read(repo: &Repo, part: &[Wanted], policy: &Policy) -> Result<(Vec<FileInput>
 }
 
 /// Scan a diff and (unless told not to) write guard memories for what it found.
-/// The changed files are read and scanned [`SCAN_PART_FILES`] at a time, so the
-/// scan's peak memory is a part's texts and the findings, whatever the size of the
-/// change; the passes that need texts again (checks moved to another file, links
+/// The changed files are read and scanned [`SCAN_PART_FILES`] at a time, and the
+/// findings kept as compact records, spilled to a temporary file past a few MiB
+/// ([`Findings`]), so the scan's peak memory is a part's texts and the diff, whatever
+/// the number of findings; the passes that need texts again (checks moved to another file, links
 /// across layers) read them again, and only when a finding asks for them.
 pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOptions) -> Result<Outcome> {
     let policy = policy(config)?;
@@ -260,7 +262,7 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         }
         None => None,
     };
-    let mut report = partial.finish(moved.as_ref());
+    let (mut findings, mut notes, _) = partial.finish_streamed(moved.as_ref());
     if let Some(cache) = cache {
         cache_write = CacheWrite::start(cache, inventories);
     }
@@ -270,20 +272,27 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
     // a scan that has a linkable finding about 0.4 s on trpc (docs/scan.md, "Across
     // layers"), more than a scan may add unasked.
     let layers_on = crate::env::process().var_os("PREMERGE_SCAN_LAYERS").is_some_and(|v| v == "1");
-    if layers_on && report.findings.iter().any(|f| crate::widen::layers::linkable(&f.rule)) {
+    // Opt-in, and reads every finding into memory (the links need them all).
+    let all = if layers_on { Some(findings.to_indexed()?) } else { None };
+    if let Some((indices, mut all)) = all
+        && all.iter().any(|f| crate::widen::layers::linkable(&f.rule))
+    {
         let changed: Vec<Wanted> =
             wanted.iter().filter(|w| crate::widen::layers::wanted(w.path)).map(|w| w.new_only()).collect();
         let (files, _, _) = read(repo, &changed, &policy)?;
-        history_notes.extend(link_layers(repo, diff, &files, &mut report.findings));
+        history_notes.extend(link_layers(repo, diff, &files, &mut all));
+        for (index, f) in indices.into_iter().zip(all) {
+            findings.set_linked(index, f.linked);
+        }
     }
     if !history_notes.is_empty() {
-        report.notes.extend(history_notes);
-        report.notes.sort_by(|a, b| {
+        notes.extend(history_notes);
+        notes.sort_by(|a, b| {
             a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
         });
     }
     let mut mem = MemoryOutcome::default();
-    if opts.memory && config.memory.enabled && !report.findings.is_empty() {
+    if opts.memory && config.memory.enabled && !findings.is_empty() {
         // The index and the working tree have no commit of their own: their cycle is
         // the commit they sit on.
         let cycle = match (&diff.head, opts.issue) {
@@ -292,17 +301,18 @@ pub(crate) fn scan_diff(repo: &Repo, config: &Config, diff: &Diff, opts: ScanOpt
         };
         // A store that cannot be written (a damaged `premerge.db`, a full disk) costs
         // the memories, said in one warning, never the findings (issue 27, D3).
-        mem = write_memories(repo, config, &report.findings, opts, &cycle, diff.head.as_deref()).unwrap_or_else(|e| {
-            MemoryOutcome {
-                warnings: vec![format!(
-                    "guard memories not written: {e:#} (signal only: the findings stand; \
+        // Every finding in memory: the memories group them by file and symbol.
+        let written =
+            findings.to_vec().and_then(|all| write_memories(repo, config, &all, opts, &cycle, diff.head.as_deref()));
+        mem = written.unwrap_or_else(|e| MemoryOutcome {
+            warnings: vec![format!(
+                "guard memories not written: {e:#} (signal only: the findings stand; \
                      PREMERGE_INVARIANT_MEMORY=0 skips the memories)"
-                )],
-                ..MemoryOutcome::default()
-            }
+            )],
+            ..MemoryOutcome::default()
         });
     }
-    Ok(Outcome { findings: report.findings, notes: report.notes, memory: mem, cache_write })
+    Ok(Outcome { findings, notes, memory: mem, cache_write })
 }
 
 /// The pass over the whole change for removed checks moved into another file

@@ -64,10 +64,18 @@ pub fn run(args: Args, ctx: &mut Ctx) -> CmdResult {
     printed
 }
 
+/// Findings handed over a batch at a time, in report order, to the sink given: the
+/// scan's [`crate::widen::engine::Findings`], or a list in tests.
+type Batches<'a> = &'a dyn Fn(Sink) -> Result<()>;
+
+/// What takes a batch of findings.
+type Sink<'a> = &'a mut dyn FnMut(&[Finding]) -> Result<()>;
+
 fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
     if let Some(target) = args.format.report() {
         let mut w = std::io::BufWriter::new(&mut *ctx.stdout);
-        crate::report::write(&mut w, target, &crate::report::from_scan(&out.findings))?;
+        // SARIF and annotations are built whole: every finding in memory.
+        crate::report::write(&mut w, target, &crate::report::from_scan(&out.findings.to_vec()?))?;
         w.flush()?;
         return Ok(Exit::Ok);
     }
@@ -82,7 +90,7 @@ fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
                 "notes": out.notes,
             });
             let mut w = std::io::BufWriter::new(&mut *ctx.stdout);
-            write_json_with_findings(&mut w, &doc, &out.findings)?;
+            write_json_with_findings(&mut w, &doc, &|sink| out.findings.each_batch(FINDINGS_PER_BATCH, sink))?;
             w.flush()?;
         }
         _ => write_text(ctx.stdout, out)?,
@@ -95,7 +103,7 @@ fn print(ctx: &mut Ctx, args: &Args, diff: &Diff, out: &Outcome) -> CmdResult {
 /// document, but written one finding at a time: a scan of tens of thousands of
 /// findings never holds the document as one JSON tree (that tree, twice over, was
 /// most of a large scan's peak memory).
-fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]) -> Result<()> {
+fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: Batches) -> Result<()> {
     let Value::Object(fields) = doc else { anyhow::bail!("scan output: not an object") };
     let mut keys: Vec<&str> = fields.keys().map(String::as_str).chain(["findings"]).collect();
     keys.sort_unstable();
@@ -108,7 +116,8 @@ fn write_json_with_findings(w: &mut dyn Write, doc: &Value, findings: &[Finding]
         w.write_all(b":")?;
         if *key == "findings" {
             w.write_all(b"[")?;
-            write_findings(w, findings, FINDINGS_PER_BATCH)?;
+            let mut first = true;
+            findings(&mut |part| write_findings(w, part, FINDINGS_PER_BATCH, &mut first))?;
             w.write_all(b"]")?;
         } else {
             w.write_all(crate::canonical::to_compact(&fields[*key])?.as_bytes())?;
@@ -123,12 +132,13 @@ const FINDINGS_PER_BATCH: usize = 4096;
 
 /// The findings, comma-separated, each as [`canonical::to_compact`] gives it (a
 /// [`Finding`]'s fields are in byte order): rendered `batch` at a time in parallel (a
-/// large change has tens of thousands), written in order.
+/// large change has tens of thousands), written in order. `first`: no finding was
+/// written before these (no comma before the first).
 ///
 /// [`canonical::to_compact`]: crate::canonical::to_compact
-fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Result<()> {
+fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize, first: &mut bool) -> Result<()> {
     use rayon::prelude::*;
-    for (i, chunk) in findings.chunks(batch).enumerate() {
+    for chunk in findings.chunks(batch) {
         let rendered: Vec<Vec<u8>> = chunk
             .par_chunks(batch.div_ceil(rayon::current_num_threads()).max(1))
             .map(|part| {
@@ -140,10 +150,10 @@ fn write_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Resu
                 Ok(out)
             })
             .collect::<serde_json::Result<_>>()?;
-        for (j, part) in rendered.iter().enumerate() {
+        for part in rendered.iter().filter(|p| !p.is_empty()) {
             // Each part starts with a comma, but for the very first.
-            let first = i == 0 && j == 0;
-            w.write_all(if first { &part[1..] } else { part })?;
+            w.write_all(if *first { &part[1..] } else { part })?;
+            *first = false;
         }
     }
     Ok(())
@@ -179,7 +189,8 @@ pub(crate) fn inline_diff(before: &str, after: &str) -> String {
 }
 
 fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
-    let files = write_text_findings(w, &out.findings, FINDINGS_PER_BATCH)?;
+    let files =
+        write_text_findings(w, &|sink: Sink| out.findings.each_batch(FINDINGS_PER_BATCH, sink), FINDINGS_PER_BATCH)?;
     if !out.findings.is_empty() {
         writeln!(w)?;
     }
@@ -199,9 +210,24 @@ fn write_text(w: &mut dyn Write, out: &Outcome) -> Result<()> {
 /// scan's threads and written a part at a time: a large change has tens of thousands
 /// of findings, five lines each, and a write per line was most of the time the scan
 /// spent printing.
-fn write_text_findings(w: &mut dyn Write, findings: &[Finding], batch: usize) -> Result<usize> {
+fn write_text_findings(w: &mut dyn Write, findings: Batches, batch: usize) -> Result<usize> {
+    let mut last: Option<String> = None;
+    let mut files = 0;
+    findings(&mut |part| {
+        files += write_text_part(w, part, batch, last.as_deref())?;
+        if let Some(f) = part.last() {
+            last = Some(f.file.clone());
+        }
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// [`write_text_findings`] of some findings after `last` (the file of the finding
+/// written before them); returns how many files it named.
+fn write_text_part(w: &mut dyn Write, findings: &[Finding], batch: usize, last: Option<&str>) -> Result<usize> {
     use rayon::prelude::*;
-    let previous = |i: usize| i.checked_sub(1).map(|p| findings[p].file.as_str());
+    let previous = |i: usize| if i == 0 { last } else { Some(findings[i - 1].file.as_str()) };
     let files = (0..findings.len()).filter(|&i| previous(i) != Some(findings[i].file.as_str())).count();
     let per = batch.div_ceil(rayon::current_num_threads()).max(1);
     for (c, chunk) in findings.chunks(batch).enumerate() {
@@ -307,7 +333,7 @@ mod tests {
             let mut whole = rest.clone();
             whole["findings"] = serde_json::to_value(&findings).unwrap();
             let mut out = Vec::new();
-            super::write_json_with_findings(&mut out, &rest, &findings).unwrap();
+            super::write_json_with_findings(&mut out, &rest, &|sink| sink(&findings)).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), crate::canonical::to_line(&whole).unwrap());
         }
         // Across batches and the parts of a batch, the same list in the same order.
@@ -315,7 +341,7 @@ mod tests {
         let expected = crate::canonical::to_compact(&many).unwrap();
         for batch in [1, 2, 5, 23, 100] {
             let mut out = vec![b'['];
-            super::write_findings(&mut out, &many, batch).unwrap();
+            super::write_findings(&mut out, &many, batch, &mut true).unwrap();
             out.push(b']');
             assert_eq!(String::from_utf8(out).unwrap(), expected, "batch {batch}");
         }
@@ -340,7 +366,7 @@ mod tests {
         };
         let three = [finding("a.rs", "A\u{1b}b", "limit: u8"), finding("a.rs", "B", ""), finding("b c.rs", "C", "x")];
         let mut out = Vec::new();
-        assert_eq!(super::write_text_findings(&mut out, &three, 4096).unwrap(), 2);
+        assert_eq!(super::write_text_findings(&mut out, &|sink| sink(&three), 4096).unwrap(), 2);
         let expected = "a.rs\n\
             \x20 line 3: rust-integer-widened [medium] A\\u{1b}b\n    - limit: u8\n    + limit: u64\n\
             \x20   ~ limit: [-u8-]{+u64+}\n    m\\u{202e}\n\
@@ -352,13 +378,20 @@ mod tests {
         let many: Vec<super::Finding> =
             (0..41).map(|i| finding(&format!("f{}.rs", i * i / 50), &format!("s{i}"), "limit: u8")).collect();
         let mut whole = Vec::new();
-        let files = super::write_text_findings(&mut whole, &many, 1000).unwrap();
+        let files = super::write_text_findings(&mut whole, &|sink| sink(&many), 1000).unwrap();
         assert_eq!(files, 28);
         assert_eq!(String::from_utf8_lossy(&whole).lines().filter(|l| l.ends_with(".rs")).count(), files);
         for batch in [1, 2, 3, 7, 40, 41] {
             let mut out = Vec::new();
-            assert_eq!(super::write_text_findings(&mut out, &many, batch).unwrap(), files);
+            assert_eq!(super::write_text_findings(&mut out, &|sink| sink(&many), batch).unwrap(), files);
             assert_eq!(out, whole, "batch {batch}");
+            // Handed over in pieces (as the scan's store does), the same text.
+            let mut out = Vec::new();
+            let pieces = |sink: &mut dyn FnMut(&[super::Finding]) -> anyhow::Result<()>| {
+                many.chunks(batch).try_for_each(&mut *sink)
+            };
+            assert_eq!(super::write_text_findings(&mut out, &pieces, batch).unwrap(), files);
+            assert_eq!(out, whole, "pieces of {batch}");
         }
     }
 

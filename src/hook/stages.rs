@@ -46,7 +46,7 @@ pub(crate) fn widening_scan(run: &mut HookRun) -> Result<()> {
         String::new()
     };
     writeln!(w, "premerge widening scan: {} finding(s){memories} (signal only, not blocking)", out.findings.len())?;
-    for f in out.findings.iter().take(MAX_HOOK_LINES) {
+    for f in out.findings.head(MAX_HOOK_LINES)? {
         let after = if f.after.is_empty() { "(removed)".into() } else { esc(&f.after) };
         let file = crate::diff::quote_path(&f.file);
         writeln!(w, "  {}:{} {} {}: {} -> {}", file, f.line, f.rule, esc(&f.symbol), esc(&f.before), after)?;

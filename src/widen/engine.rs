@@ -16,6 +16,10 @@ use super::migrations::History;
 use super::syntax::compact;
 use super::{Family, Language, RawFinding, RuleId, Severity, catalogue, detector, window};
 
+mod store;
+pub use store::Findings;
+pub(crate) use store::Found;
+
 /// Default `scan.max_file_bytes`: 1 MiB. Hand-written source files are far smaller;
 /// a larger "source" file is almost always generated or vendored, and parsing it
 /// twice would dominate the scan's time for no useful signal.
@@ -254,12 +258,14 @@ pub(crate) fn scan_cached(
 /// reads again; [`Partial::finish`] applies it and puts everything in order.
 #[derive(Debug, Default)]
 pub(crate) struct Partial {
-    findings: Vec<Finding>,
+    /// Compact, spilled past a few MiB ([`store`]): a change of 60,000 files has
+    /// 240,000 findings, which as [`Finding`]s were most of the scan's peak memory.
+    findings: Findings,
+    /// The removed checks found: record index, file and the check squashed (for
+    /// [`MovedChecks`]).
+    checks: Vec<(u64, String, String)>,
     notes: Vec<Note>,
     files_scanned: usize,
-    /// Whether the findings are in report order so far (each file's come sorted, and
-    /// git gives files in path order, so nearly always).
-    out_of_order: bool,
 }
 
 impl Partial {
@@ -272,17 +278,17 @@ impl Partial {
         history: &History,
         caches: Caches,
     ) {
-        let parts: Vec<(Vec<Finding>, Option<Note>, bool)> =
+        let parts: Vec<(Vec<Found>, Option<Note>, bool)> =
             inputs.par_iter().enumerate().map(|(i, f)| scan_one(f, policy, history, ids.get(i), caches)).collect();
-        // One allocation a part: a large change has tens of thousands of findings.
-        self.findings.reserve(parts.iter().map(|p| p.0.len()).sum());
-        for (findings, note, scanned) in parts {
-            // The first and last finding of each file show whether the whole stays in
-            // order.
-            if let (Some(last), Some(first)) = (self.findings.last(), findings.first()) {
-                self.out_of_order |= finding_order(last, first).is_gt();
+        for (input, (found, note, scanned)) in inputs.iter().zip(parts) {
+            if let (Some(lang), false) = (Language::for_path(&input.path), found.is_empty()) {
+                let first = self.findings.push_file(&input.path, lang, &found);
+                for (i, f) in found.iter().enumerate() {
+                    if let Some(needle) = MovedChecks::needle(f.rule, &f.before) {
+                        self.checks.push((first + i as u64, input.path.clone(), needle));
+                    }
+                }
             }
-            self.findings.extend(findings);
             self.notes.extend(note);
             self.files_scanned += usize::from(scanned);
         }
@@ -291,22 +297,32 @@ impl Partial {
     /// The removed checks found so far that another file of the change may have taken
     /// in (`None`: no such finding, so no file needs to be read again).
     pub(crate) fn moved_checks(&self) -> Option<MovedChecks> {
-        MovedChecks::of(&self.findings)
+        MovedChecks::of(self.checks.iter().map(|c| c.2.clone()))
     }
 
-    /// The report: checks moved to another file dropped (`moved`, after every file's
-    /// versions went through it), findings and notes in their one order.
-    pub(crate) fn finish(self, moved: Option<&MovedChecks>) -> Report {
-        let Partial { mut findings, mut notes, files_scanned, out_of_order } = self;
+    /// The findings, checks moved to another file left out (`moved`, after every
+    /// file's versions went through it), and the notes in their one order.
+    pub(crate) fn finish_streamed(self, moved: Option<&MovedChecks>) -> (Findings, Vec<Note>, usize) {
+        let Partial { mut findings, checks, mut notes, files_scanned } = self;
         if let Some(moved) = moved {
-            moved.drop_moved(&mut findings);
-        }
-        if out_of_order {
-            sort_findings(&mut findings);
+            for (index, file, needle) in &checks {
+                if moved.moved(file, needle) {
+                    findings.drop_record(*index);
+                }
+            }
         }
         notes.sort_by(|a, b| {
             a.file.as_bytes().cmp(b.file.as_bytes()).then(a.kind.cmp(&b.kind)).then(a.reason.cmp(&b.reason))
         });
+        (findings, notes, files_scanned)
+    }
+
+    /// The report: [`Partial::finish_streamed`] with every finding in memory.
+    pub(crate) fn finish(self, moved: Option<&MovedChecks>) -> Report {
+        let (findings, notes, files_scanned) = self.finish_streamed(moved);
+        // Only a temporary file that changed under the scan fails this: its findings
+        // are then lost, as a damaged cache's are.
+        let findings = findings.to_vec().unwrap_or_default();
         Report { findings, notes, files_scanned }
     }
 }
@@ -335,22 +351,17 @@ pub(crate) struct MovedChecks {
 }
 
 impl MovedChecks {
-    fn is_check(f: &Finding) -> bool {
-        RuleId::parse(&f.rule).is_some_and(|r| r.family() == Family::CheckRemoved)
+    /// A removed check's text squashed, for a finding of rule `rule` (`None`: not a
+    /// removed check, or one too short to recognise).
+    fn needle(rule: RuleId, before: &str) -> Option<String> {
+        if rule.family() != Family::CheckRemoved {
+            return None;
+        }
+        Some(compact(before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
     }
 
-    fn needle_of(f: &Finding) -> Option<String> {
-        Some(compact(f.before.trim_end_matches("..."))).filter(|n| n.chars().count() >= MIN_MOVED_CHECK_CHARS)
-    }
-
-    fn of(findings: &[Finding]) -> Option<MovedChecks> {
-        let needles: Vec<String> = findings
-            .iter()
-            .filter(|f| Self::is_check(f))
-            .filter_map(Self::needle_of)
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+    fn of(needles: impl Iterator<Item = String>) -> Option<MovedChecks> {
+        let needles: Vec<String> = needles.collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         if needles.is_empty() {
             return None;
         }
@@ -381,29 +392,21 @@ impl MovedChecks {
         }
     }
 
-    fn drop_moved(&self, findings: &mut Vec<Finding>) {
-        findings.retain(|f| {
-            let Some(needle) = Some(f).filter(|f| Self::is_check(f)).and_then(Self::needle_of) else { return true };
-            let Ok(id) = self.needles.binary_search(&needle) else { return true };
-            // A test that now calls the check (a validator's new unit test) is not
-            // where production code's check went: only test code may move into tests.
-            // A down migration undoes the change; it never holds where a check went.
-            let moved_to = |p: &String| {
-                *p != f.file && (!is_test_path(p) || is_test_path(&f.file)) && !super::sql::is_down_migration(p)
-            };
-            !self.added.get(&id).is_some_and(|files| files.iter().any(moved_to))
-        });
+    /// Whether the removed check `needle` of `file` went into another file.
+    fn moved(&self, file: &str, needle: &str) -> bool {
+        let Ok(id) = self.needles.binary_search_by(|n| n.as_str().cmp(needle)) else { return false };
+        // A test that now calls the check (a validator's new unit test) is not
+        // where production code's check went: only test code may move into tests.
+        // A down migration undoes the change; it never holds where a check went.
+        let moved_to =
+            |p: &String| p != file && (!is_test_path(p) || is_test_path(file)) && !super::sql::is_down_migration(p);
+        self.added.get(&id).is_some_and(|files| files.iter().any(moved_to))
     }
 }
 
 /// Scan one file.
 pub fn scan_file(input: &FileInput, policy: &Policy) -> Report {
     scan(std::slice::from_ref(input), policy)
-}
-
-/// The one order findings are reported in.
-pub(crate) fn sort_findings(v: &mut [Finding]) {
-    v.par_sort_by(finding_order);
 }
 
 /// Path, line, rule and symbol, each in byte order.
@@ -441,7 +444,7 @@ fn scan_one(
     history: &History,
     ids: Option<&Ids>,
     caches: Caches,
-) -> (Vec<Finding>, Option<Note>, bool) {
+) -> (Vec<Found>, Option<Note>, bool) {
     let path = input.path.as_str();
     let Some(lang) = Language::for_path(path) else { return (Vec::new(), None, false) };
     // A deleted file takes its constraints with it: not a widening.
@@ -513,11 +516,14 @@ fn scan_one(
         Err(e) => return note(NoteKind::ParseFailed, e.0),
     };
     let lines: Vec<&str> = after.lines().collect();
-    let mut findings: Vec<Finding> =
-        raw.into_iter().filter_map(|f| apply(f, lang, path, test_path, &lines, policy)).collect();
+    let mut findings: Vec<Found> = raw.into_iter().filter_map(|f| apply(f, test_path, &lines, policy)).collect();
     // In order already (`syntax::finish` sorts by line, rule id and symbol), which
-    // this checks in one pass: the merge below relies on it.
-    findings.sort_by(finding_order);
+    // this checks in one pass: the store relies on it.
+    findings.sort_by(|a, b| {
+        (a.line.cmp(&b.line))
+            .then(a.rule.as_str().as_bytes().cmp(b.rule.as_str().as_bytes()))
+            .then(a.symbol.as_bytes().cmp(b.symbol.as_bytes()))
+    });
     (findings, None, true)
 }
 
@@ -552,7 +558,7 @@ fn allowed(line: Option<&&str>, rule: &str) -> bool {
     false
 }
 
-fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&str], p: &Policy) -> Option<Finding> {
+fn apply(f: RawFinding, test_path: bool, lines: &[&str], p: &Policy) -> Option<Found> {
     let rule = f.rule.def();
     let mut severity = match p.severity.get(f.rule.as_str()) {
         Some(None) => return None,
@@ -568,18 +574,7 @@ fn apply(f: RawFinding, lang: Language, path: &str, test_path: bool, lines: &[&s
     if f.line >= 1 && allowed(lines.get(f.line as usize - 1), f.rule.as_str()) {
         return None;
     }
-    Some(Finding {
-        rule: f.rule.as_str().to_string(),
-        language: lang,
-        file: path.to_string(),
-        message: catalogue::render_message(rule, &f.symbol, &f.before, &f.after),
-        symbol: f.symbol,
-        line: f.line,
-        before: f.before,
-        after: f.after,
-        severity,
-        linked: Vec::new(),
-    })
+    Some(Found { line: f.line, rule: f.rule, severity, symbol: f.symbol, before: f.before, after: f.after })
 }
 
 #[cfg(test)]
