@@ -18,10 +18,10 @@ fn has(text: &str, words: &[&str]) -> bool {
     words.iter().any(|w| text.contains(w))
 }
 
-/// Words of leave to stop short, drop, defer or hand over a step, or to stop, pause,
-/// hold or wait, as a hurried user types them (normalised: lower case, apostrophes
-/// dropped). Wide on purpose: it only ever allows, and only with a message that says
-/// it followed such a turn.
+/// Words of leave to stop short, drop, defer or hand over a step, as a hurried user
+/// types them (normalised: lower case, apostrophes dropped); with [`STOP_LEAVE`] (stop,
+/// pause, hold, wait) they are the whole vocabulary of leave. Wide on purpose: it only
+/// ever allows, and only with a message that says it followed such a turn.
 const LEAVE_WORDS: &[&str] = &[
     " skip",
     " drop ",
@@ -33,15 +33,7 @@ const LEAVE_WORDS: &[&str] = &[
     " never mind",
     " nevermind",
     " nvm ",
-    " not now",
     " not yet",
-    " not today",
-    " later",
-    " another time",
-    " next time",
-    " tomorrow",
-    " tonight",
-    " next week",
     " ill do",
     " ill handle",
     " ill take",
@@ -50,10 +42,6 @@ const LEAVE_WORDS: &[&str] = &[
     " ill add",
     " ill deal",
     " ill sort",
-    " ill look",
-    " ill review",
-    " ill check",
-    " ill test",
     " i will do",
     " i will handle",
     " myself",
@@ -71,29 +59,6 @@ const LEAVE_WORDS: &[&str] = &[
     " out of scope",
     " not in scope",
     " separately",
-    " stop",
-    " pause",
-    " hold off",
-    " hold on",
-    " hold up",
-    " hold it",
-    " hang on",
-    " hang tight",
-    " sit tight",
-    " stand by",
-    " freeze",
-    " wait",
-    " halt",
-    " enough",
-    " thats it",
-    " thats all",
-    " good for now",
-    " fine for now",
-    " lets end",
-    " end here",
-    " call it",
-    " wrap up",
-    " wrap it up",
     " only ",
     " just the ",
     " just do ",
@@ -114,9 +79,6 @@ const LEAVE_WORDS: &[&str] = &[
     " dont touch",
     " do not touch",
     " leave out",
-    " no further",
-    " no more",
-    " check with me",
     " mine",
 ];
 
@@ -205,7 +167,7 @@ pub(crate) fn leave_stops(sentences: &[String]) -> bool {
 /// does not push on. Typos of the words an instruction turns on are read as them by
 /// the caller (`session::fix_typos`) before this.
 pub(crate) fn gives_leave(sentences: &[String]) -> bool {
-    sentences.iter().any(|s| has(s, LEAVE_WORDS) && !has(s, PUSH_ON))
+    sentences.iter().any(|s| (has(s, LEAVE_WORDS) || has(s, STOP_LEAVE)) && !has(s, PUSH_ON))
 }
 
 /// A sentence (normalised) that opens with a word of stopping, as an order: "stop

@@ -38,7 +38,7 @@ pub(super) fn weakened(old_key: &str, new_key: &str, method: &str) -> bool {
 
 /// How many times a quantifier lets its atom repeat: (least, most; `None` unbounded).
 /// The empty quantifier is once.
-fn range(q: &str) -> Option<(u64, Option<u64>)> {
+pub(crate) fn quantifier_range(q: &str) -> Option<(u64, Option<u64>)> {
     match q {
         "" => Some((1, Some(1))),
         "+" => Some((1, None)),
@@ -99,7 +99,7 @@ pub(super) fn weaker(old: &str, new: &str) -> bool {
     if p == 0 || prefix.ends_with(['^', '(', '|']) {
         return false;
     }
-    let (Some((om, on)), Some((nm, nn))) = (range(old_mid), range(new_mid)) else { return false };
+    let (Some((om, on)), Some((nm, nn))) = (quantifier_range(old_mid), quantifier_range(new_mid)) else { return false };
     let upper_wider = match (on, nn) {
         (_, None) => true,
         (None, Some(_)) => false,

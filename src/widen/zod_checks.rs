@@ -105,7 +105,7 @@ pub(super) fn regex_length(arg: &str) -> Option<(u64, Option<u64>)> {
             Some(b'{') => start + inner[start..].find('}')? + 1,
             _ => start,
         };
-        let (lo, hi) = quantified(&inner[start..end])?;
+        let (lo, hi) = regex_weaker::quantifier_range(&inner[start..end])?;
         i = end + usize::from(end > start && bytes.get(end) == Some(&b'?'));
         least = least.checked_add(lo)?;
         most = match (most, hi) {
@@ -114,24 +114,6 @@ pub(super) fn regex_length(arg: &str) -> Option<(u64, Option<u64>)> {
         };
     }
     Some((least, most))
-}
-
-/// How many times a quantifier lets its atom repeat: (least, most; `None` unbounded).
-fn quantified(q: &str) -> Option<(u64, Option<u64>)> {
-    match q {
-        "" => Some((1, Some(1))),
-        "+" => Some((1, None)),
-        "*" => Some((0, None)),
-        "?" => Some((0, Some(1))),
-        _ => {
-            let inner = q.strip_prefix('{')?.strip_suffix('}')?;
-            match inner.split_once(',') {
-                None => inner.parse().ok().map(|n| (n, Some(n))),
-                Some((m, "")) => Some((m.parse().ok()?, None)),
-                Some((m, n)) => Some((m.parse().ok()?, Some(n.parse().ok()?))),
-            }
-        }
-    }
 }
 
 /// Whether the new version's pattern holds the old version's length bounds: every
