@@ -69,6 +69,15 @@ pub(crate) const RULES: &[RuleDef] = &[
         invariant: "The old identity fields were unique and present in every row, so rows were found and referenced by them.",
     },
     RuleDef {
+        id: RuleId::PrismaRelationRemoved,
+        languages: PRISMA,
+        family: Family::CheckRemoved,
+        description: "A Prisma relation (`@relation(fields: [...], references: [...])`) is removed while its scalar fields stay: the foreign key goes, and the column need no longer point at an existing row.",
+        severity: Severity::High,
+        message: "{symbol} need no longer reference an existing row: `{before}` became `{after}`",
+        invariant: "Every value in these columns named an existing row of the related model, so a join or lookup through them always found one.",
+    },
+    RuleDef {
         id: RuleId::PrismaEnumValueAdded,
         languages: PRISMA,
         family: Family::EnumErasure,
@@ -103,6 +112,9 @@ struct Field {
     length: Option<f64>,
     unique: bool,
     id: bool,
+    /// `@relation(fields: [...])`: the scalar fields this relation field holds the
+    /// foreign key on (empty on a field that is no relation, or its back side).
+    relation: BTreeSet<String>,
 }
 
 /// One model (or view, or composite type).
@@ -231,6 +243,12 @@ fn read_model_line(model: &mut Model, line: u32, text: &str, words: &[&str]) {
         .find(|(a, _)| LENGTH_TYPES.contains(&a.as_str()))
         .map(|(_, args)| args.trim().parse::<f64>().unwrap_or(f64::NAN));
     let base = ty.trim_end_matches(['?', '!']).trim_end_matches("[]").to_string();
+    // The key's own fields, wherever `fields:` stands among the arguments.
+    let relation = attrs
+        .iter()
+        .find(|(a, _)| a == "@relation")
+        .and_then(|(_, args)| args.find("fields").map(|at| field_list(&args[at..])))
+        .unwrap_or_default();
     model.fields.insert(
         name.to_string(),
         Field {
@@ -242,6 +260,7 @@ fn read_model_line(model: &mut Model, line: u32, text: &str, words: &[&str]) {
             length,
             unique: has("@unique"),
             id: has("@id"),
+            relation,
         },
     );
 }
@@ -420,6 +439,20 @@ fn compare(old: &Schema, new: &Schema) -> Vec<RawFinding> {
             };
             push(line, RuleId::PrismaUniqueRemoved, symbol, &shown, &after);
         }
+        // Relations: an old foreign key whose scalar fields are all still there needs a
+        // relation over the same fields in the new model (under any name); gone with its
+        // columns, the data went with it.
+        for (rel_name, fb) in b.fields.iter().filter(|(_, f)| !f.relation.is_empty()) {
+            let set = &fb.relation;
+            if !set.iter().all(|f| a.fields.contains_key(f)) || a.fields.values().any(|f| &f.relation == set) {
+                continue;
+            }
+            let (symbol, line, after) = match set.iter().next().filter(|_| set.len() == 1) {
+                Some(f) => (format!("{model_name}.{f}"), a.fields[f].line, a.fields[f].shown.clone()),
+                None => (format!("{model_name}.{rel_name}"), a.line, String::new()),
+            };
+            push(line, RuleId::PrismaRelationRemoved, symbol, &fb.shown, &after);
+        }
         // The identity: moved to other fields, it loosens only when the old fields are
         // no longer kept unique (a `@@unique` over them in its place keeps them).
         if let Some((set, shown)) = b.identity() {
@@ -577,5 +610,43 @@ enum Role {
             ]
         );
         assert_eq!(strip_comment(r#"x String @default("//") // c"#), r#"x String @default("//") "#);
+    }
+
+    #[test]
+    fn a_relation_removed_while_its_column_stays_is_found() {
+        let before = r#"model Post {
+  id       Int   @id
+  authorId Int
+  author   User  @relation(fields: [authorId], references: [id], onDelete: Cascade)
+  tagA     Int
+  tagB     Int
+  tag      Tag   @relation("PostTag", references: [a, b], fields: [tagA, tagB])
+  editorId Int
+  editor   User  @relation("Editor", fields: [editorId], references: [id])
+  ownerId  Int
+  owner    User  @relation("Owner", fields: [ownerId], references: [id])
+}
+"#;
+        // The author's key goes and its column stays: found, on the column. The pair
+        // key goes with both columns kept: found, on the relation field. The editor's
+        // relation is renamed and changes its delete rule: kept. The owner's relation
+        // goes with its column: the data went with it.
+        let after = r#"model Post {
+  id       Int   @id
+  authorId Int
+  tagA     Int
+  tagB     Int
+  editorId Int
+  reviewer User  @relation("Editor", fields: [editorId], references: [id], onDelete: SetNull)
+}
+"#;
+        assert_eq!(
+            found(before, after),
+            [
+                (RuleId::PrismaRelationRemoved, "Post.tag".to_string()),
+                (RuleId::PrismaRelationRemoved, "Post.authorId".to_string()),
+            ]
+        );
+        assert!(found(before, before).is_empty());
     }
 }

@@ -147,6 +147,7 @@ rule_ids! {
     PrismaUniqueRemoved => "prisma-unique-removed",
     PrismaVarcharWidened => "prisma-varchar-widened",
     PrismaNumberWidened => "prisma-number-widened",
+    PrismaRelationRemoved => "prisma-relation-removed",
     // JSON Schema, OpenAPI
     SchemaAdditionalPropertiesAllowed => "schema-additional-properties-allowed",
     SchemaConstDropped => "schema-const-dropped",
