@@ -72,7 +72,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PrismaRelationRemoved,
         languages: PRISMA,
         family: Family::CheckRemoved,
-        description: "A Prisma relation (`@relation(fields: [...], references: [...])`) is removed while its scalar fields stay: the foreign key goes, and the column need no longer point at an existing row.",
+        description: "A Prisma relation (`@relation(fields: [...], references: [...])`) is removed while its scalar fields stay: the foreign key goes, and the column need no longer point at an existing row. Not judged under `relationMode = \"prisma\"`, where the database holds no key.",
         severity: Severity::High,
         message: "{symbol} need no longer reference an existing row: `{before}` became `{after}`",
         invariant: "Every value in these columns named an existing row of the related model, so a join or lookup through them always found one.",
@@ -156,6 +156,9 @@ struct Enum {
 struct Schema {
     models: BTreeMap<String, Model>,
     enums: BTreeMap<String, Enum>,
+    /// `relationMode = "prisma"` (formerly `referentialIntegrity`): relations are the
+    /// client's, with no foreign key in the database, so removing one drops no key.
+    client_relations: bool,
 }
 
 /// What the block being read is.
@@ -207,7 +210,12 @@ impl Schema {
                         e.order.push(value.to_string());
                     }
                 }
-                Block::Other => {}
+                Block::Other => {
+                    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+                    if compact == "relationMode=\"prisma\"" || compact == "referentialIntegrity=\"prisma\"" {
+                        schema.client_relations = true;
+                    }
+                }
             }
         }
         schema
@@ -442,14 +450,19 @@ fn compare(old: &Schema, new: &Schema) -> Vec<RawFinding> {
         // Relations: an old foreign key whose scalar fields are all still there needs a
         // relation over the same fields in the new model (under any name); gone with its
         // columns, the data went with it.
-        for (rel_name, fb) in b.fields.iter().filter(|(_, f)| !f.relation.is_empty()) {
+        let keys_in_database = !old.client_relations && !new.client_relations;
+        for (rel_name, fb) in b.fields.iter().filter(|(_, f)| keys_in_database && !f.relation.is_empty()) {
             let set = &fb.relation;
             if !set.iter().all(|f| a.fields.contains_key(f)) || a.fields.values().any(|f| &f.relation == set) {
                 continue;
             }
-            let (symbol, line, after) = match set.iter().next().filter(|_| set.len() == 1) {
-                Some(f) => (format!("{model_name}.{f}"), a.fields[f].line, a.fields[f].shown.clone()),
-                None => (format!("{model_name}.{rel_name}"), a.line, String::new()),
+            // Named by its own column: the only one, or the one no other relation of the
+            // model shares (`[itemId, projectId]` beside a relation on `projectId`).
+            let shared = |f: &String| b.fields.iter().any(|(n, o)| n != rel_name && o.relation.contains(f));
+            let own: Vec<&String> = set.iter().filter(|f| set.len() == 1 || !shared(f)).collect();
+            let (symbol, line, after) = match own.as_slice() {
+                [f] => (format!("{model_name}.{f}"), a.fields[*f].line, a.fields[*f].shown.clone()),
+                _ => (format!("{model_name}.{rel_name}"), a.line, String::new()),
             };
             push(line, RuleId::PrismaRelationRemoved, symbol, &fb.shown, &after);
         }
@@ -625,6 +638,10 @@ enum Role {
   editor   User  @relation("Editor", fields: [editorId], references: [id])
   ownerId  Int
   owner    User  @relation("Owner", fields: [ownerId], references: [id])
+  projId   Int
+  project  Proj  @relation(fields: [projId], references: [id])
+  itemId   Int
+  item     Item  @relation(fields: [itemId, projId], references: [id, projId])
 }
 "#;
         // The author's key goes and its column stays: found, on the column. The pair
@@ -638,6 +655,9 @@ enum Role {
   tagB     Int
   editorId Int
   reviewer User  @relation("Editor", fields: [editorId], references: [id], onDelete: SetNull)
+  projId   Int
+  project  Proj  @relation(fields: [projId], references: [id])
+  itemId   Int
 }
 "#;
         assert_eq!(
@@ -645,8 +665,12 @@ enum Role {
             [
                 (RuleId::PrismaRelationRemoved, "Post.tag".to_string()),
                 (RuleId::PrismaRelationRemoved, "Post.authorId".to_string()),
+                (RuleId::PrismaRelationRemoved, "Post.itemId".to_string()),
             ]
         );
         assert!(found(before, before).is_empty());
+        // Relations the client emulates (no foreign key in the database): nothing drops.
+        let mode = "datasource db {\n  provider = \"mysql\"\n  relationMode = \"prisma\"\n}\n";
+        assert!(found(&format!("{mode}{before}"), &format!("{mode}{after}")).is_empty());
     }
 }
