@@ -156,27 +156,34 @@ pub(crate) fn sanitise_line(s: &str) -> String {
     out
 }
 
+/// The Markdown task boxes of a plan file in order (`- [ ] step`, `* [x]`, `1. [ ]`):
+/// whether each is checked, and the text after its box.
+fn task_boxes(markdown: &str) -> impl Iterator<Item = (bool, &str)> {
+    markdown.lines().filter_map(|line| {
+        let t = line.trim_start();
+        let rest = match t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+            Some(r) => r,
+            None => {
+                let digits = t.chars().take_while(char::is_ascii_digit).count();
+                t[digits..].strip_prefix(". ").filter(|_| digits > 0)?
+            }
+        };
+        match rest.strip_prefix("[ ]") {
+            Some(step) => Some((false, step)),
+            None => rest.strip_prefix("[x]").or_else(|| rest.strip_prefix("[X]")).map(|step| (true, step)),
+        }
+    })
+}
+
 /// Unchecked Markdown task items (`- [ ] step`, `* [ ]`, `1. [ ]`) of a plan file:
 /// the first [`MAX_STEPS`] texts and the total count.
 pub fn unchecked_steps(markdown: &str) -> (Vec<String>, usize) {
     let mut steps = Vec::new();
     let mut count = 0;
-    for line in markdown.lines() {
-        let t = line.trim_start();
-        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-            r
-        } else {
-            let digits = t.chars().take_while(char::is_ascii_digit).count();
-            match t[digits..].strip_prefix(". ") {
-                Some(r) if digits > 0 => r,
-                _ => continue,
-            }
-        };
-        if let Some(step) = rest.strip_prefix("[ ]") {
-            count += 1;
-            if steps.len() < MAX_STEPS {
-                steps.push(sanitise_line(step));
-            }
+    for (_, step) in task_boxes(markdown).filter(|(checked, _)| !checked) {
+        count += 1;
+        if steps.len() < MAX_STEPS {
+            steps.push(sanitise_line(step));
         }
     }
     (steps, count)
@@ -185,52 +192,13 @@ pub fn unchecked_steps(markdown: &str) -> (Vec<String>, usize) {
 /// The position (1-based, among all of the file's boxes, checked or not) of the first
 /// unchecked step, read like [`unchecked_steps`].
 pub fn first_open_position(markdown: &str) -> Option<usize> {
-    let mut boxes = 0;
-    for line in markdown.lines() {
-        let t = line.trim_start();
-        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-            r
-        } else {
-            let digits = t.chars().take_while(char::is_ascii_digit).count();
-            match t[digits..].strip_prefix(". ") {
-                Some(r) if digits > 0 => r,
-                _ => continue,
-            }
-        };
-        if rest.starts_with("[ ]") {
-            return Some(boxes + 1);
-        }
-        if rest.starts_with("[x]") || rest.starts_with("[X]") {
-            boxes += 1;
-        }
-    }
-    None
+    task_boxes(markdown).position(|(checked, _)| !checked).map(|i| i + 1)
 }
 
 /// The text of the `n`th step (1-based, among all of the file's boxes, checked or not),
 /// read like [`unchecked_steps`]: "skip step 3" names it.
 pub fn step_at(markdown: &str, n: usize) -> Option<String> {
-    let mut boxes = 0;
-    for line in markdown.lines() {
-        let t = line.trim_start();
-        let rest = if let Some(r) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-            r
-        } else {
-            let digits = t.chars().take_while(char::is_ascii_digit).count();
-            match t[digits..].strip_prefix(". ") {
-                Some(r) if digits > 0 => r,
-                _ => continue,
-            }
-        };
-        let step = rest.strip_prefix("[ ]").or_else(|| rest.strip_prefix("[x]")).or_else(|| rest.strip_prefix("[X]"));
-        if let Some(step) = step {
-            boxes += 1;
-            if boxes == n {
-                return Some(sanitise_line(step));
-            }
-        }
-    }
-    None
+    task_boxes(markdown).nth(n.checked_sub(1)?).map(|(_, step)| sanitise_line(step))
 }
 
 /// A file of a wave plan and its owner, read loosely (the waves area owns the format).
