@@ -163,6 +163,58 @@ impl Repo {
     }
 }
 
+impl Repo {
+    /// The oldest of the commits reachable from `tip` and from nothing `remote` is known
+    /// to have ([`Reader::known_remote_tips`]), in git's topological order: where a new
+    /// ref's pushed range starts. `None` when the remote has every one of them.
+    ///
+    /// git is asked first (`for-each-ref`, then `rev-list --topo-order --reverse
+    /// --stdin`): on a clone with many remote-tracking refs libgit2's limited walk parses
+    /// far more commits than git's (langfuse, 733 remote refs: about 200 ms of CPU
+    /// against git's 25 ms), and git's order is the one pre-commit reads the same range
+    /// from. libgit2 answers where git cannot be run or fails.
+    pub(crate) fn oldest_new_commit(&self, remote: &str, tip: &str) -> Result<Option<String>> {
+        let git = GitExe::for_repo(self);
+        match git.known_remote_tips(remote).and_then(|hide| git.oldest_new_commit_cli(tip, &hide)) {
+            Ok(first) => Ok(first),
+            Err(_) => self.oldest_new_commit_git2(tip, &self.known_remote_tips(remote)?),
+        }
+    }
+
+    fn oldest_new_commit_git2(&self, tip: &str, hide: &[String]) -> Result<Option<String>> {
+        let mut walk = self.inner.revwalk()?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
+        walk.push(oid(tip)?)?;
+        for h in hide {
+            walk.hide(oid(h)?)?;
+        }
+        Ok(walk.next().transpose()?.map(|o| o.to_string()))
+    }
+}
+
+impl GitExe {
+    fn oldest_new_commit_cli(&self, tip: &str, hide: &[String]) -> Result<Option<String>> {
+        // The hidden tips on stdin: there may be more than a command line holds.
+        let mut input = format!("{tip}\n--not\n");
+        for h in hide {
+            input.push_str(h);
+            input.push('\n');
+        }
+        let out =
+            self.output_with_input(&["rev-list", "--topo-order", "--reverse", "--stdin"], input.as_bytes(), true)?;
+        let first = out.split(|b| *b == b'\n').next().unwrap_or_default();
+        let first = String::from_utf8_lossy(first).trim().to_ascii_lowercase();
+        if first.is_empty() {
+            return Ok(None);
+        }
+        // Anything but an object id is not an answer: libgit2 is asked instead.
+        match Oid::from_str(&first) {
+            Ok(_) => Ok(Some(first)),
+            Err(_) => Err(GitError::Cli(format!("`git rev-list`: unexpected output `{}`", first.escape_debug()))),
+        }
+    }
+}
+
 /// The fence's path set of a push, computed by the `git` executable run in `cwd` with
 /// the environment git gave the hook: for a repository libgit2 cannot open.
 pub fn fence_paths_in(cwd: &Path, remote: &str, lines: &[PushLine]) -> Result<FencePaths> {
@@ -255,12 +307,6 @@ impl Reader for Repo {
 }
 
 impl Repo {
-    /// The commits `remote` (a name or a URL) is known to have, see
-    /// [`Reader::known_remote_tips`]: what a new ref's pushed commits are counted from.
-    pub(crate) fn known_remote_tips_of(&self, remote: &str) -> Result<Vec<String>> {
-        self.known_remote_tips(remote)
-    }
-
     /// Every path of a tree-to-tree diff, without rename pairing (both sides count).
     fn paths_between(&self, old: Option<&git2::Tree<'_>>, new: &git2::Tree<'_>) -> Result<Vec<Vec<u8>>> {
         let mut opts = DiffOptions::new();

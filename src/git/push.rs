@@ -1,7 +1,7 @@
 //! Ranges for the hooks: the commits a `git push` sends, and `ORIG_HEAD..HEAD`
 //! after a merge.
 
-use git2::{Oid, Sort};
+use git2::Oid;
 
 use super::{GitError, Repo, Result};
 use crate::diff::Diff;
@@ -119,18 +119,12 @@ impl Repo {
     }
 
     fn new_commits_range(&self, remote: &str, local: &str) -> Result<Option<Range>> {
-        let mut walk = self.inner.revwalk()?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
-        walk.push(Oid::from_str(local)?)?;
         // What the remote already has: its remote-tracking refs, or for a URL or a
         // remote never fetched, every remote-tracking ref (never the whole history).
-        for tip in self.known_remote_tips_of(remote)? {
-            walk.hide(Oid::from_str(&tip)?)?;
-        }
-        let Some(first) = walk.next() else {
+        let Some(first) = self.oldest_new_commit(remote, local)? else {
             return Ok(None);
         };
-        let first = self.inner.find_commit(first?)?;
+        let first = self.inner.find_commit(Oid::from_str(&first)?)?;
         if first.parent_count() == 0 && self.is_shallow_boundary(&first.id().to_string()) {
             // A shallow clone's oldest commit is where history was cut, not a root:
             // its own changes are unknown, so the range starts after it.

@@ -470,3 +470,49 @@ fn a_same_size_worktree_edit_is_read_from_the_file() {
     assert_eq!(staged.json()["files"][0]["new_oid"], oid.as_str());
     r.premerge(&["scan", "--staged", "--no-memory"]).expect_code(0);
 }
+
+/// A new branch whose history merges two unpushed branches, one of them started from
+/// an older pushed commit, in a clone with many remote-tracking refs: its range starts
+/// at the parent of the oldest new commit in git's topological order (what pre-commit
+/// reads from `git rev-list --topo-order --reverse <tip> --not --remotes=<remote>`),
+/// whether premerge asks git or, with no git to run, libgit2.
+#[test]
+fn a_new_branch_with_merged_side_branches_starts_where_git_says() {
+    let (r, _remote) = with_remote();
+    let older = r.git(&["rev-parse", "HEAD"]);
+    r.write("pushed-later.txt", "x\n");
+    r.commit_all("pushed later");
+    r.git(&["push", "-q", "origin", "main"]);
+    // Remote-tracking refs beside origin/main, as a busy clone has.
+    for i in 0..40 {
+        r.git(&["update-ref", &format!("refs/remotes/origin/stale-{i:02}"), &older]);
+    }
+    r.git(&["checkout", "-q", "-b", "side-old", &older]);
+    r.write("side-old.txt", "s\n");
+    r.commit_all("side from the older commit");
+    r.git(&["checkout", "-q", "-b", "feature", "main"]);
+    r.write("feature-1.txt", "1\n");
+    r.commit_all("feature 1");
+    r.git(&["merge", "-q", "--no-ff", "--no-edit", "side-old"]);
+    r.write("feature-2.txt", "2\n");
+    let tip = r.commit_all("feature 2");
+
+    let rev_list = r.git(&["rev-list", "--topo-order", "--reverse", &tip, "--not", "--remotes=origin"]);
+    let oldest = rev_list.lines().next().expect("new commits");
+    let base = r.git(&["rev-parse", &format!("{oldest}^")]);
+    let want = r.git(&["diff", "--name-only", "--no-renames", &base, &tip]);
+    let want: Vec<&str> = want.lines().collect();
+    assert!(!want.is_empty());
+
+    let stdin = format!("refs/heads/feature {tip} refs/heads/feature {ZERO}\n");
+    let files = push_diff(&r, &stdin);
+    assert_eq!(files.keys().map(String::as_str).collect::<Vec<_>>(), want, "asking git");
+
+    // No git on PATH: libgit2 walks the same range.
+    let empty = tempfile::tempdir().unwrap();
+    let mut c = r.premerge_cmd(["diff", "--format", "json", "--pre-push", "origin"]);
+    c.env("PATH", empty.path());
+    let out = crate::common::run_with_stdin(&mut c, stdin.as_bytes());
+    let files = diff_files(out.expect_code(0));
+    assert_eq!(files.keys().map(String::as_str).collect::<Vec<_>>(), want, "libgit2 alone");
+}
