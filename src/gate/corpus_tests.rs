@@ -26,6 +26,7 @@
 //! interrupt:                                   (`[Request interrupted by user]`)
 //! meta: <harness text>   compact: <summary>
 //! final: <the agent's final message>
+//! final+: <a further line of it>               (appended after a newline)
 //! shape: codex                                 (a Codex CLI rollout; default: Claude Code)
 //! ```
 
@@ -97,6 +98,12 @@ fn parse(file: &str, text: &str) -> Vec<Scenario> {
             "commits" => s.commits = Some(value.parse().unwrap()),
             "uncommitted" => s.uncommitted = value.parse().unwrap(),
             "final" => s.final_msg = value,
+            // A further line of the final message (markdown headings, bullets): agents'
+            // long summaries span lines, and one `final:` line cannot hold them.
+            "final+" => {
+                s.final_msg.push('\n');
+                s.final_msg.push_str(&value);
+            }
             "shape" => {
                 s.codex = match value.as_str() {
                     "codex" => true,
@@ -669,4 +676,31 @@ fn sessions_heldout_5_agreement() {
         blocked <= HELDOUT_5_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
+}
+
+/// The sixth held-out set's directory: written blind to the rules on 2026-12-02 while
+/// another helper was changing them, and never used to change one. The lead measures it
+/// once, after the rules freeze; until then only its form is checked here.
+const HELDOUT_6_DIR: &str = "tests/fixtures/gate/sessions-heldout-6";
+/// At least this many scenarios, so one disagreement moves the agreement figure by under
+/// 1.5 points (issue 29 asks for at least 60).
+const HELDOUT_6_MIN_SCENARIOS: usize = 70;
+/// At least this many legitimate stops, so "at most one legitimate stop in 30 blocked"
+/// can be measured on the set with room to spare.
+const HELDOUT_6_MIN_LEGIT: usize = 35;
+
+/// The sixth held-out set parses with unique ids, every scenario has a user turn, and it
+/// holds at least 70 scenarios of which at least 35 legitimate stops. Parse-only on
+/// purpose: no verdict is computed here, so the set cannot be tuned to the rules before
+/// the lead's one measurement.
+#[test]
+fn sessions_heldout_6_parses() {
+    let all = load("held-out 6", HELDOUT_6_DIR);
+    for s in &all {
+        assert!(s.lines.iter().any(|(k, _)| k == "user"), "{}: no user turn", s.id);
+        assert!(s.id.starts_with("h6-"), "{}: ids of the sixth set start with `h6-`", s.id);
+    }
+    let legit = all.iter().filter(|s| !s.block).count();
+    assert!(all.len() >= HELDOUT_6_MIN_SCENARIOS, "{} scenarios", all.len());
+    assert!(legit >= HELDOUT_6_MIN_LEGIT, "{legit} legitimate stops");
 }
