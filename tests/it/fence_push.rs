@@ -684,3 +684,24 @@ fn under_pre_commit_a_push_the_fence_cannot_see_whole_is_refused() {
 fn under_prek_a_push_the_fence_cannot_see_whole_is_refused() {
     manager_passes_the_first_ref_only("prek");
 }
+
+// Which commits a new ref sends is asked of git first, for speed; with no git to run
+// (the hook called directly, PATH empty), libgit2 walks the same commits and the
+// fence judges the same paths.
+#[test]
+fn a_new_branch_is_judged_the_same_with_no_git_to_ask() {
+    let p = Px::new(false);
+    p.open_loop();
+    p.edit("a.py", "# fix\n", "fix");
+    let tip = p.edit("s.txt", "stray\n", "stray");
+    let line = format!("refs/heads/fix-2 {tip} refs/heads/fix-2 {}\n", "0".repeat(40));
+    let empty = tempfile::tempdir().unwrap();
+    for path in [None, Some(empty.path())] {
+        let mut c = p.repo.premerge_cmd(["hook", "pre-push", "origin", p.url()]);
+        if let Some(dir) = path {
+            c.env("PATH", dir);
+        }
+        let r = run_with_stdin(&mut c, line.as_bytes());
+        refused(&r, &["s.txt"], path.is_some());
+    }
+}
