@@ -105,7 +105,24 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         )),
         _ => None,
     };
-    let unreached = condition_missed.or(unreached);
+    // Since round 6: a trigger the user set in words ("only stop early if flat config
+    // can't express our custom rules") licenses a stop only once a failed tool result
+    // names it; and a command the user said to stop at ("stop when `ledger import ...`
+    // runs cleanly") only once its newest run passed.
+    let open_steps = durable_plans(evidence).iter().map(|p| p.unchecked_count).sum::<usize>() > 0;
+    let trigger_unmet = f.stop_if.as_deref().filter(|_| !f.stop_if_met && open_steps).map(|c| {
+        format!(
+            "the user said to stop early only if \"{}\", and no failed tool result shows it ({} failed call(s))",
+            c.trim(),
+            f.tool_errors
+        )
+    });
+    let run_unmet = f.run_condition.as_deref().and_then(|c| match f.run_condition_ok {
+        Some(false) => Some(format!("the user said to stop when `{c}` runs cleanly, and its last run failed")),
+        None if open_steps => Some(format!("the user said to stop when `{c}` runs cleanly, and it never ran")),
+        _ => None,
+    });
+    let unreached = condition_missed.or(trigger_unmet).or(run_unmet).or(unreached);
     if let Some(c) = f.condition.as_ref().filter(|_| f.condition_met == Some(true)) {
         let unit = if c.unit.is_empty() { String::new() } else { format!(" {}", c.unit) };
         return allow_like(
@@ -156,7 +173,7 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let check_failed = f.last_check.as_ref().filter(|c| !c.ok && f.last_test.as_ref() != Some(c) && !names(text, c));
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
     // The claim's own words against the tool results, whatever the plan's boxes say.
-    let claim_false = claim_refuted(&claims, f, evidence, &plans);
+    let claim_false = claim_refuted(&claims, text, f, evidence, &plans);
     // Finished work whose boxes the agent never ticked: the plan was not touched in the
     // session, the work was edited and then verified (the last test or check passed,
     // nothing edited after it), and the completion claim names every open step. The
@@ -209,6 +226,33 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         let rule = if class == "access" { Rule::LegitMissingInfo } else { Rule::LegitError };
         return allow_like(rule, &format!("an obstacle the tools met ({class}): \"{last}\"; {facts_line}"));
     }
+    // Since round 6: a genuine decision before an act that cannot be taken back (drop
+    // a table, force-push, rotate a secret, send mail or money, a production
+    // migration), asked in any wording: the user's to make, whatever else the message
+    // says ("it can't be undone" is the act's nature, not an error blamed).
+    if reasons::asks_before_irreversible(text) && !reading.false_excuse {
+        return allow_like(
+            Rule::LegitDesignQuestion,
+            &format!("the agent asks the user before an act that cannot be taken back; {facts_line}"),
+        );
+    }
+    // Since round 6: a document the user told the agent to follow ("follow the phases in
+    // CONTRIBUTING.md", "do what the runbook says") makes its stop points the user's: a
+    // message that names the document and says it stops or waits there is the user's
+    // stop. A stop point only a file holds, with no user turn pointing at it, is not.
+    if let Some(doc) = f.adopted.iter().find(|d| said.contains(&format!(" {d}")))
+        && unreached.is_none()
+        && f.own_slip.is_none()
+        && !(claims_done && last_check_failed)
+        && !reading.false_excuse
+        && !reading.stated_continuation
+        && (readings::says_it_followed(text) || claims.user_instruction || claims.stop_instruction)
+    {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user adopted the stop points of `{doc}`, and the message stops at one; {facts_line}"),
+        );
+    }
     // 2. A claimed instruction the transcript does not hold. The user's turns hold one
     //    when an instruction was read from them or they leave work out ("skip the
     //    export"): the message then repeats the user's request, it does not invent one.
@@ -246,7 +290,12 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // An access refusal the tools met, reported in words the access reading does not
     // hold ("the session token has expired"): an obstacle met, not an excuse.
-    if reading.reason.is_none() && f.access_failures > 0 && reasons::names_access(text) && reasons::blocks(text) {
+    if reading.reason.is_none()
+        && f.access_failures > 0
+        && f.own_slip.is_none()
+        && reasons::names_access(text)
+        && reasons::blocks(text)
+    {
         let last = f.last_error.as_deref().unwrap_or("-");
         return allow_like(
             Rule::LegitMissingInfo,
@@ -428,6 +477,7 @@ fn completion_refuted(
 /// in the session that most tie to no file edited or command run and no test ran.
 fn claim_refuted(
     claims: &reasons::Claims,
+    message: &str,
     f: &SessionFacts,
     evidence: &Evidence,
     plans: &[&PlanArtefact],
@@ -484,7 +534,62 @@ fn claim_refuted(
             ticked.len()
         ));
     }
+    // Since round 6: three or more steps ticked in the session while every file edited
+    // ties to one of them alone, and two others have no work of their own (no word of
+    // them that the other ticked steps lack is in an edited path or a command run, and
+    // the message does not describe them). A step whose words are all shared or generic
+    // is taken as backed, and an edit that ties to no step (or to several) leaves the
+    // boxes alone: when in doubt, allow.
+    if ticked.len() >= MIN_TICKED_UNTIED && !f.edited_paths.is_empty() {
+        let paths: Vec<String> = f.edited_paths.iter().map(|p| p.to_ascii_lowercase()).collect();
+        let commands: Vec<String> =
+            f.commands.iter().filter(|c| !c.contains("[x]")).map(|c| reasons::norm(c)).collect();
+        let distinct: Vec<Vec<String>> = (0..ticked.len())
+            .map(|k| {
+                let others: Vec<String> =
+                    ticked.iter().enumerate().filter(|(j, _)| *j != k).flat_map(|(_, o)| step_words(o)).collect();
+                step_words(ticked[k]).into_iter().filter(|w| !others.contains(w)).collect()
+            })
+            .collect();
+        let backs = |p: &String| -> Vec<usize> {
+            (0..ticked.len()).filter(|&k| distinct[k].iter().any(|w| p.contains(w.as_str()))).collect()
+        };
+        let first = backs(&paths[0]);
+        if first.len() == 1 && paths.iter().all(|p| backs(p) == first) {
+            let unbacked: Vec<&str> = (0..ticked.len())
+                .filter(|k| *k != first[0])
+                .filter(|&k| {
+                    // A step the message describes in its own words is given the benefit
+                    // of the doubt ("rows are validated and errors reported per row").
+                    !distinct[k].is_empty()
+                        && !describes(message, &distinct[k])
+                        && !distinct[k].iter().any(|w| {
+                            paths.iter().any(|p| p.contains(w.as_str()))
+                                || commands.iter().any(|c| c.contains(&format!(" {w}")))
+                        })
+                })
+                .map(|k| ticked[k].as_str())
+                .collect();
+            if unbacked.len() >= 2 {
+                return Some(format!(
+                    "{} plan step(s) were checked in the session, but every file edited is the work of \"{}\" alone; no edit or command backs \"{}\"",
+                    ticked.len(),
+                    ticked[first[0]],
+                    unbacked.join("\", \"")
+                ));
+            }
+        }
+    }
     None
+}
+
+/// Whether the message speaks of one of `words` (a step's own words): the same word, a
+/// final `s` aside, or the same first six letters ("validated" for "Validate rows").
+fn describes(message: &str, words: &[String]) -> bool {
+    const PREFIX: usize = 6;
+    let said = step_words(message);
+    let head = |w: &str| w.get(..PREFIX).map(str::to_string);
+    words.iter().any(|w| said.iter().any(|m| m == w || (head(m).is_some() && head(m) == head(w))))
 }
 
 /// How a plan step ties to the session's work: how many of its content words are
