@@ -880,12 +880,6 @@ const JUDGEMENT: &[&str] = &[
     "issues",
     "trouble",
     "wrong",
-    "breaks",
-    "broken",
-    "fail",
-    "fails",
-    "error",
-    "errors",
     "anything",
     "something",
     "think",
@@ -898,6 +892,36 @@ const JUDGEMENT: &[&str] = &[
     "hard",
     "messy",
     "scope",
+];
+
+/// Words of an inability or a failure in a trigger ("if flat config can't express ...",
+/// "if the library refuses to render", "if the SDK lacks streaming"): what a tool result
+/// can show. A trigger without one ("if you need to change the public API") is a
+/// judgement of the agent's, which no tool result refutes.
+const INABILITY: &[&str] = &[
+    " cant ",
+    " cannot ",
+    " can not ",
+    " unable ",
+    " doesnt ",
+    " does not ",
+    " dont ",
+    " wont ",
+    " isnt ",
+    " arent ",
+    " not possible",
+    " impossible",
+    " fail",
+    " refuse",
+    " reject",
+    " lack",
+    " incompatible",
+    " unsupported",
+    " not supported",
+    " break",
+    " crash",
+    " missing",
+    " no longer",
 ];
 
 /// A stop trigger the user set in words, not in numbers: "only stop early if flat config
@@ -924,7 +948,9 @@ pub(crate) fn stop_trigger(turn: &str) -> Option<(String, Vec<String>)> {
             .filter(|w| w.len() >= 4 && !TRIGGER_STOPWORDS.contains(w) && !w.bytes().all(|b| b.is_ascii_digit()))
             .map(str::to_string)
             .collect();
-        if words.is_empty() || words.iter().any(|w| JUDGEMENT.iter().any(|j| w.starts_with(j))) {
+        let specific = words.iter().any(|w| !JUDGEMENT.iter().any(|j| w.starts_with(j)));
+        if !specific || !has(&format!("{clause} "), INABILITY) || words.iter().any(|w| JUDGEMENT.contains(&w.as_str()))
+        {
             return None;
         }
         return Some((clause.trim().to_string(), words));
@@ -945,7 +971,8 @@ pub(crate) fn names_trigger(words: &[String], output: &str) -> bool {
 /// between backticks after `when` / `once` / `until` / `as soon as` / `after`, in a turn
 /// that stops or hands back, with a word of success after it.
 pub(crate) fn run_condition(turn: &str) -> Option<String> {
-    const STOPS: &[&str] = &["stop", "pause", "halt", "hand", "wait", "test", "review", "look", "ping", "tell", "then"];
+    const STOPS: &[&str] =
+        &[" stop", " pause", " halt", " hand ", " wait", " ping me", " tell me", " let me know", " ill ", " i will "];
     const WHEN: &[&str] = &["when", "once", "until", "soon as", "after", "till"];
     const OK: &[&str] = &[
         "run",
@@ -976,7 +1003,7 @@ pub(crate) fn run_condition(turn: &str) -> Option<String> {
         if cmd.is_empty()
             || !WHEN.iter().any(|w| tail.contains(w))
             || !OK.iter().any(|w| head.contains(w))
-            || !STOPS.iter().any(|w| lower.contains(w))
+            || !has(&norm(&lower), STOPS)
         {
             continue;
         }
@@ -1002,6 +1029,12 @@ pub(crate) fn runs_named(condition: &str, command: &str) -> bool {
 pub(crate) fn adopted_documents(turn: &str) -> Vec<String> {
     const ADOPT: &[&str] = &[
         "follow",
+        "describes",
+        "explains",
+        "requires",
+        "instructs",
+        "wants",
+        "asks",
         "follows",
         "following",
         "per",
@@ -1057,6 +1090,11 @@ pub(crate) fn adopted_documents(turn: &str) -> Vec<String> {
             _ => DOCS.contains(&base).then(|| base.to_string()),
         };
         let Some(doc) = doc else { continue };
+        // The plan itself is the work, not a process with stop points of its own
+        // (`docs/plans/work.md`, `PLAN.md`); a stem that is a common word names nothing.
+        if w.contains("plan") || NOT_DOCUMENTS.contains(&doc.as_str()) {
+            continue;
+        }
         // A word of following within six words of the document, "in" only as "as in".
         let near = words[i.saturating_sub(6)..(i + 6).min(words.len())].iter().enumerate().any(|(k, x)| {
             let j = i.saturating_sub(6) + k;
@@ -1077,6 +1115,9 @@ pub(crate) fn adopted_documents(turn: &str) -> Vec<String> {
     }
     out
 }
+
+/// File stems too common to name a document in a message ("the work", "the notes").
+const NOT_DOCUMENTS: &[&str] = &["work", "notes", "index", "main", "tasks", "task", "steps", "doc", "docs", "file"];
 
 /// At most this many documents adopted from the user's turns are kept (a turn listing
 /// a whole docs folder names no process).
@@ -1317,6 +1358,8 @@ mod tests {
         assert!(names_trigger(&words, "Error: flat config cannot express custom rules from tools/eslint-rules"));
         assert!(!names_trigger(&words, "npm ERR! network timeout"));
         assert_eq!(stop_trigger("stop if you're unsure about anything"), None);
+        // A judgement of the agent's, not an inability a tool result can show.
+        assert_eq!(stop_trigger("stop and ask me if you need to change the public API"), None);
         assert_eq!(stop_trigger("just tell me why it is blank and fix it if it's a one liner"), None);
         assert!(stop_trigger("if the vendor SDK lacks streaming support, stop and ask").is_some());
         let cmd =

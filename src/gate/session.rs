@@ -774,7 +774,10 @@ fn is_question_only(t: &str) -> bool {
             continue;
         }
         if !question {
-            if !asks_no_change(&n) {
+            // A lead-in before a colon ("before we start on anything: what ...?") asks
+            // for nothing unless it names a change itself ("fix the parser: ...").
+            let lead_in = c == ':' && !has(&n, STRONG_CHANGE);
+            if !lead_in && !asks_no_change(&n) {
                 return false;
             }
             continue;
@@ -802,28 +805,7 @@ fn is_question_only(t: &str) -> bool {
         // "(please) explain why ...?" asks to be told: a question unless it also asks
         // for a change ("explain and fix ...?").
         let told = rest.iter().take(2).any(|w| TELL.contains(w));
-        if told
-            && has(
-                &n,
-                &[
-                    " fix",
-                    " add ",
-                    " implement",
-                    " change",
-                    " update",
-                    " write",
-                    " create",
-                    " remove",
-                    " delete",
-                    " refactor",
-                    " rename",
-                    " migrate",
-                    " commit",
-                    " push",
-                    " deploy",
-                ],
-            )
-        {
+        if told && has(&n, STRONG_CHANGE) {
             return false;
         }
         // A question that opens otherwise ("tests xunit or nunit?") is still one when it
@@ -835,6 +817,26 @@ fn is_question_only(t: &str) -> bool {
     }
     asked
 }
+
+/// Verbs that ask for a change whatever else a question-shaped turn says ("explain and
+/// fix ...?").
+const STRONG_CHANGE: &[&str] = &[
+    " fix",
+    " add ",
+    " implement",
+    " change",
+    " update",
+    " write",
+    " create",
+    " remove",
+    " delete",
+    " refactor",
+    " rename",
+    " migrate",
+    " commit",
+    " push",
+    " deploy",
+];
 
 /// Whether the text after a question asks for nothing to be changed: empty, or a
 /// short remark with no verb of work ("just want the number", "no rush").
@@ -1708,15 +1710,23 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
     f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
     let sentences: Vec<String> = t.split(['.', '!', '?', ';', '\n']).map(|s| fix_typos(&norm(s))).collect();
     let leave = super::readings::gives_leave(&sentences);
+    let trigger = super::readings::condition(t).is_none().then(|| super::readings::stop_trigger(t)).flatten();
+    let run_condition = super::readings::run_condition(t);
+    // A later turn that stops or gives leave by itself ("ok, stop here for today") ends an
+    // earlier condition: the user's newest word on the stop is that turn.
+    if trigger.is_none() && run_condition.is_none() && (leave || matches!(instruction_of(t), Some(Some(_)))) {
+        f.stop_if = None;
+        f.run_condition = None;
+    }
     if let Some(c) = super::readings::condition(t) {
         f.condition = Some(c);
         f.condition_met = None;
-    } else if let Some((clause, words)) = super::readings::stop_trigger(t) {
+    } else if let Some((clause, words)) = trigger {
         f.stop_if = Some(clip(&clause));
         f.stop_if_words = words;
         f.stop_if_met = false;
     }
-    if let Some(cmd) = super::readings::run_condition(t) {
+    if let Some(cmd) = run_condition {
         f.run_condition = Some(clip(&cmd));
         f.run_condition_ok = None;
     }
