@@ -106,16 +106,14 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         _ => None,
     };
     // Since round 6: a trigger the user set in words ("only stop early if flat config
-    // can't express our custom rules") licenses a stop only once a failed tool result
-    // names it; and a command the user said to stop at ("stop when `ledger import ...`
+    // can't express our custom rules") licenses a stop only once a tool result names
+    // it; and a command the user said to stop at ("stop when `ledger import ...`
     // runs cleanly") only once its newest run passed.
     let open_steps = durable_plans(evidence).iter().map(|p| p.unchecked_count).sum::<usize>() > 0;
-    let trigger_unmet = f.stop_if.as_deref().filter(|_| !f.stop_if_met && open_steps).map(|c| {
-        format!(
-            "the user said to stop early only if \"{}\", and no failed tool result shows it ({} failed call(s))",
-            c.trim(),
-            f.tool_errors
-        )
+    // Conservative: a failed call that names other words may still be the trigger met
+    // in words the reading lacks, so only a session with no failed call is refused.
+    let trigger_unmet = f.stop_if.as_deref().filter(|_| !f.stop_if_met && open_steps && f.tool_errors == 0).map(|c| {
+        format!("the user said to stop early only if \"{}\", and no tool result shows it (no call failed)", c.trim())
     });
     let run_unmet = f.run_condition.as_deref().and_then(|c| match f.run_condition_ok {
         Some(false) => Some(format!("the user said to stop when `{c}` runs cleanly, and its last run failed")),
@@ -308,6 +306,31 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         return allow_like(
             Rule::LegitDesignQuestion,
             "the agent asks the user to confirm a destructive or irreversible action first",
+        );
+    }
+    // Since round 6: the user's request was a task of its own, not the plan's: no user
+    // turn names the plan or asks to go on, each asks for something (two content words
+    // or more), and none shares a word with an open step ("bump the version to 2.4.1"
+    // next to a plan for exports; an investigation, a review, a bug fix). The plan was
+    // not touched, and nothing refutes the work (no failing run or check, no claim past
+    // the runs): the task is the session's, and its end is a legitimate stop.
+    if open > 0
+        && own_task(f, &plans)
+        && f.plan_edits == 0
+        && open_now == open_at_head
+        && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
+        && !reading.drift
+        && !reading.stated_continuation
+        && !reading.false_excuse
+        && test_failed.is_none()
+        && check_failed.is_none()
+        && !unverified_tests
+        && claim_false.is_none()
+        && unreached.is_none()
+    {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user's request is a task of its own, not a step of the plan; {facts_line}"),
         );
     }
     if let Some(why) = unreached.as_deref()
@@ -581,6 +604,58 @@ fn claim_refuted(
         }
     }
     None
+}
+
+/// Words of a user turn that point at the plan or at going on with it: such a turn asks
+/// for the plan's work, whatever its other words.
+const PLAN_TALK: &[&str] = &[
+    " plan",
+    " step",
+    " steps",
+    " todo",
+    " roadmap",
+    " milestone",
+    " phase",
+    " checklist",
+    " the rest",
+    " continue",
+    " next",
+    " remaining",
+    " keep going",
+    " carry on",
+    " go on",
+    " proceed",
+    " resume",
+    " finish",
+    " where we left",
+    " pick up",
+    " the spec",
+    " the ticket",
+    " the issue",
+    " backlog",
+];
+
+/// Whether every user turn asks for a task of its own: it names no plan and asks to go on
+/// with none, holds two content words or more, and shares no word with an open step of
+/// a durable plan (the same word or its first six letters).
+fn own_task(f: &SessionFacts, plans: &[&PlanArtefact]) -> bool {
+    const MIN_TASK_WORDS: usize = 2;
+    let steps: Vec<String> = plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter().chain(p.head_unchecked_steps.iter()))
+        .flat_map(|s| step_words(s))
+        .collect();
+    !f.user_texts.is_empty()
+        && f.user_texts.iter().all(|t| {
+            let words = step_words(t);
+            let n = reasons::norm(t);
+            // Loose on purpose (a shared first four letters: "caching" and "cache"): a
+            // request that may be a plan step is judged as one.
+            let ties = words
+                .iter()
+                .any(|w| steps.iter().any(|s| w.bytes().zip(s.bytes()).take_while(|(a, b)| a == b).count() >= 4));
+            !PLAN_TALK.iter().any(|w| n.contains(w)) && words.len() >= MIN_TASK_WORDS && !ties
+        })
 }
 
 /// Whether the message speaks of one of `words` (a step's own words): the same word, a

@@ -195,7 +195,7 @@ pub struct SessionFacts {
     /// That trigger's content words, which a failed tool result must name.
     #[serde(skip)]
     pub stop_if_words: Vec<String>,
-    /// A failed tool result after the trigger was set named it: the trigger fired.
+    /// A tool result after the trigger was set named it: the trigger may have fired.
     pub stop_if_met: bool,
     /// Since round 6: a command the user named as the point to stop at ("stop when
     /// `ledger import samples/a.ofx` runs cleanly").
@@ -206,7 +206,17 @@ pub struct SessionFacts {
     /// in CONTRIBUTING.md", "do what the runbook says"), by the word a message names
     /// them with: their stop points are the user's.
     pub adopted: Vec<String>,
+    /// Since round 6: the user's own turns, each clipped to one line (at most
+    /// [`MAX_KEPT_TURNS`], the newest kept), so that a request can be weighed against
+    /// the plan's steps: a task that names no plan and shares no word with an open step
+    /// is the session's own task.
+    #[serde(skip)]
+    pub user_texts: Vec<String>,
 }
+
+/// The user's turns kept for [`SessionFacts::user_texts`]: a session's requests are a
+/// few turns; a long session's earliest turns matter less than its newest.
+pub const MAX_KEPT_TURNS: usize = 16;
 
 /// The point a user's stop instruction names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -1707,6 +1717,10 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
+    if f.user_texts.len() == MAX_KEPT_TURNS {
+        f.user_texts.remove(0);
+    }
+    f.user_texts.push(clip(t));
     f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
     let sentences: Vec<String> = t.split(['.', '!', '?', ';', '\n']).map(|s| fix_typos(&norm(s))).collect();
     let leave = super::readings::gives_leave(&sentences);
@@ -2178,7 +2192,9 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     }
     // The user's trigger in words, named by a failed result; the command the user
     // said to stop at, by its newest run.
-    if failed && f.stop_if.is_some() && super::readings::names_trigger(&f.stop_if_words, &output) {
+    // Any command's output counts, not only a failure's: a probe can show the trigger
+    // met ("\"type\": \"commonjs\"" for "stop if the library doesn't support ESM").
+    if f.stop_if.is_some() && !f.stop_if_met && super::readings::names_trigger(&f.stop_if_words, &output) {
         f.stop_if_met = true;
     }
     if let (Some(cond), Some(cmd)) = (f.run_condition.as_deref(), command)
