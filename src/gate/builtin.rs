@@ -216,7 +216,10 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let said = reasons::norm(text);
     let claims_done = reading.reason == Some(Reason::Completion) || claims.tests_pass;
     let last_check_failed = f.last_check.as_ref().is_some_and(|c| !c.ok);
-    if let Some(class) = f.obstacles.iter().find(|c| readings::names_obstacle(&said, c))
+    // A pull request the session opened itself is its own hand-off, not work upstream.
+    let opened_own = f.commands.iter().any(|c| c.contains("pr create") || c.contains("mr create"));
+    if let Some(class) =
+        f.obstacles.iter().find(|c| readings::names_obstacle(&said, c) && !(*c == "upstream" && opened_own))
         && f.own_slip.is_none()
         && !(claims_done && last_check_failed)
     {

@@ -186,7 +186,8 @@ const SOFT_LEAVE: &[&str] = &[
 
 /// A turn (or sentence, normalised) that asks for all of the work or puts the user's
 /// look at its end: "end to end", "when it's all done", "ping me when you're done",
-/// "finish the plan", "all of it".
+/// "finish the plan", "all of it". "Let me know when the migration is written" puts the
+/// look at a milestone, not at the end: it is no such turn.
 pub(crate) fn asks_completion(s: &str) -> bool {
     has(
         s,
@@ -217,9 +218,6 @@ pub(crate) fn asks_completion(s: &str) -> bool {
             " once all ",
             " after its all",
             " at the very end",
-            " ping me when",
-            " let me know when",
-            " tell me when",
             " finish the plan",
             " finish it",
             " finish everything",
@@ -498,6 +496,38 @@ const OBSTACLES: &[(&str, &[&str], &[&str])] = &[
             " read only file system",
         ],
         &[" disk", " space", " full", " storage", " read only", " quota"],
+    ),
+    // Since round 6: work another repository or a registry has not released yet (a pull
+    // request still open, a version not published): the agent cannot bump to it.
+    (
+        "upstream",
+        &[
+            " state open",
+            " status open",
+            " state draft",
+            " isdraft true",
+            " not merged",
+            " unmerged",
+            " no matching version",
+            " notarget",
+            " could not find a version that satisfies",
+            " no matching distribution",
+            " not yet released",
+            " not yet published",
+        ],
+        &[
+            " merged",
+            " merge",
+            " released",
+            " release",
+            " publish",
+            " upstream",
+            " still open",
+            " lands",
+            " depends on",
+            " waiting on",
+            " blocked on",
+        ],
     ),
     (
         "service",
