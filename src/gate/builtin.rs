@@ -648,7 +648,15 @@ fn own_task(f: &SessionFacts, plans: &[&PlanArtefact]) -> bool {
         .flat_map(|p| p.unchecked_steps.iter().chain(p.head_unchecked_steps.iter()))
         .flat_map(|s| step_words(s))
         .collect();
-    !f.user_texts.is_empty()
+    // The work itself must not be a plan step's either: an edited path or a command that
+    // ties to an open step ("web/src/Welcome.tsx" for "Add the welcome screen") is plan
+    // work done under another name.
+    let work_is_plan = plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter().chain(p.head_unchecked_steps.iter()))
+        .any(|s| work_ties(s, "", f).0 > 0);
+    !work_is_plan
+        && !f.user_texts.is_empty()
         && f.user_texts.iter().all(|t| {
             let words = step_words(t);
             let n = reasons::norm(t);

@@ -434,7 +434,7 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (504 of 504 in round 6), in
+/// The corpus floor: docs/gate.md's measured agreement (505 of 505 in round 6), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
