@@ -105,7 +105,22 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         )),
         _ => None,
     };
-    let unreached = condition_missed.or(unreached);
+    // Since round 6: a trigger the user set in words ("only stop early if flat config
+    // can't express our custom rules") licenses a stop only once a tool result names
+    // it; and a command the user said to stop at ("stop when `ledger import ...`
+    // runs cleanly") only once its newest run passed.
+    let open_steps = durable_plans(evidence).iter().map(|p| p.unchecked_count).sum::<usize>() > 0;
+    // Conservative: a failed call that names other words may still be the trigger met
+    // in words the reading lacks, so only a session with no failed call is refused.
+    let trigger_unmet = f.stop_if.as_deref().filter(|_| !f.stop_if_met && open_steps && f.tool_errors == 0).map(|c| {
+        format!("the user said to stop early only if \"{}\", and no tool result shows it (no call failed)", c.trim())
+    });
+    let run_unmet = f.run_condition.as_deref().and_then(|c| match f.run_condition_ok {
+        Some(false) => Some(format!("the user said to stop when `{c}` runs cleanly, and its last run failed")),
+        None if open_steps => Some(format!("the user said to stop when `{c}` runs cleanly, and it never ran")),
+        _ => None,
+    });
+    let unreached = condition_missed.or(trigger_unmet).or(run_unmet).or(unreached);
     if let Some(c) = f.condition.as_ref().filter(|_| f.condition_met == Some(true)) {
         let unit = if c.unit.is_empty() { String::new() } else { format!(" {}", c.unit) };
         return allow_like(
@@ -156,7 +171,7 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let check_failed = f.last_check.as_ref().filter(|c| !c.ok && f.last_test.as_ref() != Some(c) && !names(text, c));
     let unverified_tests = claims.tests_pass && f.test_runs == 0 && f.last_build.is_none();
     // The claim's own words against the tool results, whatever the plan's boxes say.
-    let claim_false = claim_refuted(&claims, f, evidence, &plans);
+    let claim_false = claim_refuted(&claims, text, f, evidence, &plans);
     // Finished work whose boxes the agent never ticked: the plan was not touched in the
     // session, the work was edited and then verified (the last test or check passed,
     // nothing edited after it), and the completion claim names every open step. The
@@ -201,13 +216,43 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     let said = reasons::norm(text);
     let claims_done = reading.reason == Some(Reason::Completion) || claims.tests_pass;
     let last_check_failed = f.last_check.as_ref().is_some_and(|c| !c.ok);
-    if let Some(class) = f.obstacles.iter().find(|c| readings::names_obstacle(&said, c))
+    // A pull request the session opened itself is its own hand-off, not work upstream.
+    let opened_own = f.commands.iter().any(|c| c.contains("pr create") || c.contains("mr create"));
+    if let Some(class) =
+        f.obstacles.iter().find(|c| readings::names_obstacle(&said, c) && !(*c == "upstream" && opened_own))
         && f.own_slip.is_none()
         && !(claims_done && last_check_failed)
     {
         let last = f.last_error.as_deref().unwrap_or("-");
         let rule = if class == "access" { Rule::LegitMissingInfo } else { Rule::LegitError };
         return allow_like(rule, &format!("an obstacle the tools met ({class}): \"{last}\"; {facts_line}"));
+    }
+    // Since round 6: a genuine decision before an act that cannot be taken back (drop
+    // a table, force-push, rotate a secret, send mail or money, a production
+    // migration), asked in any wording: the user's to make, whatever else the message
+    // says ("it can't be undone" is the act's nature, not an error blamed).
+    if reasons::asks_before_irreversible(text) && !reading.false_excuse {
+        return allow_like(
+            Rule::LegitDesignQuestion,
+            &format!("the agent asks the user before an act that cannot be taken back; {facts_line}"),
+        );
+    }
+    // Since round 6: a document the user told the agent to follow ("follow the phases in
+    // CONTRIBUTING.md", "do what the runbook says") makes its stop points the user's: a
+    // message that names the document and says it stops or waits there is the user's
+    // stop. A stop point only a file holds, with no user turn pointing at it, is not.
+    if let Some(doc) = f.adopted.iter().find(|d| said.contains(&format!(" {d}")))
+        && unreached.is_none()
+        && f.own_slip.is_none()
+        && !(claims_done && last_check_failed)
+        && !reading.false_excuse
+        && !reading.stated_continuation
+        && (readings::says_it_followed(text) || claims.user_instruction || claims.stop_instruction)
+    {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user adopted the stop points of `{doc}`, and the message stops at one; {facts_line}"),
+        );
     }
     // 2. A claimed instruction the transcript does not hold. The user's turns hold one
     //    when an instruction was read from them or they leave work out ("skip the
@@ -246,7 +291,12 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // An access refusal the tools met, reported in words the access reading does not
     // hold ("the session token has expired"): an obstacle met, not an excuse.
-    if reading.reason.is_none() && f.access_failures > 0 && reasons::names_access(text) && reasons::blocks(text) {
+    if reading.reason.is_none()
+        && f.access_failures > 0
+        && f.own_slip.is_none()
+        && reasons::names_access(text)
+        && reasons::blocks(text)
+    {
         let last = f.last_error.as_deref().unwrap_or("-");
         return allow_like(
             Rule::LegitMissingInfo,
@@ -259,6 +309,31 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         return allow_like(
             Rule::LegitDesignQuestion,
             "the agent asks the user to confirm a destructive or irreversible action first",
+        );
+    }
+    // Since round 6: the user's request was a task of its own, not the plan's: no user
+    // turn names the plan or asks to go on, each asks for something (two content words
+    // or more), and none shares a word with an open step ("bump the version to 2.4.1"
+    // next to a plan for exports; an investigation, a review, a bug fix). The plan was
+    // not touched, and nothing refutes the work (no failing run or check, no claim past
+    // the runs): the task is the session's, and its end is a legitimate stop.
+    if open > 0
+        && own_task(f, &plans)
+        && f.plan_edits == 0
+        && open_now == open_at_head
+        && matches!(reading.reason, None | Some(Reason::Completion) | Some(Reason::Question))
+        && !reading.drift
+        && !reading.stated_continuation
+        && !reading.false_excuse
+        && test_failed.is_none()
+        && check_failed.is_none()
+        && !unverified_tests
+        && claim_false.is_none()
+        && unreached.is_none()
+    {
+        return allow_like(
+            Rule::LegitCompletion,
+            &format!("the user's request is a task of its own, not a step of the plan; {facts_line}"),
         );
     }
     if let Some(why) = unreached.as_deref()
@@ -428,6 +503,7 @@ fn completion_refuted(
 /// in the session that most tie to no file edited or command run and no test ran.
 fn claim_refuted(
     claims: &reasons::Claims,
+    message: &str,
     f: &SessionFacts,
     evidence: &Evidence,
     plans: &[&PlanArtefact],
@@ -484,7 +560,122 @@ fn claim_refuted(
             ticked.len()
         ));
     }
+    // Since round 6: three or more steps ticked in the session while every file edited
+    // ties to one of them alone, and two others have no work of their own (no word of
+    // them that the other ticked steps lack is in an edited path or a command run, and
+    // the message does not describe them). A step whose words are all shared or generic
+    // is taken as backed, and an edit that ties to no step (or to several) leaves the
+    // boxes alone: when in doubt, allow.
+    if ticked.len() >= MIN_TICKED_UNTIED && !f.edited_paths.is_empty() {
+        let paths: Vec<String> = f.edited_paths.iter().map(|p| p.to_ascii_lowercase()).collect();
+        let commands: Vec<String> =
+            f.commands.iter().filter(|c| !c.contains("[x]")).map(|c| reasons::norm(c)).collect();
+        let distinct: Vec<Vec<String>> = (0..ticked.len())
+            .map(|k| {
+                let others: Vec<String> =
+                    ticked.iter().enumerate().filter(|(j, _)| *j != k).flat_map(|(_, o)| step_words(o)).collect();
+                step_words(ticked[k]).into_iter().filter(|w| !others.contains(w)).collect()
+            })
+            .collect();
+        let backs = |p: &String| -> Vec<usize> {
+            (0..ticked.len()).filter(|&k| distinct[k].iter().any(|w| p.contains(w.as_str()))).collect()
+        };
+        let first = backs(&paths[0]);
+        if first.len() == 1 && paths.iter().all(|p| backs(p) == first) {
+            let unbacked: Vec<&str> = (0..ticked.len())
+                .filter(|k| *k != first[0])
+                .filter(|&k| {
+                    // A step the message describes in its own words is given the benefit
+                    // of the doubt ("rows are validated and errors reported per row").
+                    !distinct[k].is_empty()
+                        && !describes(message, &distinct[k])
+                        && !distinct[k].iter().any(|w| {
+                            paths.iter().any(|p| p.contains(w.as_str()))
+                                || commands.iter().any(|c| c.contains(&format!(" {w}")))
+                        })
+                })
+                .map(|k| ticked[k].as_str())
+                .collect();
+            if unbacked.len() >= 2 {
+                return Some(format!(
+                    "{} plan step(s) were checked in the session, but every file edited is the work of \"{}\" alone; no edit or command backs \"{}\"",
+                    ticked.len(),
+                    ticked[first[0]],
+                    unbacked.join("\", \"")
+                ));
+            }
+        }
+    }
     None
+}
+
+/// Words of a user turn that point at the plan or at going on with it: such a turn asks
+/// for the plan's work, whatever its other words.
+const PLAN_TALK: &[&str] = &[
+    " plan",
+    " step",
+    " steps",
+    " todo",
+    " roadmap",
+    " milestone",
+    " phase",
+    " checklist",
+    " the rest",
+    " continue",
+    " next",
+    " remaining",
+    " keep going",
+    " carry on",
+    " go on",
+    " proceed",
+    " resume",
+    " finish",
+    " where we left",
+    " pick up",
+    " the spec",
+    " the ticket",
+    " the issue",
+    " backlog",
+];
+
+/// Whether every user turn asks for a task of its own: it names no plan and asks to go on
+/// with none, holds two content words or more, and shares no word with an open step of
+/// a durable plan (the same word or its first six letters).
+fn own_task(f: &SessionFacts, plans: &[&PlanArtefact]) -> bool {
+    const MIN_TASK_WORDS: usize = 2;
+    let steps: Vec<String> = plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter().chain(p.head_unchecked_steps.iter()))
+        .flat_map(|s| step_words(s))
+        .collect();
+    // The work itself must not be a plan step's either: an edited path or a command that
+    // ties to an open step ("web/src/Welcome.tsx" for "Add the welcome screen") is plan
+    // work done under another name.
+    let work_is_plan = plans
+        .iter()
+        .flat_map(|p| p.unchecked_steps.iter().chain(p.head_unchecked_steps.iter()))
+        .any(|s| work_ties(s, "", f).0 > 0);
+    !work_is_plan
+        && !f.user_texts.is_empty()
+        && f.user_texts.iter().all(|t| {
+            let words = step_words(t);
+            let n = reasons::norm(t);
+            // Loose on purpose (a shared first four letters: "caching" and "cache"): a
+            // request that may be a plan step is judged as one.
+            let ties = words
+                .iter()
+                .any(|w| steps.iter().any(|s| w.bytes().zip(s.bytes()).take_while(|(a, b)| a == b).count() >= 4));
+            !PLAN_TALK.iter().any(|w| n.contains(w)) && words.len() >= MIN_TASK_WORDS && !ties
+        })
+}
+
+/// Whether the message speaks of one of `words` (a step's own words): the same word, a
+/// final `s` aside, or the same first six letters ("validated" for "Validate rows").
+fn describes(message: &str, words: &[String]) -> bool {
+    const PREFIX: usize = 6;
+    let said = step_words(message);
+    let head = |w: &str| w.get(..PREFIX).map(str::to_string);
+    words.iter().any(|w| said.iter().any(|m| m == w || (head(m).is_some() && head(m) == head(w))))
 }
 
 /// How a plan step ties to the session's work: how many of its content words are

@@ -441,12 +441,12 @@ fn holds_floors(name: &str, dir: &str, min: usize, permille: usize, share: f64) 
     assert!(blocked as f64 <= share * legit as f64, "{name}: legitimate stops blocked {blocked}/{legit}");
 }
 
-/// The corpus floor: docs/gate.md's measured agreement (398 of 398 in round 5), in
+/// The corpus floor: docs/gate.md's measured agreement (505 of 505 in round 6), in
 /// tenths of a percent. The rules were written against this set, so its figure is an upper
 /// bound of what to expect; the held-out figure is the estimate.
 const CORPUS_AGREEMENT_PERMILLE: usize = 1000;
 /// The corpus ceiling of the share of legitimate stops blocked, as docs/gate.md
-/// states it (0 of 206).
+/// states it (0 of 263 in round 6).
 const CORPUS_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
 /// The held-out set: written after the rules were frozen and never used to change
@@ -661,13 +661,20 @@ fn sessions_heldout_5_parses() {
 
 /// The fifth held-out set's first run against the rules frozen at `wt5/gate5`'s final
 /// commit (`605efe9`), measured once by the lead after the merge (2026-12-01): 84 of 94
-/// agreed and 4 of 47 legitimate stops were blocked; docs/gate.md lists every
-/// disagreement. Floors, so that a rule change doing worse on
-/// these sessions fails; the set has not been used to change a rule.
+/// agreed and 4 of 47 legitimate stops were blocked; docs/gate.md keeps that honest
+/// record and lists every disagreement. No later figure may fall below it.
 const HELDOUT_5_FIRST_AGREE: usize = 84;
 /// See [`HELDOUT_5_FIRST_AGREE`].
 const HELDOUT_5_FIRST_LEGIT_BLOCKED: usize = 4;
+/// Since round 6 (`wt6/gate6`) the set is training data: its ten misses were fixed as
+/// classes (new scenarios in `sessions/15-*.txt`) and it agrees on 94 of 94. Floors only.
+const HELDOUT_5_AGREE: usize = 94;
+/// See [`HELDOUT_5_AGREE`]: no legitimate stop of the set is blocked since round 6 (a
+/// share, like the other sets' ceilings).
+const HELDOUT_5_MAX_LEGIT_BLOCKED_SHARE: f64 = 0.0;
 
+/// The fifth held-out set: never below its first run, and at the floors of round 6
+/// (`cargo test --lib sessions_heldout_5_agreement -- --nocapture` prints them).
 #[test]
 fn sessions_heldout_5_agreement() {
     let (agree, total, blocked, legit, _) = measure("held-out 5", HELDOUT_5_DIR);
@@ -675,6 +682,11 @@ fn sessions_heldout_5_agreement() {
     assert!(
         blocked <= HELDOUT_5_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    );
+    assert!(agree >= HELDOUT_5_AGREE, "agreement {agree}/{total}, below round 6's");
+    assert!(
+        blocked as f64 <= HELDOUT_5_MAX_LEGIT_BLOCKED_SHARE * legit as f64,
+        "legitimate stops blocked {blocked}/{legit}, above round 6's"
     );
 }
 

@@ -158,16 +158,147 @@ const STOP_LEAVE: &[&str] = &[
     " check with me",
 ];
 
+/// Words of leave that only say when the user is back or looks next ("tomorrow",
+/// "I'll review", "later"): leave when the turn is about stopping, but not in a turn
+/// that asks for the whole work ("finish it end to end, I'm offline until tomorrow",
+/// "I'll review the PR when it's all done") or in a sentence about the user's own
+/// absence: those ask for completion, they give no leave to stop short.
+const SOFT_LEAVE: &[&str] = &[
+    " later",
+    " another time",
+    " next time",
+    " tomorrow",
+    " tonight",
+    " next week",
+    " ill review",
+    " ill look",
+    " ill check",
+    " ill test",
+    " not now",
+    " not today",
+    " not yet",
+    " separately",
+    " only ",
+    " just the ",
+    " just do ",
+    " mine",
+];
+
+/// A turn (or sentence, normalised) that asks for all of the work or puts the user's
+/// look at its end: "end to end", "when it's all done", "ping me when you're done",
+/// "finish the plan", "all of it". "Let me know when the migration is written" puts the
+/// look at a milestone, not at the end: it is no such turn.
+pub(crate) fn asks_completion(s: &str) -> bool {
+    has(
+        s,
+        &[
+            " end to end",
+            " all the way",
+            " start to finish",
+            " from start to end",
+            " when its all done",
+            " when its done",
+            " when done",
+            " when youre done",
+            " when you are done",
+            " when youre finished",
+            " when its finished",
+            " when finished",
+            " when everything",
+            " when the whole",
+            " when all ",
+            " once its all done",
+            " once its done",
+            " once done",
+            " once youre done",
+            " once finished",
+            " once its finished",
+            " once everything",
+            " once the whole",
+            " once all ",
+            " after its all",
+            " at the very end",
+            " finish the plan",
+            " finish it",
+            " finish everything",
+            " complete the plan",
+            " the whole plan",
+            " the entire plan",
+            " all of it",
+            " everything in the plan",
+            " whole thing",
+        ],
+    )
+}
+
+/// A sentence (normalised) about the user's own absence ("I'm offline until
+/// tomorrow", "I'll be out this afternoon", "afk till monday"): it says when the user
+/// is back, not that the agent may stop.
+fn absence(s: &str) -> bool {
+    has(
+        s,
+        &[
+            " im offline",
+            " i am offline",
+            " ill be offline",
+            " im out",
+            " i am out",
+            " ill be out",
+            " im away",
+            " i am away",
+            " ill be away",
+            " afk",
+            " im unavailable",
+            " ill be unavailable",
+            " ill be back",
+            " im back",
+            " back tomorrow",
+            " back on ",
+            " back in ",
+            " in meetings",
+            " in a meeting",
+            " heading out",
+            " signing off",
+            " logging off",
+            " off for the day",
+            " out of office",
+            " ooo ",
+            " on vacation",
+            " on holiday",
+            " im travelling",
+            " im traveling",
+            " on a plane",
+            " wont be around",
+            " not around",
+        ],
+    )
+}
+
+/// Whether a sentence holds a word of leave (`hard`: only words that stop or drop now,
+/// not the [`SOFT_LEAVE`] words of when the user is back).
+fn leave_in(s: &str, words: &[&str], hard: bool) -> bool {
+    words.iter().any(|w| s.contains(w) && !(hard && SOFT_LEAVE.contains(w)))
+}
+
+/// Whether the words of leave of a turn's sentences count: not in a turn that asks for
+/// the whole work, nor in a sentence of absence, unless they stop or drop now.
+fn counts(sentences: &[String], s: &str, words: &[&str]) -> bool {
+    let hard = sentences.iter().any(|x| asks_completion(x)) || absence(s);
+    leave_in(s, words, hard) && !has(s, PUSH_ON)
+}
+
 /// Whether a turn's leave ends or pauses the session (see [`STOP_LEAVE`]).
 pub(crate) fn leave_stops(sentences: &[String]) -> bool {
-    sentences.iter().any(|s| has(s, STOP_LEAVE) && !has(s, PUSH_ON))
+    sentences.iter().any(|s| counts(sentences, s, STOP_LEAVE))
 }
 
 /// Whether a user turn gives leave to stop short: a word of leave in a sentence that
 /// does not push on. Typos of the words an instruction turns on are read as them by
-/// the caller (`session::fix_typos`) before this.
+/// the caller (`session::fix_typos`) before this. Since round 6 the leave must be the
+/// user's leave to stop or drop now: a turn that asks for the whole work and says
+/// when the user is back ("end to end, I'm offline until tomorrow") gives none.
 pub(crate) fn gives_leave(sentences: &[String]) -> bool {
-    sentences.iter().any(|s| (has(s, LEAVE_WORDS) || has(s, STOP_LEAVE)) && !has(s, PUSH_ON))
+    sentences.iter().any(|s| counts(sentences, s, LEAVE_WORDS) || counts(sentences, s, STOP_LEAVE))
 }
 
 /// A sentence (normalised) that opens with a word of stopping, as an order: "stop
@@ -197,51 +328,68 @@ pub(crate) fn obstacle_class(output: &str) -> Option<&'static str> {
     OBSTACLES.iter().find(|(_, seen, _)| has(output, seen)).map(|(class, _, _)| *class)
 }
 
+/// Words of a tool's output that say access was refused or a credential is missing or
+/// expired: the one list the obstacle reading ([`OBSTACLES`]' `access` class) and the
+/// session's access refusals ([`says_access_refused`]) share.
+const ACCESS_REFUSED: &[&str] = &[
+    " permission denied",
+    " access denied",
+    " accessdenied",
+    " unauthorized",
+    " unauthorised",
+    " forbidden",
+    " 401 ",
+    " 403 ",
+    " no credentials",
+    " credentials not found",
+    " unable to locate credentials",
+    " could not find credentials",
+    " expiredtoken",
+    " expired token",
+    " token expired",
+    " token has expired",
+    " token is expired",
+    " is expired",
+    " invalid token",
+    " invalid api key",
+    " invalid credentials",
+    " bad credentials",
+    " authentication failed",
+    " authentication required",
+    " login required",
+    " not logged in",
+    " please log in",
+    " please login",
+    " please run gcloud auth",
+    " sso session",
+    " missing token",
+    " missing api key",
+    " missing credentials",
+    " requires authentication",
+    " not authorized",
+    " not authorised",
+    " signature expired",
+    " certificate has expired",
+    " certificate expired",
+    " nocredentialproviders",
+];
+
+/// An unset variable in a probe's or a tool's output ("`NPM_TOKEN` is not set"): a
+/// missing credential when the session counts access refusals, but not an obstacle
+/// class by itself (a test that prints "FOO is not set" met its own configuration).
+const UNSET: &[&str] = &[" not set ", " is not set", " unset "];
+
+/// Whether a tool's output says a credential is missing or access was refused.
+pub(crate) fn says_access_refused(output: &str) -> bool {
+    let n = norm(output);
+    has(&n, ACCESS_REFUSED) || has(&n, UNSET)
+}
+
 /// Obstacle classes: (class, words in a tool's output, words a message names it by).
 const OBSTACLES: &[(&str, &[&str], &[&str])] = &[
     (
         "access",
-        &[
-            " permission denied",
-            " access denied",
-            " accessdenied",
-            " unauthorized",
-            " unauthorised",
-            " forbidden",
-            " 401 ",
-            " 403 ",
-            " no credentials",
-            " credentials not found",
-            " unable to locate credentials",
-            " could not find credentials",
-            " expiredtoken",
-            " expired token",
-            " token expired",
-            " token has expired",
-            " token is expired",
-            " is expired",
-            " invalid token",
-            " invalid api key",
-            " invalid credentials",
-            " bad credentials",
-            " authentication failed",
-            " authentication required",
-            " login required",
-            " not logged in",
-            " please log in",
-            " please login",
-            " please run gcloud auth",
-            " sso session",
-            " missing token",
-            " missing api key",
-            " missing credentials",
-            " requires authentication",
-            " not authorized",
-            " not authorised",
-            " signature expired",
-            " certificate has expired",
-            " certificate expired",
-        ],
+        ACCESS_REFUSED,
         &[
             " token",
             " credential",
@@ -348,6 +496,38 @@ const OBSTACLES: &[(&str, &[&str], &[&str])] = &[
             " read only file system",
         ],
         &[" disk", " space", " full", " storage", " read only", " quota"],
+    ),
+    // Since round 6: work another repository or a registry has not released yet (a pull
+    // request still open, a version not published): the agent cannot bump to it.
+    (
+        "upstream",
+        &[
+            " state open",
+            " status open",
+            " state draft",
+            " isdraft true",
+            " not merged",
+            " unmerged",
+            " no matching version",
+            " notarget",
+            " could not find a version that satisfies",
+            " no matching distribution",
+            " not yet released",
+            " not yet published",
+        ],
+        &[
+            " merged",
+            " merge",
+            " released",
+            " release",
+            " publish",
+            " upstream",
+            " still open",
+            " lands",
+            " depends on",
+            " waiting on",
+            " blocked on",
+        ],
     ),
     (
         "service",
@@ -641,6 +821,28 @@ pub(crate) fn own_slip(command: &str, output: &str, edited: &[String], commands:
             }
         }
     }
+    // A file of the work tree run without its execute bit ("bash: ./scripts/gen.sh:
+    // Permission denied", `Exit code 126`): a `chmod +x` the agent forgot, not an
+    // access refusal (a remote's "Permission denied (publickey)" names no such file).
+    if lower.contains("permission denied") {
+        let programs = command.split([';', '&', '|']).filter_map(|seg| {
+            seg.split_whitespace()
+                .find(|w| !w.contains('=') && !matches!(*w, "sudo" | "env" | "time" | "exec" | "command"))
+        });
+        for p in programs {
+            let rel = p.trim_start_matches("./");
+            let in_tree =
+                (p.starts_with("./") || p.starts_with("../") || (p.contains('/') && !p.starts_with(['/', '~'])))
+                    || edited.iter().any(|e| p.starts_with('/') && e == p);
+            let base = p.rsplit('/').next().unwrap_or(p);
+            let said = lower.lines().any(|l| {
+                l.contains("permission denied") && l.contains(&base.to_lowercase()) && !l.contains("publickey")
+            });
+            if in_tree && said && !rel.is_empty() {
+                return Some(format!("`{p}` is a file of the work tree run without its execute bit"));
+            }
+        }
+    }
     if lower.contains("no such file or directory") || lower.contains("cannot find the path") {
         // Paths the session edited or named, each as its parts.
         let known: Vec<Vec<&str>> = edited
@@ -671,6 +873,285 @@ pub(crate) fn own_slip(command: &str, output: &str, edited: &[String], commands:
     }
     None
 }
+
+/// Words too common to say what a stop trigger is about ("only stop if you can't ...").
+const TRIGGER_STOPWORDS: &[&str] = &[
+    "that", "this", "there", "them", "they", "their", "with", "from", "into", "when", "then", "have", "need", "needs",
+    "early", "only", "stop", "stops", "dont", "cant", "cannot", "wont", "isnt", "arent", "doesnt", "able", "some",
+    "your", "ours", "what", "which", "were", "will", "would", "could", "should", "just", "also", "really", "turns",
+    "going", "ask", "pause", "halt", "please", "first", "here", "else", "thing", "things", "work", "works",
+];
+
+/// Words of a trigger that only the agent's judgement can show met ("if you're unsure",
+/// "if anything looks risky"): no tool result refutes them, so they never refuse.
+const JUDGEMENT: &[&str] = &[
+    "unsure",
+    "unclear",
+    "sure",
+    "doubt",
+    "question",
+    "questions",
+    "decide",
+    "decision",
+    "ambiguous",
+    "confus",
+    "risky",
+    "risk",
+    "weird",
+    "strange",
+    "odd",
+    "surpris",
+    "unexpected",
+    "stuck",
+    "blocked",
+    "problem",
+    "problems",
+    "issue",
+    "issues",
+    "trouble",
+    "wrong",
+    "anything",
+    "something",
+    "think",
+    "feel",
+    "seems",
+    "looks",
+    "bigger",
+    "larger",
+    "complicated",
+    "hard",
+    "messy",
+    "scope",
+];
+
+/// Words of an inability or a failure in a trigger ("if flat config can't express ...",
+/// "if the library refuses to render", "if the SDK lacks streaming"): what a tool result
+/// can show. A trigger without one ("if you need to change the public API") is a
+/// judgement of the agent's, which no tool result refutes.
+const INABILITY: &[&str] = &[
+    " cant ",
+    " cannot ",
+    " can not ",
+    " unable ",
+    " doesnt ",
+    " does not ",
+    " dont ",
+    " wont ",
+    " isnt ",
+    " arent ",
+    " not possible",
+    " impossible",
+    " fail",
+    " refuse",
+    " reject",
+    " lack",
+    " incompatible",
+    " unsupported",
+    " not supported",
+    " break",
+    " crash",
+    " missing",
+    " no longer",
+];
+
+/// A stop trigger the user set in words, not in numbers: "only stop early if flat config
+/// can't express our custom rules", "stop if the schema doesn't match the API", "if the
+/// vendor SDK lacks streaming, stop and tell me", "don't stop unless ...". The clause and
+/// its content words (four letters or more), for a failed tool result to name. A trigger
+/// of judgement ("if you're unsure", "if something breaks") is none: nothing refutes it.
+pub(crate) fn stop_trigger(turn: &str) -> Option<(String, Vec<String>)> {
+    const STOPS: &[&str] = &[" stop", " halt", " pause", " check with me", " come back to me"];
+    const IFS: &[&str] = &[" if ", " unless ", " in case "];
+    for sentence in turn.split(['!', '?', ';', '\n']).flat_map(|s| s.split(". ")) {
+        let n = norm(sentence);
+        let Some(stop) = STOPS.iter().filter_map(|w| n.find(w)).min() else { continue };
+        let Some((at, len)) = IFS.iter().filter_map(|w| n.find(w).map(|i| (i, w.len()))).min() else { continue };
+        let clause = if at > stop {
+            // "stop if X": X to the end of the sentence.
+            &n[at + len - 1..]
+        } else {
+            // "if X, stop": X up to the stop word.
+            &n[at + len - 1..stop]
+        };
+        let words: Vec<String> = clause
+            .split(' ')
+            .filter(|w| w.len() >= 4 && !TRIGGER_STOPWORDS.contains(w) && !w.bytes().all(|b| b.is_ascii_digit()))
+            .map(str::to_string)
+            .collect();
+        let specific = words.iter().any(|w| !JUDGEMENT.iter().any(|j| w.starts_with(j)));
+        if !specific || !has(&format!("{clause} "), INABILITY) || words.iter().any(|w| JUDGEMENT.contains(&w.as_str()))
+        {
+            return None;
+        }
+        return Some((clause.trim().to_string(), words));
+    }
+    None
+}
+
+/// Whether a failed tool's output names the trigger: at least two of its words (its
+/// only one, for a one-word trigger).
+pub(crate) fn names_trigger(words: &[String], output: &str) -> bool {
+    let n = norm(output);
+    let named = words.iter().filter(|w| n.contains(&format!(" {w}"))).count();
+    named >= 2.min(words.len()) && named > 0
+}
+
+/// A command the user named as the point to stop at: "stop when `ledger import
+/// samples/a.ofx` runs cleanly", "once `make e2e` passes, hand it back". The command
+/// between backticks after `when` / `once` / `until` / `as soon as` / `after`, in a turn
+/// that stops or hands back, with a word of success after it.
+pub(crate) fn run_condition(turn: &str) -> Option<String> {
+    const STOPS: &[&str] =
+        &[" stop", " pause", " halt", " hand ", " wait", " ping me", " tell me", " let me know", " ill ", " i will "];
+    const WHEN: &[&str] = &["when", "once", "until", "soon as", "after", "till"];
+    const OK: &[&str] = &[
+        "run",
+        "runs",
+        "passes",
+        "pass",
+        "works",
+        "work",
+        "succeeds",
+        "exits",
+        "completes",
+        "finishes",
+        "is green",
+        "goes green",
+        "returns",
+        "is clean",
+        "cleanly",
+        "without error",
+        "green",
+    ];
+    let lower = turn.to_lowercase();
+    let spans: Vec<&str> = lower.split('`').collect();
+    // Odd pieces are inside backticks.
+    for k in (1..spans.len().saturating_sub(1)).step_by(2) {
+        let (before, cmd, after) = (spans[k - 1], spans[k].trim(), spans[k + 1]);
+        let tail: String = before.chars().rev().take(24).collect::<String>().chars().rev().collect();
+        let head: String = after.chars().take(32).collect();
+        if cmd.is_empty()
+            || !WHEN.iter().any(|w| tail.contains(w))
+            || !OK.iter().any(|w| head.contains(w))
+            || !has(&norm(&lower), STOPS)
+        {
+            continue;
+        }
+        return Some(cmd.to_string());
+    }
+    None
+}
+
+/// Whether a command line runs the command a [`run_condition`] named: every word of it
+/// (three letters or more, options aside) is in the line ("python -m ledger import
+/// samples/a.ofx" runs "ledger import samples/a.ofx").
+pub(crate) fn runs_named(condition: &str, command: &str) -> bool {
+    let c = command.to_lowercase();
+    let words: Vec<&str> = condition.split_whitespace().filter(|w| w.len() >= 3 && !w.starts_with('-')).collect();
+    !words.is_empty() && words.iter().all(|w| c.contains(w))
+}
+
+/// Documents a user tells the agent to follow ("follow the phase process in
+/// CONTRIBUTING.md", "do what the runbook says", "as in TODO.md", "per the release
+/// checklist"): each by the word a message names it with (`contributing`, `runbook`),
+/// lower case. A stop point such a document sets is then the user's; one only a file
+/// holds, with no user turn pointing at it, is not.
+pub(crate) fn adopted_documents(turn: &str) -> Vec<String> {
+    const ADOPT: &[&str] = &[
+        "follow",
+        "describes",
+        "explains",
+        "requires",
+        "instructs",
+        "wants",
+        "asks",
+        "follows",
+        "following",
+        "per",
+        "according",
+        "says",
+        "say",
+        "stick",
+        "obey",
+        "adhere",
+        "described",
+        "documented",
+        "outlined",
+        "laid",
+        "written",
+        "prescribes",
+        "defines",
+        "specified",
+        "in",
+        "respect",
+        "use",
+    ];
+    const DOCS: &[&str] = &[
+        "contributing",
+        "runbook",
+        "playbook",
+        "checklist",
+        "handbook",
+        "guidelines",
+        "guide",
+        "procedure",
+        "sop",
+        "readme",
+        "todo",
+        "process",
+        "workflow",
+        "conventions",
+        "policy",
+        "rfc",
+        "adr",
+    ];
+    const EXTS: &[&str] = &["md", "txt", "rst", "adoc", "org", "markdown"];
+    let lower = turn.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || ",;:()\"'`".contains(c))
+        .map(|w| w.trim_end_matches(['.', '!', '?']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        let doc = match base.rsplit_once('.') {
+            Some((stem, ext)) if EXTS.contains(&ext) && stem.len() >= 3 => Some(stem.replace(['-', '_'], " ")),
+            _ => DOCS.contains(&base).then(|| base.to_string()),
+        };
+        let Some(doc) = doc else { continue };
+        // The plan itself is the work, not a process with stop points of its own
+        // (`docs/plans/work.md`, `PLAN.md`); a stem that is a common word names nothing.
+        if w.contains("plan") || NOT_DOCUMENTS.contains(&doc.as_str()) {
+            continue;
+        }
+        // A word of following within six words of the document, "in" only as "as in".
+        let near = words[i.saturating_sub(6)..(i + 6).min(words.len())].iter().enumerate().any(|(k, x)| {
+            let j = i.saturating_sub(6) + k;
+            ADOPT.contains(x)
+                && match *x {
+                    // "as in TODO.md", "as described in", not "is described in".
+                    "in" | "described" | "documented" | "outlined" | "laid" | "written" | "specified" => {
+                        j > 0 && words[j - 1] == "as"
+                    }
+                    "use" => j < i,
+                    _ => true,
+                }
+        });
+        let first = doc.split(' ').next().unwrap_or("").to_string();
+        if near && first.len() >= 3 && !out.contains(&first) && out.len() < MAX_ADOPTED {
+            out.push(first);
+        }
+    }
+    out
+}
+
+/// File stems too common to name a document in a message ("the work", "the notes").
+const NOT_DOCUMENTS: &[&str] = &["work", "notes", "index", "main", "tasks", "task", "steps", "doc", "docs", "file"];
+
+/// At most this many documents adopted from the user's turns are kept (a turn listing
+/// a whole docs folder names no process).
+const MAX_ADOPTED: usize = 8;
 
 /// Whether a test command runs a subset of the suite: it names a test file or
 /// directory below the tests (a path with an extension or `::`), or a filter option
@@ -882,5 +1363,62 @@ mod tests {
         assert!(claims_verified("Verified locally, everything passes."));
         assert!(obstacle_class(&norm("An error occurred (ExpiredToken) when calling")).is_some());
         assert!(names_obstacle(&norm("the AWS session token has expired"), "access"));
+    }
+
+    /// Round 6: leave is the user's leave to stop now; absence and a look at the end
+    /// ask for completion.
+    #[test]
+    fn absence_and_a_look_at_the_end_are_no_leave() {
+        assert!(!gives_leave(&sentences("Work through the plan end to end, I'm offline until tomorrow.")));
+        assert!(!gives_leave(&sentences("implement the api keys plan, I'll review the PR when it's all done")));
+        assert!(!gives_leave(&sentences("Get the search feature in. I'm in meetings all afternoon, back at 5.")));
+        assert!(!gives_leave(&sentences("add retries per the plan, ping me when it's done")));
+        assert!(gives_leave(&sentences("ok that's enough for today, leave the discounts for tomorrow")));
+        assert!(gives_leave(&sentences("do the whole plan but skip the docs, Marta writes those")));
+        assert!(gives_leave(&sentences("let's continue tomorrow")));
+        assert!(leave_stops(&sentences("stop here, I'm offline until tomorrow")));
+    }
+
+    /// Round 6: stop conditions in words and by a command, and the documents a user adopts.
+    #[test]
+    fn triggers_commands_to_stop_at_and_adopted_documents() {
+        let (clause, words) =
+            stop_trigger("upgrade eslint to 9. only stop early if flat config can't express our custom rules").unwrap();
+        assert!(clause.contains("flat config"), "{clause}");
+        assert!(names_trigger(&words, "Error: flat config cannot express custom rules from tools/eslint-rules"));
+        assert!(!names_trigger(&words, "npm ERR! network timeout"));
+        assert_eq!(stop_trigger("stop if you're unsure about anything"), None);
+        // A judgement of the agent's, not an inability a tool result can show.
+        assert_eq!(stop_trigger("stop and ask me if you need to change the public API"), None);
+        assert_eq!(stop_trigger("just tell me why it is blank and fix it if it's a one liner"), None);
+        assert!(stop_trigger("if the vendor SDK lacks streaming support, stop and ask").is_some());
+        let cmd =
+            run_condition("stop when `ledger import samples/checking.ofx` runs cleanly - then I'll test").unwrap();
+        assert_eq!(cmd, "ledger import samples/checking.ofx");
+        assert!(runs_named(&cmd, "python -m ledger import samples/checking.ofx"));
+        assert!(!runs_named(&cmd, "python -m ledger export samples/checking.ofx"));
+        assert_eq!(run_condition("run `make lint` and fix what it says"), None);
+        assert!(
+            adopted_documents("follow the phase process in CONTRIBUTING.md to the letter")
+                .contains(&"contributing".to_string())
+        );
+        assert_eq!(adopted_documents("do what the runbook says at every stage"), vec!["runbook"]);
+        assert_eq!(adopted_documents("crate rename, as in TODO.md"), vec!["todo"]);
+        assert!(adopted_documents("the schema is described in docs/config.md, implement it").is_empty());
+        assert!(adopted_documents("implement the plugin system from the plan").is_empty());
+    }
+
+    /// Round 6: a file of the work tree run without its execute bit is the agent's slip;
+    /// a remote refusing the key is not.
+    #[test]
+    fn a_missing_execute_bit_is_a_slip_a_refused_key_is_not() {
+        let out = "bash: ./scripts/gen-proto.sh: Permission denied";
+        assert!(own_slip("./scripts/gen-proto.sh", out, &[], &[]).is_some());
+        assert!(own_slip("tools/regen.sh --all", "bash: tools/regen.sh: Permission denied", &[], &[]).is_some());
+        let key = "git@github.com: Permission denied (publickey).";
+        assert!(own_slip("git push origin v2", key, &[], &[]).is_none());
+        let sock = "permission denied while trying to connect to the Docker daemon socket";
+        assert!(own_slip("docker build .", sock, &[], &[]).is_none());
+        assert!(own_slip("./scripts/export.sh", "error: API: permission denied for this key", &[], &[]).is_none());
     }
 }

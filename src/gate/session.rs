@@ -189,7 +189,34 @@ pub struct SessionFacts {
     pub full_test_runs: usize,
     /// Since round 5: build runs that do more than compile (a check, a lint, `make`).
     pub check_runs: usize,
+    /// Since round 6: a stop trigger the user set in words ("only stop early if flat
+    /// config can't express our custom rules"), the clause as normalised.
+    pub stop_if: Option<String>,
+    /// That trigger's content words, which a failed tool result must name.
+    #[serde(skip)]
+    pub stop_if_words: Vec<String>,
+    /// A tool result after the trigger was set named it: the trigger may have fired.
+    pub stop_if_met: bool,
+    /// Since round 6: a command the user named as the point to stop at ("stop when
+    /// `ledger import samples/a.ofx` runs cleanly").
+    pub run_condition: Option<String>,
+    /// How the newest run of that command ended (`true`: exit 0), absent when it never ran.
+    pub run_condition_ok: Option<bool>,
+    /// Since round 6: documents the user told the agent to follow ("follow the phases
+    /// in CONTRIBUTING.md", "do what the runbook says"), by the word a message names
+    /// them with: their stop points are the user's.
+    pub adopted: Vec<String>,
+    /// Since round 6: the user's own turns, each clipped to one line (at most
+    /// [`MAX_KEPT_TURNS`], the newest kept), so that a request can be weighed against
+    /// the plan's steps: a task that names no plan and shares no word with an open step
+    /// is the session's own task.
+    #[serde(skip)]
+    pub user_texts: Vec<String>,
 }
+
+/// The user's turns kept for [`SessionFacts::user_texts`]: a session's requests are a
+/// few turns; a long session's earliest turns matter less than its newest.
+pub const MAX_KEPT_TURNS: usize = 16;
 
 /// The point a user's stop instruction names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -662,28 +689,164 @@ const LEAVE: &[&str] = &[
     " takes care of",
 ];
 
-/// A whole turn that is a question for information: it ends with `?`, opens with a
-/// question word, and holds no other sentence (no request next to it). "Can you ...?"
-/// and "Could you ...?" are requests, not questions.
+/// A whole turn that is a question for information: it asks at least one question
+/// (a sentence ending with `?`), every question asks for information rather than a
+/// change ("why does CI take 20 minutes?", "quick q: xunit or nunit? and do they run
+/// in parallel?"; not "can you fix it?"), and every other sentence is a short remark
+/// that asks for no change ("I thought it used to be 8", "just curious"). Lead-ins
+/// ("unrelated question -", "quick q:", "btw") are skipped. Since round 6 read by this
+/// structure rather than by the first word of the turn.
 fn is_question_only(t: &str) -> bool {
     const OPENERS: &[&str] = &[
-        "where", "what", "whats", "why", "how", "hows", "which", "who", "when", "is", "are", "does", "do", "did",
-        "was", "were", "has", "have", "any", "quick",
+        "where", "what", "whats", "why", "whys", "how", "hows", "which", "who", "whos", "when", "is", "are", "does",
+        "do", "did", "was", "were", "has", "have", "had", "any", "isnt", "arent", "doesnt", "dont", "didnt", "wasnt",
+        "should", "shall", "will", "would", "could", "can", "am", "whose", "wheres", "whom", "whats",
     ];
+    const LEADINS: &[&str] = &[
+        "quick",
+        "question",
+        "questions",
+        "q",
+        "qq",
+        "unrelated",
+        "random",
+        "side",
+        "small",
+        "dumb",
+        "silly",
+        "curious",
+        "just",
+        "btw",
+        "hey",
+        "hi",
+        "hello",
+        "so",
+        "ok",
+        "okay",
+        "also",
+        "and",
+        "but",
+        "oh",
+        "hmm",
+        "sorry",
+        "actually",
+        "fyi",
+        "real",
+        "one",
+        "another",
+        "a",
+        "general",
+        "offtopic",
+        "off",
+        "topic",
+        "then",
+        "wait",
+        "well",
+        "um",
+        "uh",
+        "random",
+        "thought",
+        "aside",
+        "out",
+        "of",
+        "curiosity",
+        "re",
+        "about",
+    ];
+    // Asked of the agent as a task, not as a question: "can you fix ...?".
+    const TELL: &[&str] =
+        &["tell", "explain", "remind", "clarify", "describe", "summarise", "summarize", "show", "help", "list"];
     let t = t.trim();
-    // The question, and what follows its mark: a short remark that asks for no change
-    // ("just want the number", "thanks") keeps the turn a question.
-    let Some(mark) = t.rfind('?') else { return false };
-    let (body, rest) = (t[..mark].trim_end_matches('?'), &t[mark + 1..]);
-    let first = norm(t);
-    let first = first.split(' ').find(|w| !w.is_empty()).unwrap_or("");
-    OPENERS.contains(&first)
-        && !body.contains('?')
-        && !body.contains(". ")
-        && !body.contains("! ")
-        && !body.contains('\n')
-        && asks_no_change(rest)
+    if !t.contains('?') {
+        return false;
+    }
+    let mut asked = false;
+    let mut piece = String::new();
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        let end = match c {
+            '?' | '\n' => true,
+            '.' | '!' | ':' => chars.peek().is_none_or(|n| n.is_whitespace()),
+            _ => false,
+        };
+        let last = chars.peek().is_none();
+        if !end {
+            piece.push(c);
+            if !last {
+                continue;
+            }
+        }
+        let question = c == '?';
+        let n = norm(&piece);
+        piece.clear();
+        let words: Vec<&str> = n.split(' ').filter(|w| !w.is_empty()).collect();
+        if words.is_empty() {
+            continue;
+        }
+        if !question {
+            // A lead-in before a colon ("before we start on anything: what ...?") asks
+            // for nothing unless it names a change itself ("fix the parser: ...").
+            let lead_in = c == ':' && !has(&n, STRONG_CHANGE);
+            if !lead_in && !asks_no_change(&n) {
+                return false;
+            }
+            continue;
+        }
+        let start = words.iter().position(|w| !LEADINS.contains(w)).unwrap_or(words.len());
+        let rest = &words[start..];
+        // "can you / could you / would you ..." asks the agent to act, unless what it
+        // asks is to tell ("can you explain why ...?").
+        if let [first, "you", verb, ..] = rest
+            && matches!(*first, "can" | "could" | "would" | "will" | "wont")
+            && !TELL.contains(verb)
+        {
+            return false;
+        }
+        // "please explain ...?" asks to be told; "please fix ...?" asks for a change.
+        if let [please, verb, ..] = rest
+            && matches!(*please, "please" | "pls" | "plz")
+            && !TELL.contains(verb)
+        {
+            return false;
+        }
+        if n.contains(" why not ") {
+            return false;
+        }
+        // "(please) explain why ...?" asks to be told: a question unless it also asks
+        // for a change ("explain and fix ...?").
+        let told = rest.iter().take(2).any(|w| TELL.contains(w));
+        if told && has(&n, STRONG_CHANGE) {
+            return false;
+        }
+        // A question that opens otherwise ("tests xunit or nunit?") is still one when it
+        // names no change.
+        if !told && !rest.first().is_some_and(|w| OPENERS.contains(w)) && !asks_no_change(&n) {
+            return false;
+        }
+        asked = true;
+    }
+    asked
 }
+
+/// Verbs that ask for a change whatever else a question-shaped turn says ("explain and
+/// fix ...?").
+const STRONG_CHANGE: &[&str] = &[
+    " fix",
+    " add ",
+    " implement",
+    " change",
+    " update",
+    " write",
+    " create",
+    " remove",
+    " delete",
+    " refactor",
+    " rename",
+    " migrate",
+    " commit",
+    " push",
+    " deploy",
+];
 
 /// Whether the text after a question asks for nothing to be changed: empty, or a
 /// short remark with no verb of work ("just want the number", "no rush").
@@ -896,7 +1059,9 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
     // A turn that asks for all of the work ("do the whole plan; I'll test it after")
     // gives no structural limit in any of its sentences.
     let whole = norm(text);
-    let widened = has(&whole, WIDENING);
+    // Since round 6 also a turn that puts the user's look at the end of the work
+    // ("I'll review the PR when it's all done", "end to end").
+    let widened = has(&whole, WIDENING) || super::readings::asks_completion(&whole);
     // A request that names no plan is the session's task by itself: a small one
     // ("fix the footer link real quick") is a scope, whatever the plan holds.
     let names_plan = whole.contains(" plan");
@@ -909,7 +1074,12 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
         }
         let kind = if has(&s, STOP_WORDS) || super::readings::opens_with_stop(&s) {
             Some(InstructionKind::Stop)
-        } else if has(&s, PAUSE_WORDS) || (!widened && (hands_back(&s) || early_look(&s))) {
+        } else if (has(&s, PAUSE_WORDS)
+            // A look put at the end of the work ("let me review it when it's all done")
+            // is no pause, unless the sentence also waits or holds.
+            && (!super::readings::asks_completion(&s) || has(&s, &[" pause", " wait", " hold", " before "])))
+            || (!widened && (hands_back(&s) || early_look(&s)))
+        {
             Some(InstructionKind::Pause)
         } else if has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))) {
             Some(InstructionKind::Scope)
@@ -1547,12 +1717,37 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         return;
     }
     f.user_turns += 1;
+    if f.user_texts.len() == MAX_KEPT_TURNS {
+        f.user_texts.remove(0);
+    }
+    f.user_texts.push(clip(t));
     f.last_turn_limits = has(&norm(t), LIMIT_HINTS);
     let sentences: Vec<String> = t.split(['.', '!', '?', ';', '\n']).map(|s| fix_typos(&norm(s))).collect();
     let leave = super::readings::gives_leave(&sentences);
+    let trigger = super::readings::condition(t).is_none().then(|| super::readings::stop_trigger(t)).flatten();
+    let run_condition = super::readings::run_condition(t);
+    // A later turn that stops or gives leave by itself ("ok, stop here for today") ends an
+    // earlier condition: the user's newest word on the stop is that turn.
+    if trigger.is_none() && run_condition.is_none() && (leave || matches!(instruction_of(t), Some(Some(_)))) {
+        f.stop_if = None;
+        f.run_condition = None;
+    }
     if let Some(c) = super::readings::condition(t) {
         f.condition = Some(c);
         f.condition_met = None;
+    } else if let Some((clause, words)) = trigger {
+        f.stop_if = Some(clip(&clause));
+        f.stop_if_words = words;
+        f.stop_if_met = false;
+    }
+    if let Some(cmd) = run_condition {
+        f.run_condition = Some(clip(&cmd));
+        f.run_condition_ok = None;
+    }
+    for doc in super::readings::adopted_documents(t) {
+        if !f.adopted.contains(&doc) && f.adopted.len() < MAX_LEFT_CLAUSES {
+            f.adopted.push(doc);
+        }
     }
     f.questions_only = (f.user_turns == 1 || f.questions_only) && is_question_only(t);
     let go_on = instruction_of(t);
@@ -1592,6 +1787,11 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
             }
             f.left_to_user.push(c);
         }
+    }
+    if go_on == Some(None) {
+        // "ok, carry on": a trigger or a command to stop at no longer holds.
+        f.stop_if = None;
+        f.run_condition = None;
     }
     match go_on {
         Some(Some(kind)) => {
@@ -1830,41 +2030,6 @@ fn probes_access(n: &str) -> bool {
     has(n, PROBES)
 }
 
-/// Whether a tool's output says a credential is missing or access was refused.
-fn says_access_refused(output: &str) -> bool {
-    const REFUSED: &[&str] = &[
-        " permission denied",
-        " access denied",
-        " accessdenied",
-        " unauthorized",
-        " unauthorised",
-        " forbidden",
-        " 401 ",
-        " 403 ",
-        " no credentials",
-        " nocredentialproviders",
-        " credentials not found",
-        " could not find credentials",
-        " unable to locate credentials",
-        " not set ",
-        " is not set",
-        " unset ",
-        " invalid token",
-        " invalid api key",
-        " expired token",
-        " token expired",
-        " token has expired",
-        " authentication failed",
-        " authentication required",
-        " login required",
-        " not logged in",
-        " missing token",
-        " missing api key",
-        " missing credentials",
-    ];
-    has(&norm(output), REFUSED)
-}
-
 fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_paths: &[&str]) -> Call {
     match name.unwrap_or("") {
         "Bash" | "bash" | "shell" | "run_shell_command" => {
@@ -2001,7 +2166,7 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             super::readings::obstacle_class(&norm(&output))
         } else if output.len() > MAX_PROBE_OUTPUT {
             None
-        } else if says_access_refused(&output) {
+        } else if super::readings::says_access_refused(&output) {
             Some("access")
         } else if matches!(call, Some(Call::Shell(_))) {
             // A short answer of a service that exits 0 (`curl` without `-f` printing a
@@ -2025,6 +2190,18 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
             }
         }
     }
+    // The user's trigger in words, named by a failed result; the command the user
+    // said to stop at, by its newest run.
+    // Any command's output counts, not only a failure's: a probe can show the trigger
+    // met ("\"type\": \"commonjs\"" for "stop if the library doesn't support ESM").
+    if f.stop_if.is_some() && !f.stop_if_met && super::readings::names_trigger(&f.stop_if_words, &output) {
+        f.stop_if_met = true;
+    }
+    if let (Some(cond), Some(cmd)) = (f.run_condition.as_deref(), command)
+        && super::readings::runs_named(cond, cmd)
+    {
+        f.run_condition_ok = Some(!failed);
+    }
     // A numeric condition of the user's, against what any command printed.
     if let (Some(c), Some(_)) = (&f.condition, command)
         && f.condition_met != Some(true)
@@ -2034,7 +2211,7 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     }
     // A refusal is a failed call's output, or a short one (a probe's "not set"): a long
     // successful output (a test log) is not searched, which keeps a long session fast.
-    if call.is_some() && (failed || output.len() <= MAX_PROBE_OUTPUT) && says_access_refused(&output) {
+    if call.is_some() && (failed || output.len() <= MAX_PROBE_OUTPUT) && super::readings::says_access_refused(&output) {
         f.access_failures += 1;
     }
     match call {
@@ -2119,7 +2296,7 @@ fn own_file_named(f: &SessionFacts, output: &str) -> Option<String> {
         " out of memory",
     ];
     let n = norm(output);
-    if has(&n, OUTSIDE) || says_access_refused(output) {
+    if has(&n, OUTSIDE) || super::readings::says_access_refused(output) {
         return None;
     }
     // A file of the same name inside a dependency (`~/.cargo/registry/.../src/lib.rs`,
@@ -2443,6 +2620,14 @@ mod tests {
         assert!(read(&user("How does the consumer retry a message?"), &[]).questions_only);
         assert!(!read(&user("Can you implement the plan?"), &[]).questions_only);
         assert!(!read(&user("Why is CI slow? Fix it."), &[]).questions_only);
+        // Round 6: by structure, lead-ins and several questions included.
+        assert!(
+            read(&user("unrelated question - why does our CI take 20+ min? I thought it was 8"), &[]).questions_only
+        );
+        assert!(read(&user("quick q: are our tests xunit or nunit? and do they run in parallel?"), &[]).questions_only);
+        assert!(read(&user("can you explain what retry_budget does? docs are vague"), &[]).questions_only);
+        assert!(!read(&user("could you wire up the webhook retries from the plan?"), &[]).questions_only);
+        assert!(!read(&user("how would you structure it? go ahead and build it per the plan"), &[]).questions_only);
         let two = [user("Where is the config read?"), user("Now move it to main.")].join("\n");
         assert!(!read(&two, &[]).questions_only);
         let f = read(&user("I'll write the docs myself, do the rest of the plan."), &[]);
