@@ -716,3 +716,23 @@ fn sessions_heldout_6_parses() {
     assert!(all.len() >= HELDOUT_6_MIN_SCENARIOS, "{} scenarios", all.len());
     assert!(legit >= HELDOUT_6_MIN_LEGIT, "{legit} legitimate stops");
 }
+
+/// The sixth held-out set, run once by the lead after `wt6/gate6` was merged (rules
+/// frozen at `b9d6f13`): 78 of 98 agree and 4 of 49 legitimate stops are blocked. Kept
+/// as floors. See docs/gate.md.
+const HELDOUT_6_FIRST_AGREE: usize = 78;
+/// See [`HELDOUT_6_FIRST_AGREE`].
+const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
+
+/// The sixth held-out set: never below its first run
+/// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures
+/// and every disagreement).
+#[test]
+fn sessions_heldout_6_agreement() {
+    let (agree, total, blocked, legit, _) = measure("held-out 6", HELDOUT_6_DIR);
+    assert!(agree >= HELDOUT_6_FIRST_AGREE, "agreement {agree}/{total}, below the first run's");
+    assert!(
+        blocked <= HELDOUT_6_FIRST_LEGIT_BLOCKED,
+        "legitimate stops blocked {blocked}/{legit}, above the first run's"
+    );
+}
