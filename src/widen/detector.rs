@@ -306,6 +306,28 @@ fn leaving_out<G: Grammar>(
     blocks_are_bodies(g, &tree, left).then_some(tree)
 }
 
+/// `src` parsed for a pass that reads no function body (the Rust declared constraints,
+/// [`rust_decl`]): every function body's inside left out of the parse where the tree
+/// shows the texts left out to be bodies ([`blocks_are_bodies`]), else parsed whole;
+/// `None` when it does not parse cleanly. Comments stay (such a pass may read them as
+/// items). With the window off (`PREMERGE_SCAN_WINDOW=0`, the reference parse) always
+/// whole. A pass beside the detector parsed each version whole; most of a source file
+/// is bodies (jj `HEAD~300`: 11.6% of the scan's CPU was that parse, issue 30 part 5).
+pub(in crate::widen) fn without_bodies<G: Grammar>(g: &G, path: &str, src: &str, window: bool) -> Option<Tree> {
+    let lang = g.grammar(path);
+    if window && let Some(e) = g.elide(path) {
+        // Every body, whatever it holds: the pass never reads one.
+        let every = elide::Elision { triggers: |_| false, ..e };
+        if let Some(left) = elide::whole(&every, src).map(|left| elide::Elided { comments: Vec::new(), ..left })
+            && let Some(tree) = leaving_out(g, &lang, src, std::slice::from_ref(&(0..src.len())), &left)
+        {
+            return Some(tree);
+        }
+    }
+    let tree = syntax::with_parser(&lang, |p| p.parse(src, None)).flatten()?;
+    (!tree.root_node().has_error()).then_some(tree)
+}
+
 /// Both inventories, each version parsed and walked whole on its own thread: for a
 /// rewritten file, where an incremental parse would reuse little.
 pub(in crate::widen) fn side_by_side<G: Grammar>(
@@ -605,7 +627,10 @@ pub(crate) fn run_known(
     caught(lang, path, || match lang {
         Language::Rust => {
             let found = run_with(&rust::RustDetector, path, before, after, parse, known)?;
-            let found = also(found, rust_decl::may_hold(before, after).then(|| rust_decl::detect(before, after)))?;
+            let found = also(
+                found,
+                rust_decl::may_hold(before, after).then(|| rust_decl::detect_with(before, after, parse.window)),
+            )?;
             also(found, rust_diesel::may_hold(before, after).then(|| rust_diesel::detect(before, after)))
         }
         Language::Typescript | Language::Javascript => {

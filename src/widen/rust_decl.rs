@@ -67,14 +67,25 @@ pub(crate) fn may_hold(before: &str, after: &str) -> bool {
 
 /// The findings of a Rust file. A version that does not parse gives none (the Rust
 /// detector reports the error).
+#[cfg(test)]
 pub(crate) fn detect(before: &str, after: &str) -> Result<Vec<RawFinding>, DetectError> {
+    detect_with(before, after, true)
+}
+
+/// [`detect`], each version parsed without its function bodies (which the pass never
+/// reads: [`super::detector::without_bodies`]) unless `window` is off (the reference
+/// parse, every version whole). A syntax error inside a body left out then no longer
+/// hides the file's findings, as with the Rust detector's own elided parse.
+pub(crate) fn detect_with(before: &str, after: &str, window: bool) -> Result<Vec<RawFinding>, DetectError> {
     if !may_hold(before, after) {
         return Ok(Vec::new());
     }
-    let lang: tree_sitter::Language = tree_sitter_rust::LANGUAGE.into();
-    let Some((old, new)) = super::syntax::both_versions(&lang, before, after, fields) else {
-        return Ok(Vec::new());
+    let read = |src: &str| {
+        let tree = super::detector::without_bodies(&super::rust::RustDetector, "a.rs", src, window)?;
+        Some(fields(tree.root_node(), src))
     };
+    let Some(old) = read(before) else { return Ok(Vec::new()) };
+    let Some(new) = read(after) else { return Ok(Vec::new()) };
     Ok(compare(&old, &new))
 }
 
@@ -310,6 +321,47 @@ mod tests {
         let before = "#[derive(Deserialize)]\nstruct A {\n    #[validate(length(max = 64), regex(path = *RE))]\n    a: String,\n    #[serde(rename = \"default\")]\n    b: String,\n    #[validate(email)]\n    c: String,\n}\n";
         let after = "#[derive(Deserialize)]\nstruct A {\n    #[validate(length(min = 1, max = 32), regex(path = *OTHER_RE))]\n    a: String,\n    #[serde(rename = \"default\", alias = \"bee\")]\n    b: String,\n    #[validate(custom(function = \"check_mail\"))]\n    c: String,\n}\n";
         assert_eq!(found(before, after), []);
+    }
+
+    /// The pass reads no function body, so leaving every body out of its parse changes
+    /// none of its findings: on every Rust fixture, and on a file whose structs stand
+    /// between functions with braces in strings, structs inside bodies (never read), a
+    /// test module's struct of the same name as another's (the later one wins, both
+    /// ways) and comments between a field's attributes and the field (read as items
+    /// either way: the parse keeps comments).
+    #[test]
+    fn bodies_left_out_change_no_finding() {
+        let mut pairs: Vec<(String, String)> =
+            crate::widen::testing::pairs("rust-", &["rs"]).into_iter().map(|(_, b, a)| (b, a)).collect();
+        let file = |limit: &str, default: &str| {
+            format!(
+                "use serde::Deserialize;\nfn f() -> &'static str {{\n    struct Inner {{ a: u8 }}\n    \"}} {{\"\n}}\n\
+                 #[derive(Deserialize)]\npub struct Config {{\n    #[validate(length(max = {limit}))]\n    pub name: String,\n    \
+                 {default}\n    // why\n    pub size: u8,\n}}\nimpl Config {{\n    pub fn g(&self) -> u8 {{ match self.size {{ 0 => {{ 1 }} _ => 2 }} }}\n}}\n\
+                 #[cfg(test)]\nmod tests {{\n    #[derive(serde::Deserialize)]\n    struct Config {{\n        {default}\n        kind: u8,\n    }}\n    \
+                 #[test]\n    fn t() {{ assert!(true); }}\n}}\n"
+            )
+        };
+        pairs.push((file("64", ""), file("256", "#[serde(default)]")));
+        pairs.push((file("64", "#[serde(default)]"), file("64", "")));
+        let lang: tree_sitter::Language = tree_sitter_rust::LANGUAGE.into();
+        let nodes = |tree: Option<tree_sitter::Tree>| tree.map_or(0, |t| t.root_node().descendant_count());
+        let mut left_out = 0;
+        for (before, after) in &pairs {
+            assert_eq!(detect_with(before, after, true), detect_with(before, after, false), "{before}\n---\n{after}");
+            for src in [before, after] {
+                let light =
+                    super::super::detector::without_bodies(&super::super::rust::RustDetector, "a.rs", src, true);
+                let whole = crate::widen::syntax::with_parser(&lang, |p| p.parse(src.as_str(), None)).flatten();
+                left_out += usize::from(light.is_some() && nodes(light) < nodes(whole));
+            }
+        }
+        assert!(left_out > 20, "versions parsed with bodies left out: {left_out}");
+        let got = found(&pairs[pairs.len() - 2].0, &pairs[pairs.len() - 2].1);
+        crate::widen::testing::assert_found(
+            &got,
+            &[(RuleId::RustValidateBoundLoosened, "Config.name"), (RuleId::RustSerdeDefaultAdded, "Config.kind")],
+        );
     }
 
     #[test]
