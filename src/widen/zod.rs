@@ -419,54 +419,8 @@ impl Inventory {
             .map(|(symbol, node)| (symbol.clone(), *node, false))
             .collect();
         inv.read_all(unique, src, &names, &mut covered);
-        inv.resolve_bounds(root, src);
+        checks::resolve_bounds(&mut inv.slots, &mut inv.numbers, root, src);
         inv
-    }
-
-    /// Reads the file's top-level numeric constants and gives each bound written with
-    /// one (`.max(MAX_LENGTH)`, `const MAX_LENGTH = 3000;`) that constant's value, so
-    /// that raising the constant is judged as raising the bound. A constant declared
-    /// twice, with `let`, or as anything but a number literal, stays unread (only the
-    /// bound's removal is judged).
-    fn resolve_bounds(&mut self, root: Node, src: &str) {
-        let consts = &mut self.numbers;
-        for child in named_children(root) {
-            let decl = match kind_of(child) {
-                "export_statement" => field(child, "declaration"),
-                _ => Some(child),
-            };
-            let Some(decl) = decl.filter(|d| kind_of(*d) == "lexical_declaration") else { continue };
-            // Only `const`: a `let` may be reassigned before the schema reads it.
-            if !text(decl, src).starts_with("const") {
-                continue;
-            }
-            for (name, value) in declarators(decl, src) {
-                let v = number_literal(&compact(text(strip_parens(value), src)));
-                if v.is_nan() {
-                    continue;
-                }
-                let twice = consts.contains_key(&name);
-                consts.insert(name, (!twice).then_some(v));
-            }
-        }
-        let consts = &self.numbers;
-        for slot in self.slots.values_mut() {
-            let (lower, upper) = slot.bound_names.clone();
-            let mut shown = BTreeSet::new();
-            for (name, bound) in [(lower, &mut slot.lower), (upper, &mut slot.upper)] {
-                if let (Some(name), Some(b)) = (name, bound.as_mut())
-                    && let Some(Some(v)) = consts.get(&name)
-                {
-                    b.value = *v;
-                    shown.insert(format!("{name} = {v}"));
-                }
-            }
-            // The value beside the chain: the chain reads the same in both versions.
-            if !shown.is_empty() {
-                let values: Vec<String> = shown.into_iter().collect();
-                slot.text = cap(&format!("{} ({})", slot.text, values.join(", ")), MAX_RENDER);
-            }
-        }
     }
 
     /// Reads each schema of `stack` and the property schemas under it, recording the
