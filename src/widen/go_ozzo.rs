@@ -5,7 +5,8 @@
 //! `NilOrNotEmpty`, `Nil`, `Empty`, conditional with `.When(...)`, or `Skip` added), a
 //! bound (`Length`, `RuneLength`, `Min`, `Max`, `.Exclusive()`) loosened, `In(...)`
 //! gaining values or removed, and any other rule (`is.Email`, `Match(...)`, `By(...)`,
-//! `NotIn(...)`) removed with none added in its place. A `Field(...)` taken out of a
+//! `NotIn(...)`) removed with none added in its place, or an `is` rule replaced by a
+//! weaker one of its family (`is.Email` by `is.EmailFormat`). A `Field(...)` taken out of a
 //! `ValidateStruct` that stays, while the file's struct still declares the field, has
 //! lost every rule it had.
 //!
@@ -17,7 +18,7 @@
 //! message and are left out. The walk over the tree is iterative (an explicit stack).
 //!
 //! Not findings: a struct or field removed, a rule rewritten (another in its place:
-//! what it admits cannot be told), a bound given by a constant changed (judged only
+//! what it admits cannot be told, unless both are `is` rules of one family), a bound given by a constant changed (judged only
 //! when removed), narrowing and formatting.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,7 +63,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::GoOzzoRuleRemoved,
         languages: GO,
         family: Family::CheckRemoved,
-        description: "An ozzo-validation rule other than `Required`, a bound or `In` (`is.Email`, `validation.Match(...)`, `validation.By(...)`, `NotIn`...) is removed from a field with no other rule added to it.",
+        description: "An ozzo-validation rule other than `Required`, a bound or `In` (`is.Email`, `validation.Match(...)`, `validation.By(...)`, `NotIn`...) is removed from a field with no other rule added to it, or replaced by a weaker rule of the same family (`is.Email` by `is.EmailFormat`, which skips the mail-server lookup; `is.Host` by `is.URL`; `is.UUIDv4` by `is.UUID`; `is.Alpha` by `is.UTFLetter`...).",
         severity: Severity::Medium,
         message: "{symbol} is no longer checked by `{before}`: the field's rules became `{after}`",
         invariant: "Validated values passed the removed rule, so code using them could rely on their form.",
@@ -74,6 +75,35 @@ const MAX_RENDER: usize = 160;
 
 /// The import path's mark: `github.com/go-ozzo/ozzo-validation` (and `/v4`, `/is`).
 const IMPORT: &str = "ozzo-validation";
+
+/// Rules of the `is` subpackage replaced by a weaker one of the same family: every
+/// value the first admits, the second admits too, and more. `Email` looks the
+/// domain's mail server up where `EmailFormat` only reads the text; a host name is a
+/// URL without a scheme (`URL` takes a path and a query too); the versioned UUIDs,
+/// the IP versions and the ISBN lengths are each one case of the general rule; ASCII
+/// letters and digits are cases of their Unicode classes, and of letters-or-digits;
+/// an integer is a float, a DNS name a host.
+const WEAKER_IS: &[(&str, &str)] = &[
+    ("Email", "EmailFormat"),
+    ("Host", "URL"),
+    ("DNSName", "Host"),
+    ("DNSName", "URL"),
+    ("UUIDv3", "UUID"),
+    ("UUIDv4", "UUID"),
+    ("UUIDv5", "UUID"),
+    ("IPv4", "IP"),
+    ("IPv6", "IP"),
+    ("ISBN10", "ISBN"),
+    ("ISBN13", "ISBN"),
+    ("Int", "Float"),
+    ("Alpha", "Alphanumeric"),
+    ("Digit", "Alphanumeric"),
+    ("Alpha", "UTFLetter"),
+    ("Digit", "UTFDigit"),
+    ("Digit", "UTFNumeric"),
+    ("Alphanumeric", "UTFLetterNumeric"),
+    ("UTFLetter", "UTFLetterNumeric"),
+];
 
 /// Rule methods that change only the error a rule reports.
 const MESSAGE_ONLY: &[&str] = &[".Error(", ".ErrorObject("];
@@ -110,6 +140,8 @@ struct Rules {
     members: Option<BTreeSet<String>>,
     /// Every other rule: compacted text to text on one line.
     checks: BTreeMap<String, String>,
+    /// The `is` rules among `checks`: rule name (`Email`) to its key there.
+    is_rules: BTreeMap<String, String>,
 }
 
 /// One version: each validated field's rules, the owners validated, and the fields
@@ -164,7 +196,7 @@ fn selector<'s>(node: Node, src: &'s str, packages: &BTreeSet<String>) -> Option
 
 fn inventory(root: Node, src: &str) -> Inventory {
     let mut inv = Inventory::default();
-    let (main, _is) = package_names(root, src);
+    let (main, is) = package_names(root, src);
     if main.is_empty() {
         return inv;
     }
@@ -200,7 +232,7 @@ fn inventory(root: Node, src: &str) -> Inventory {
                         let symbol = format!("{owner}.{name}");
                         *seen.entry(symbol.clone()).or_default() += 1;
                         inv.owners.insert(owner);
-                        inv.fields.insert(symbol, read_rules(rules, line(n), src, &main));
+                        inv.fields.insert(symbol, read_rules(rules, line(n), src, (&main, &is)));
                     }
                 }
             }
@@ -256,7 +288,9 @@ fn without_message(rule: &str) -> &str {
     MESSAGE_ONLY.iter().filter_map(|m| rule.find(m)).min().map_or(rule, |at| &rule[..at])
 }
 
-fn read_rules(rules: &[Node], line: u32, src: &str, main: &BTreeSet<String>) -> Rules {
+/// `packages`: the names ozzo-validation and its `is` subpackage are imported under.
+fn read_rules(rules: &[Node], line: u32, src: &str, packages: (&BTreeSet<String>, &BTreeSet<String>)) -> Rules {
+    let (main, is) = packages;
     let shown = rules.iter().map(|r| collapse_whitespace(text(*r, src))).collect::<Vec<_>>().join(", ");
     let mut out = Rules { line, shown: cap(&shown, MAX_RENDER), ..Rules::default() };
     for rule in rules {
@@ -292,6 +326,9 @@ fn read_rules(rules: &[Node], line: u32, src: &str, main: &BTreeSet<String>) -> 
                 out.members = Some(inside.split(',').filter(|m| !m.is_empty()).map(str::to_string).collect());
             }
             _ => {
+                if is.contains(package) && key == head {
+                    out.is_rules.insert(name.to_string(), key.clone());
+                }
                 out.checks.insert(key.clone(), collapse_whitespace(text(*rule, src)));
             }
         }
@@ -351,10 +388,22 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
         let added = a.checks.keys().any(|k| !b.checks.contains_key(k));
         if let (Some((_, gone)), false) = (b.checks.iter().find(|(k, _)| !a.checks.contains_key(*k)), added) {
             push(RuleId::GoOzzoRuleRemoved, gone, &a.shown);
+        } else if let Some(gone) = weakened_is_rule(b, a) {
+            push(RuleId::GoOzzoRuleRemoved, gone, &a.shown);
         }
     }
     out.sort();
     out
+}
+
+/// An `is` rule of the old version replaced by a weaker one of its family
+/// (`is.Email` by `is.EmailFormat`, `WEAKER_IS`): the old rule's text.
+fn weakened_is_rule<'r>(old: &'r Rules, new: &Rules) -> Option<&'r str> {
+    WEAKER_IS.iter().find_map(|(strong, weak)| {
+        let key = old.is_rules.get(*strong)?;
+        let replaced = !new.is_rules.contains_key(*strong) && new.is_rules.contains_key(*weak);
+        (replaced && !old.is_rules.contains_key(*weak)).then(|| old.checks.get(key).map(String::as_str)).flatten()
+    })
 }
 
 #[cfg(test)]
@@ -392,12 +441,33 @@ mod tests {
     #[test]
     fn narrowing_messages_and_rewritten_rules_are_not_findings() {
         let before = version(
-            "\t\tvalidation.Field(&s.Name, validation.Required, validation.Length(1, 64)),\n\t\tvalidation.Field(&s.Email, is.Email),\n\t\tvalidation.Field(&s.Plan, validation.In(\"free\", \"pro\")),",
+            "\t\tvalidation.Field(&s.Name, validation.Required, validation.Length(1, 64)),\n\t\tvalidation.Field(&s.Email, is.EmailFormat),\n\t\tvalidation.Field(&s.Plan, validation.In(\"free\", \"pro\")),\n\t\tvalidation.Field(&s.Code, is.UUID),",
         );
+        // A rule of the same family made stricter (`EmailFormat` to `Email`, `UUID`
+        // to `UUIDv4`) and a rule swapped for an unrelated one are not loosenings.
         let after = version(
-            "\t\tvalidation.Field(&s.Name, validation.Required.Error(\"name is required\"), validation.Length(2, 32)),\n\t\tvalidation.Field(&s.Email, is.EmailFormat),\n\t\tvalidation.Field(&s.Plan, validation.In(\"free\")),",
+            "\t\tvalidation.Field(&s.Name, validation.Required.Error(\"name is required\"), validation.Length(2, 32)),\n\t\tvalidation.Field(&s.Email, is.Email),\n\t\tvalidation.Field(&s.Plan, validation.In(\"free\")),\n\t\tvalidation.Field(&s.Code, is.UUIDv4),",
         );
         assert_eq!(found(&before, &after), []);
+        let before = version("\t\tvalidation.Field(&s.Email, is.Email),\n\t\tvalidation.Field(&s.Code, is.Digit),");
+        let after = version("\t\tvalidation.Field(&s.Email, is.URL),\n\t\tvalidation.Field(&s.Code, is.Alpha),");
+        assert_eq!(found(&before, &after), []);
+    }
+
+    #[test]
+    fn a_weaker_rule_of_the_same_family_is_a_loosening() {
+        let before = version(
+            "\t\tvalidation.Field(&s.Email, validation.Required, is.Email, validation.By(unique)),\n\t\tvalidation.Field(&s.Code, is.Host),\n\t\tvalidation.Field(&s.Name, is.Alpha),",
+        );
+        let after = version(
+            "\t\tvalidation.Field(&s.Email, validation.Required, is.EmailFormat, validation.By(unique)),\n\t\tvalidation.Field(&s.Code, is.URL.Error(\"bad\")),\n\t\tvalidation.Field(&s.Name, is.UTFLetter),",
+        );
+        let want = [
+            (RuleId::GoOzzoRuleRemoved, "Signup.Code"),
+            (RuleId::GoOzzoRuleRemoved, "Signup.Email"),
+            (RuleId::GoOzzoRuleRemoved, "Signup.Name"),
+        ];
+        crate::widen::testing::assert_found(&found(&before, &after), &want);
     }
 
     #[test]

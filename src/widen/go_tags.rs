@@ -1,8 +1,9 @@
 //! Go struct tags read by validators: go-playground's `validate:"required,max=64"` and
 //! gin's `binding:"required"`, per struct field (`CreateUser.Name`, a field of an
 //! anonymous struct inside it `Request.Body.Name`), compared between the two versions
-//! of a file: `required` removed (or `omitempty` added), a bound (`min`, `max`, `len`,
-//! `gt`, `gte`, `lt`, `lte`) lowered, raised or removed, `oneof` gaining values, and any
+//! of a file: `required` removed (or `omitempty` added as the first rule, the only
+//! place the validator reads it), a bound (`min`, `max`, `len`, `gt`, `gte`, `lt`,
+//! `lte`) lowered, raised or removed, `oneof` (or `eq=a|eq=b`) gaining values, and any
 //! other check (`email`, `uuid`, `alphanum`...) removed with none added in its place.
 //!
 //! A pass of its own beside the Go detector, run only where both versions hold
@@ -31,7 +32,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::GoTagRequiredRemoved,
         languages: GO,
         family: Family::Optionality,
-        description: "A struct field's `validate` or `binding` tag no longer requires a value: `required` removed (or the tag with it), or `omitempty` added.",
+        description: "A struct field's `validate` or `binding` tag no longer requires a value: `required` removed (or the tag with it), or `omitempty` added or moved to the front (the validator reads it only as the first rule).",
         severity: Severity::High,
         message: "{symbol} may now be empty: tag `{before}` became `{after}`",
         invariant: "Validated input always carried a non-zero value for this field.",
@@ -49,7 +50,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::GoTagOneofWidened,
         languages: GO,
         family: Family::EnumErasure,
-        description: "A `validate` or `binding` tag's `oneof=...` gains values or is removed.",
+        description: "A `validate` or `binding` tag's `oneof=...` (or a rule of `eq=` alternatives, `eq=a|eq=b`) gains values or is removed.",
         severity: Severity::High,
         message: "{symbol} accepts values outside its old set: tag `{before}` became `{after}`",
         invariant: "The validated value was one of a closed set, so every consumer could handle each case.",
@@ -270,12 +271,19 @@ fn read_tag(tag: &str, line: u32) -> Field {
                 }
             }
         }
-        for rule in value.split(',').map(str::trim).take_while(|r| *r != "dive") {
+        for (at, rule) in value.split(',').map(str::trim).take_while(|r| *r != "dive").enumerate() {
+            // `eq=a|eq=b`: one of a closed set, as `oneof=a b` is.
+            if let Some(set) = eq_alternatives(rule) {
+                f.oneof = Some(set);
+                continue;
+            }
             let (name, arg) = rule.split_once('=').unwrap_or((rule, ""));
             let number = || Some(Bound { value: arg.trim().parse().unwrap_or(f64::NAN), exclusive: false });
             match name {
                 "required" => f.required = true,
-                "omitempty" => f.omitempty = true,
+                // The validator reads `omitempty` only as a field's first rule: written
+                // after others, an empty value still meets every rule.
+                "omitempty" => f.omitempty |= at == 0,
                 "min" | "gte" => f.lower = number(),
                 "gt" => f.lower = number().map(|b| Bound { exclusive: true, ..b }),
                 "max" | "lte" => f.upper = number(),
@@ -290,6 +298,15 @@ fn read_tag(tag: &str, line: u32) -> Field {
         }
     }
     f
+}
+
+/// The values of a rule made only of `eq=` alternatives (`eq=nick|eq=theme`): the
+/// closed set it admits.
+fn eq_alternatives(rule: &str) -> Option<BTreeSet<String>> {
+    if !rule.contains('|') {
+        return None;
+    }
+    rule.split('|').map(|alt| alt.trim().strip_prefix("eq=").map(str::to_string)).collect()
 }
 
 /// Whether `new` admits a value below (`lower`) or above the old bound.
@@ -436,6 +453,19 @@ mod tests {
         );
         assert_eq!(rules(r#"validate:"max=128""#, r#"validate:"required,max=64""#), []);
         assert_eq!(rules(r#"validate:"oneof=a b""#, r#"validate:"oneof=a b c""#), [RuleId::GoTagOneofWidened]);
+        assert_eq!(
+            rules(r#"binding:"required,eq=a|eq=b""#, r#"binding:"required,eq=a|eq=b|eq=c""#),
+            [RuleId::GoTagOneofWidened]
+        );
+        assert_eq!(rules(r#"binding:"eq=a|eq=b|eq=c""#, r#"binding:"eq=a|eq=c""#), []);
+        assert_eq!(rules(r#"binding:"eq=a|eq=b""#, r#"binding:"eq=a|ne=b""#), [RuleId::GoTagOneofWidened]);
+        // `omitempty` counts as the first rule only: moved to the front it skips the
+        // others for an empty value; written last it never did.
+        assert_eq!(
+            rules(r#"binding:"max=32,alphanum,omitempty""#, r#"binding:"omitempty,max=32,alphanum""#),
+            [RuleId::GoTagRequiredRemoved]
+        );
+        assert_eq!(rules(r#"binding:"omitempty,max=32,alphanum""#, r#"binding:"max=32,alphanum,omitempty""#), []);
         assert_eq!(rules(r#"validate:"email""#, r#"validate:"url""#), []);
         // Taken out of the input, moved to another validator's key, or `omitempty`
         // added where an empty value passed already: nothing loosened.

@@ -5,12 +5,15 @@
 //! versions of a file.
 //!
 //! A pass of its own beside the Python detector, run only where both versions mention
-//! `django` or `models.` (a substring test), or where an added file holds a migration
+//! `django`, `models.` or `rest_framework` (a substring test), or where an added file holds a migration
 //! operation this pass judges ([`added_may_fire`]). A model is a class deriving
 //! `models.Model` (or `Model`, Django's abstract user classes), or a class of the same
 //! file that is a model; a form is a class deriving `forms.Form` or `forms.ModelForm`
 //! (or a form of the same file), read like a model (its fields add `required=False`,
-//! `min_value`/`max_value`, `min_length`). Symbols are `Model.field` (a migration's lower-case
+//! `min_value`/`max_value`, `min_length`). A class deriving any base named `...Form`
+//! or `...Serializer` (a project's import form, a REST framework serializer) is read
+//! the same way, whatever builds its fields; a serializer's fields add `allow_null`
+//! and `allow_blank`, and a nested serializer is one of its fields. Symbols are `Model.field` (a migration's lower-case
 //! `model_name` is spelt as the `CreateModel` of the same file names it, when there is
 //! one) and `Model` for a `Meta` constraint.
 //!
@@ -50,7 +53,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyDjangoNullAllowed,
         languages: PY,
         family: Family::Optionality,
-        description: "A Django model or form field accepts an empty value it refused: `null=True` or `blank=True` added (in a model, or in a migration's `AlterField`), or `required=False` added to a form field; `AddField(null=True)` is not a loosening.",
+        description: "A Django model or form field accepts an empty value it refused: `null=True` or `blank=True` added (in a model, or in a migration's `AlterField`), or `required=False` added to a form field or a REST framework serializer field (or `allow_null=True`/`allow_blank=True` added to the latter); `AddField(null=True)` is not a loosening.",
         severity: Severity::High,
         message: "{symbol} may now be empty: `{before}` became `{after}`",
         invariant: "Every stored row had a value for this field, so code reading it never handled None or an empty string.",
@@ -88,6 +91,16 @@ pub(crate) const RULES: &[RuleDef] = &[
 /// the same bounds, validators and choices, checked on every submission).
 const BASES: &[&str] = &["Model", "AbstractUser", "AbstractBaseUser", "Form", "ModelForm"];
 
+/// Whether a base names a form or a Django REST framework serializer of any module
+/// (`NetBoxModelImportForm`, `serializers.ModelSerializer`): such a class's fields
+/// are input rules whatever constructor builds them (`CSVChoiceField(...)`, a nested
+/// `ProviderSerializer(...)`), so they are read even when none is written
+/// `forms.`-qualified.
+fn is_input_base(base: &str) -> bool {
+    let last = py_decl::last_segment(base);
+    (last.ends_with("Form") || last.ends_with("Serializer")) && !last.ends_with("Field")
+}
+
 /// Field types that check their value's shape (a form's `URLField` refuses what is no
 /// URL, a model's `EmailField` validates as an e-mail address): replaced by one of
 /// [`LAX_TYPES`], the check is gone.
@@ -121,7 +134,9 @@ const MAX_RENDER: usize = 160;
 const ADDED_OPERATIONS: &[&str] = &["RemoveConstraint", "AlterUniqueTogether", "AlterField"];
 
 fn mentions(s: &str) -> bool {
-    py_decl::both_mention(s, s, &["django", "models."])
+    // A REST framework serializer module may name neither (`from rest_framework
+    // import serializers`).
+    py_decl::both_mention(s, s, &["django", "models.", "rest_framework"])
 }
 
 /// Whether both versions may hold a Django model or migration (the pass's prefilter);
@@ -270,12 +285,17 @@ impl Inventory {
         for c in &classes {
             // A project's own base (`class Issue(ProjectBaseModel)`, defined in another
             // module) is known by what the class declares: a `models.`/`forms.` field.
+            let input = c.bases.iter().any(|b| is_input_base(b));
             let is_model = c.derives(BASES) && !c.derives(CHOICES_BASES)
                 || c.bases.iter().any(|b| model_names.contains(py_decl::last_segment(b)))
+                || input
                 || !c.derives(CHOICES_BASES) && c.body.iter().any(|s| declares_django_field(*s, src));
             if !is_model {
                 continue;
             }
+            // A serializer's nested serializer is one of its fields (`account =
+            // AccountSerializer(required=False)`).
+            let serializer = c.bases.iter().any(|b| py_decl::last_segment(b).ends_with("Serializer"));
             model_names.insert(py_decl::last_segment(&c.symbol).to_string());
             for stmt in &c.body {
                 if kind_of(*stmt) == "class_definition" && field(*stmt, "name").is_some_and(|n| text(n, src) == "Meta")
@@ -284,7 +304,10 @@ impl Inventory {
                     continue;
                 }
                 let Some((name, _, Some(value))) = py_decl::assignment(*stmt, src) else { continue };
-                let Some(c_) = call(value, src).filter(is_field) else { continue };
+                let Some(c_) = call(value, src).filter(|c| is_field(c) || serializer && c.name.ends_with("Serializer"))
+                else {
+                    continue;
+                };
                 inv.fields.insert(format!("{}.{name}", c.symbol), field_decl(&c_, *stmt, src, &sets));
             }
         }
@@ -587,6 +610,10 @@ fn field_decl(c: &Call, stmt: Node, src: &str, sets: &ChoiceSets) -> FieldDecl {
     let flag = |k: &str| c.keyword(k).is_some_and(|v| is_true(v, src));
     (f.null, f.blank, f.unique) = (flag("null"), flag("blank"), flag("unique") || flag("primary_key"));
     f.optional = c.keyword("required").is_some_and(|v| py_decl::is_false(v, src));
+    // A REST framework serializer field's `allow_null`/`allow_blank` (no model field
+    // takes them): null or the empty string accepted.
+    f.null |= flag("allow_null");
+    f.blank |= flag("allow_blank");
     f.auto_now = flag("auto_now") || flag("auto_now_add");
     // `max_value`/`min_value`/`min_length` are a form field's (a model field has none).
     for k in ["max_length", "max_digits", "decimal_places", "max_value"] {
@@ -692,6 +719,14 @@ fn field_findings(symbol: &str, old: &FieldDecl, new: &FieldDecl) -> Vec<Found> 
     out
 }
 
+/// Whether a `Meta` constraint removed was a `UniqueConstraint` over one field that
+/// now declares `unique=True` itself: the same uniqueness written on the field, or a
+/// stronger one where the old was partial (`condition=`: unique among some rows, now
+/// among all). One over expressions (`Lower("slug")`) names no field here, and is judged.
+fn unique_moved_to_field(shown: &str, fields: &[String], now: Option<&FieldDecl>) -> bool {
+    fields.len() == 1 && shown.contains("UniqueConstraint") && now.is_some_and(|f| f.unique)
+}
+
 fn compare(old: &Inventory, new: &Inventory, state: Option<&State>) -> Vec<RawFinding> {
     let mut found: Vec<Found> = Vec::new();
     for (symbol, a) in &new.fields {
@@ -705,9 +740,16 @@ fn compare(old: &Inventory, new: &Inventory, state: Option<&State>) -> Vec<RawFi
         let Some(was) = old.constraints.get(model) else { continue };
         for (name, shown) in was {
             if !now.contains_key(name) {
+                let fields = old.meta_fields.get(model).and_then(|m| m.get(name)).cloned().unwrap_or_default();
+                if unique_moved_to_field(
+                    shown,
+                    &fields,
+                    fields.first().and_then(|f| new.fields.get(&format!("{model}.{f}"))),
+                ) {
+                    continue;
+                }
                 let line =
                     new.fields.iter().find(|(k, _)| k.starts_with(&format!("{model}."))).map_or(1, |(_, f)| f.line);
-                let fields = old.meta_fields.get(model).and_then(|m| m.get(name)).cloned().unwrap_or_default();
                 let sym = match pick_field(&fields, |f| kind_in(old, model, f)) {
                     Some(f) => format!("{model}.{f}"),
                     None => model.clone(),
@@ -794,6 +836,39 @@ mod tests {
             (RuleId::PyDjangoValidatorRemoved, "Ticket.code"),
         ];
         crate::widen::testing::assert_found(&got, &want);
+    }
+
+    #[test]
+    fn a_unique_constraint_moved_onto_its_field_is_no_loosening() {
+        let before = format!(
+            "{HEAD}class Kind(models.Model):\n    slug = models.SlugField(max_length=100)\n    code = models.CharField(max_length=8)\n\n    class Meta:\n        constraints = [\n            models.UniqueConstraint(fields=(\"slug\",), name=\"uniq_slug\"),\n            models.UniqueConstraint(fields=(\"code\",), name=\"uniq_live_code\", condition=Q(live=True)),\n        ]\n"
+        );
+        let after = format!(
+            "{HEAD}class Kind(models.Model):\n    slug = models.SlugField(max_length=100, unique=True)\n    code = models.CharField(max_length=8, unique=True)\n\n    class Meta:\n        constraints = []\n"
+        );
+        assert_eq!(found(&before, &after), []);
+        // The field not made unique: the constraint is gone.
+        let after = format!(
+            "{HEAD}class Kind(models.Model):\n    slug = models.SlugField(max_length=100)\n    code = models.CharField(max_length=8, unique=True)\n\n    class Meta:\n        constraints = []\n"
+        );
+        assert_eq!(found(&before, &after), [(RuleId::PyDjangoConstraintRemoved, "Kind.slug".to_string())]);
+    }
+
+    #[test]
+    fn import_forms_and_serializers_of_other_modules_are_read() {
+        let head = "from django import forms\nfrom rest_framework import serializers\nfrom .base import ImportForm, CSVChoiceField, NestedOwnerSerializer\n\n";
+        let before = format!(
+            "{head}class RouteImportForm(ImportForm):\n    kind = CSVChoiceField(choices=KINDS)\n    note = CSVChoiceField(choices=KINDS, required=False)\n\nclass RouteSerializer(serializers.ModelSerializer):\n    owner = NestedOwnerSerializer()\n    email = serializers.EmailField(allow_null=False)\n    tag = serializers.CharField()\n    seen = serializers.BooleanField(required=False)\n"
+        );
+        let after = format!(
+            "{head}class RouteImportForm(ImportForm):\n    kind = CSVChoiceField(choices=KINDS, required=False)\n    note = CSVChoiceField(choices=KINDS)\n\nclass RouteSerializer(serializers.ModelSerializer):\n    owner = NestedOwnerSerializer(required=False, allow_null=True)\n    email = serializers.EmailField(allow_blank=True)\n    tag = serializers.CharField(help_text=\"a tag\")\n    seen = serializers.BooleanField(required=False, default=False)\n"
+        );
+        let want = [
+            (RuleId::PyDjangoNullAllowed, "RouteImportForm.kind"),
+            (RuleId::PyDjangoNullAllowed, "RouteSerializer.email"),
+            (RuleId::PyDjangoNullAllowed, "RouteSerializer.owner"),
+        ];
+        crate::widen::testing::assert_found(&found(&before, &after), &want);
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub(crate) const RULES: &[RuleDef] = &[
         id: RuleId::PyPydanticBoundLoosened,
         languages: PY,
         family: Family::NumericRange,
-        description: "A pydantic field's bound admits more: `ge`/`gt`/`min_length` lowered or removed, `le`/`lt`/`max_length`/`max_digits`/`decimal_places` raised or removed, or `multiple_of`/`pattern` removed, in a `Field(...)` default or in a constrained annotation (`conint(...)`, `constr(...)`, `Annotated[..., Field(...)]`, `Ge(...)`, `MaxLen(...)`) that stays.",
+        description: "A pydantic field's bound admits more: `ge`/`gt`/`min_length` lowered or removed, `le`/`lt`/`max_length`/`max_digits`/`decimal_places` raised or removed, or `multiple_of`/`pattern` removed, in a `Field(...)` default or in a constrained annotation (`conint(...)`, `constr(...)`, `Annotated[..., Field(...)]`, `Ge(...)`, `MaxLen(...)`) that stays, or in a FastAPI route parameter's `Query(...)`, `Path(...)`, `Body(...)`...",
         severity: Severity::Medium,
         message: "{symbol} accepts values outside the old bounds: `{before}` became `{after}`",
         invariant: "Validated values and lengths stayed within the field's declared bounds, which storage and consumers may rely on.",
@@ -109,9 +109,57 @@ const KEYWORD_BOUNDS: &[&str] = &[
     "Interval",
 ];
 
-/// Whether both versions may hold a pydantic model (the pass's prefilter).
+/// Whether both versions may hold a pydantic model, or a FastAPI route's validated
+/// parameters (the pass's prefilter).
 pub(crate) fn may_hold(before: &str, after: &str) -> bool {
-    py_decl::both_mention(before, after, BASES) || py_decl::both_mention(before, after, &["pydantic"])
+    py_decl::both_mention(before, after, BASES) || py_decl::both_mention(before, after, &["pydantic", "fastapi"])
+}
+
+/// FastAPI's parameter declarations: their keywords bound the value as `Field`'s do
+/// (`limit: int = Query(default=20, ge=1, le=100)`).
+const PARAMETER_CALLS: &[&str] = &["Query", "Path", "Header", "Cookie", "Body", "Form"];
+
+/// The parameters of the module's top-level functions (a FastAPI route, decorated or
+/// not) whose default is a [`PARAMETER_CALLS`] call, as the fields of a model named by
+/// the function (`list_workflows.limit`). Only their bounds are compared: whether such
+/// a parameter is required is FastAPI's reading of the call, not read here.
+fn route_parameters(root: Node, src: &str, out: &mut BTreeMap<String, Model>) {
+    for item in named_children(root) {
+        let def = match kind_of(item) {
+            "decorated_definition" => field(item, "definition"),
+            _ => Some(item),
+        };
+        let Some(def) = def.filter(|d| kind_of(*d) == "function_definition") else { continue };
+        let (Some(name), Some(params)) = (field(def, "name"), field(def, "parameters")) else { continue };
+        let mut m = Model { line: line(def), ..Model::default() };
+        let typed = |p: &Node| matches!(kind_of(*p), "typed_default_parameter" | "typed_parameter");
+        for p in named_children(params).into_iter().filter(typed) {
+            // `typed_parameter` holds its name as its first child, not as a field.
+            let Some(param) = field(p, "name").or_else(|| p.named_child(0)) else { continue };
+            let is_parameter = |c: &py_decl::Call| PARAMETER_CALLS.contains(&py_decl::last_segment(&c.name));
+            // The default (`= Query(ge=1)`) and the annotation (`Annotated[int, Query(ge=1)]`).
+            let mut calls: Vec<py_decl::Call> = field(p, "value").and_then(|v| call(v, src)).into_iter().collect();
+            calls.extend(field(p, "type").map(|t| calls_within(t, src)).unwrap_or_default());
+            calls.retain(is_parameter);
+            if calls.is_empty() {
+                continue;
+            }
+            let mut f = Field {
+                line: line(p),
+                shown: cap(one_line(text(p, src))),
+                annotation: field(p, "type").map(|t| compact(text(t, src))).unwrap_or_default(),
+                ..Field::default()
+            };
+            for c in &calls {
+                read_bounds(c, src, &mut f);
+            }
+            // Kept without bounds too: a bound removed is judged against it.
+            m.fields.insert(text(param, src).to_string(), f);
+        }
+        if !m.fields.is_empty() {
+            out.entry(text(name, src).to_string()).or_insert(m);
+        }
+    }
 }
 
 /// The endings of a base class's name that, in a module importing pydantic, make a
@@ -224,6 +272,7 @@ fn models(root: Node, src: &str) -> BTreeMap<String, Model> {
         }
         out.insert(class.symbol.clone(), m);
     }
+    route_parameters(root, src, &mut out);
     out
 }
 
@@ -369,7 +418,7 @@ fn read_bounds(c: &py_decl::Call, src: &str, f: &mut Field) {
         "MultipleOf" => {
             f.flags.insert("multiple_of");
         }
-        name if KEYWORD_BOUNDS.contains(&name) => {
+        name if KEYWORD_BOUNDS.contains(&name) || PARAMETER_CALLS.contains(&py_decl::last_segment(name)) => {
             for (k, v) in &c.keywords {
                 let v = Some(*v);
                 match k.as_str() {
@@ -554,6 +603,20 @@ mod tests {
         };
         // The parse itself may refuse a tree this deep; the walk must not overflow.
         let _ = detect(&nested("int, max_length=1"), &nested("int, max_length=2"));
+    }
+
+    #[test]
+    fn route_parameter_bounds_are_compared() {
+        let head = "from fastapi import APIRouter, Query, Path\n\nrouter = APIRouter()\n\n";
+        let before = format!(
+            "{head}@router.get(\"/items\")\nasync def list_items(limit: int = Query(default=20, ge=1, le=100), q: str = Query(None, max_length=50)):\n    return []\n\ndef get(item_id: Annotated[int, Path(ge=1)], n: int = 3):\n    return item_id\n"
+        );
+        let after = format!(
+            "{head}@router.get(\"/items\")\nasync def list_items(limit: int = Query(default=20, ge=0, le=100), q: str = Query(None, max_length=20)):\n    return []\n\ndef get(item_id: Annotated[int, Path(ge=0)], n: int = 3, verbose: bool = Query(False)):\n    return item_id\n"
+        );
+        let want =
+            [(RuleId::PyPydanticBoundLoosened, "get.item_id"), (RuleId::PyPydanticBoundLoosened, "list_items.limit")];
+        crate::widen::testing::assert_found(&found(&before, &after), &want);
     }
 
     #[test]

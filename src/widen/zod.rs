@@ -171,7 +171,14 @@ fn windowed(lang: &tree_sitter::Language, path: &str, before: &str, after: &str)
         old.slots.get(symbol).is_some_and(|b| b.members.is_some())
             && a.base.strip_prefix("ref:").is_some_and(|n| !new.slots.contains_key(n) && outside.may_declare(lexer, n))
     });
-    if named_outside {
+    // A bound written with a constant declared outside the window (`.max(MAX)`,
+    // `const MAX = 3000` above it): its value is read from the whole file.
+    let bound_outside = old.slots.values().chain(new.slots.values()).any(|slot| {
+        [&slot.bound_names.0, &slot.bound_names.1].into_iter().flatten().any(|n| outside.may_declare(lexer, n))
+    });
+    // A numeric constant edited may bound a schema outside the window.
+    let constant_edited = !old.numbers.is_empty() || !new.numbers.is_empty();
+    if named_outside || bound_outside || constant_edited {
         return None;
     }
     Some(compare(&old, &new))
@@ -270,6 +277,9 @@ struct Slot {
     members: Option<BTreeSet<String>>,
     lower: Option<Bound>,
     upper: Option<Bound>,
+    /// The constant a bound was written with (`.max(MAX_LENGTH)`), lower and upper:
+    /// resolved against the file's numeric constants once it is read.
+    bound_names: (Option<String>, Option<String>),
     /// `.int()`, `.finite()`, `.safe()`, `.multipleOf(n)`: flags by method name.
     flags: BTreeSet<String>,
     formats: BTreeSet<String>,
@@ -281,6 +291,8 @@ struct Slot {
     strict: bool,
     /// `z.coerce.*`: the input is converted before it is checked.
     coerce: bool,
+    /// `z.preprocess(fn, x)`: read as `x`, whose input `fn` converts first.
+    preprocessed: bool,
     /// Refinements: each one's text compacted (to compare) and on one line (to show).
     refinements: Vec<(String, String)>,
     /// `.or(...)` calls: each admits another schema's values besides this one's.
@@ -338,6 +350,9 @@ const REFINEMENTS: &[&str] = &["refine", "superRefine", "check"];
 #[derive(Debug, Default)]
 struct Inventory {
     slots: BTreeMap<String, Slot>,
+    /// The file's top-level numeric constants (`const MAX = 3000;`), by name: `None`
+    /// when declared twice. Bounds written with one take its value.
+    numbers: BTreeMap<String, Option<f64>>,
 }
 
 impl Inventory {
@@ -404,6 +419,7 @@ impl Inventory {
             .map(|(symbol, node)| (symbol.clone(), *node, false))
             .collect();
         inv.read_all(unique, src, &names, &mut covered);
+        checks::resolve_bounds(&mut inv.slots, &mut inv.numbers, root, src);
         inv
     }
 
@@ -540,6 +556,20 @@ fn read_schema<'t>(
                             slot.optional |= property != "nullable";
                             slot.nullable |= property != "optional";
                             methods.push((String::new(), args, format!("{}.{property}({INNER})", text(object, src))));
+                            cur = strip_parens(inner);
+                            continue;
+                        }
+                        // `z.preprocess(fn, x)`: `x` checks what `fn` hands on; the
+                        // property's constraints are `x`'s.
+                        if let ("preprocess", Some(inner)) =
+                            (property.as_str(), named_children(args).into_iter().nth(1))
+                        {
+                            slot.preprocessed = true;
+                            methods.push((
+                                String::new(),
+                                args,
+                                format!("{}.preprocess(…, {INNER})", text(object, src)),
+                            ));
                             cur = strip_parens(inner);
                             continue;
                         }
@@ -720,6 +750,14 @@ fn read_method<'t>(slot: &mut Slot, children: &mut Vec<(String, Node<'t>)>, name
     let first = args.named_child(0);
     let number = || first.map_or(f64::NAN, |a| number_literal(text(a, src)));
     let bound = |value, exclusive| Some(Bound { value, exclusive });
+    // A bound written with a name (`.max(MAX_LENGTH)`): kept for `resolve_bounds`.
+    let named = first.filter(|a| kind_of(*a) == "identifier").map(|a| text(a, src).to_string());
+    match name {
+        "min" | "gte" | "gt" => slot.bound_names.0 = named,
+        "max" | "lte" | "lt" => slot.bound_names.1 = named,
+        "length" => slot.bound_names = (named.clone(), named),
+        _ => {}
+    }
     match name {
         // A default (zod 4's `prefault` too) is what a missing value becomes: the
         // property may be left out.
@@ -877,7 +915,11 @@ fn compare(old: &Inventory, new: &Inventory) -> Vec<RawFinding> {
             (None, Some(n)) => n.len() > 1 && !b.whole.is_empty() && n.contains(&b.whole),
             _ => closed_before && OPEN_BASES.contains(&a.base.as_str()) && a.formats.is_empty(),
         } || a.alternatives > b.alternatives;
-        if gained {
+        // A conversion put in front (`z.union([z.number(), z.bigint()])` to
+        // `z.preprocess(toNumber, z.number())`) may map every value the old set held
+        // onto the new schema: what the function admits is not read.
+        let converted = a.preprocessed && !b.preprocessed;
+        if gained && !converted {
             push(RuleId::TsZodEnumWidened, &b.text, &a.text);
         }
         if b.base == a.base {

@@ -2,17 +2,69 @@
 //! a `.pipe(...)` hands the value to (`z.string().transform(clean).pipe(z.string()
 //! .min(1).max(255))` keeps both bounds), and a fully anchored `.regex(/^\d{6}$/)`
 //! whose every match has a length within the old `.length(6)` (a bound rewritten as a
-//! pattern that implies it is no loosening).
+//! pattern that implies it is no loosening), and a bound written with a numeric
+//! constant of the file (`.max(MAX_LENGTH)`), read as the constant's value.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
 use super::super::regex_weaker;
-use super::super::syntax::{field, kind_of, strip_parens, text};
-use super::{Bound, Slot, read_method};
+use super::super::syntax::{compact, field, kind_of, named_children, strip_parens, text};
+use super::{Bound, MAX_RENDER, Slot, cap, declarators, number_literal, read_method};
 
 /// How many methods of a piped schema are read. A chain a person writes holds a
 /// handful; the cap bounds the loop on generated text.
 const MAX_PIPED_METHODS: usize = 64;
+
+/// Reads the file's top-level numeric constants and gives each bound written with
+/// one (`.max(MAX_LENGTH)`, `const MAX_LENGTH = 3000;`) that constant's value, so
+/// that raising the constant is judged as raising the bound. A constant declared
+/// twice, with `let`, or as anything but a number literal, stays unread (only the
+/// bound's removal is judged).
+pub(super) fn resolve_bounds(
+    slots: &mut BTreeMap<String, Slot>,
+    consts: &mut BTreeMap<String, Option<f64>>,
+    root: Node,
+    src: &str,
+) {
+    for child in named_children(root) {
+        let decl = match kind_of(child) {
+            "export_statement" => field(child, "declaration"),
+            _ => Some(child),
+        };
+        let Some(decl) = decl.filter(|d| kind_of(*d) == "lexical_declaration") else { continue };
+        // Only `const`: a `let` may be reassigned before the schema reads it.
+        if !text(decl, src).starts_with("const") {
+            continue;
+        }
+        for (name, value) in declarators(decl, src) {
+            let v = number_literal(&compact(text(strip_parens(value), src)));
+            if v.is_nan() {
+                continue;
+            }
+            let twice = consts.contains_key(&name);
+            consts.insert(name, (!twice).then_some(v));
+        }
+    }
+    for slot in slots.values_mut() {
+        let (lower, upper) = slot.bound_names.clone();
+        let mut shown = BTreeSet::new();
+        for (name, bound) in [(lower, &mut slot.lower), (upper, &mut slot.upper)] {
+            if let (Some(name), Some(b)) = (name, bound.as_mut())
+                && let Some(Some(v)) = consts.get(&name)
+            {
+                b.value = *v;
+                shown.insert(format!("{name} = {v}"));
+            }
+        }
+        // The value beside the chain: the chain reads the same in both versions.
+        if !shown.is_empty() {
+            let values: Vec<String> = shown.into_iter().collect();
+            slot.text = cap(&format!("{} ({})", slot.text, values.join(", ")), MAX_RENDER);
+        }
+    }
+}
 
 /// The bounds, flags and formats of the schema `inner` (the argument of `.pipe`), added
 /// to `slot` where it declares none of its own. Only `inner`'s own method chain is read

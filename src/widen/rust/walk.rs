@@ -376,17 +376,21 @@ impl<'a> Walk<'a> {
     }
 
     /// Records the fields of a struct body whose becoming `Option<T>` widens no value
-    /// the scan reads: a field with a default (its own or the struct's `#[serde(default)]`,
-    /// `#[builder(default)]`: a missing value was already accepted, as the default), and
-    /// a private field of a struct whose derives read nothing in ([`inert_derives`]:
-    /// only its module's code builds it, and the compiler makes every read of it handle
-    /// the absence).
+    /// the scan reads: a field a builder defaults (its own or the struct's
+    /// `#[builder(default)]`: a builder's setter has no null to give, and leaving the
+    /// field out was already accepted), and a private field of a struct whose derives
+    /// read nothing in ([`inert_derives`]: only its module's code builds it, and the
+    /// compiler makes every read of it handle the absence), and a prost message field
+    /// ([`protobuf_field`]). A `#[serde(default)]` does
+    /// not quiet it: the default covers a missing key, while an explicit `null` was an
+    /// error for the plain type and is accepted by the `Option` (docs/scan.md, "Round 6
+    /// figures": one convention for both held-out corpora).
     pub(super) fn quiet_option(&mut self, list: Node, owner: &str, attrs: &[String]) {
         if kind_of(list) != "field_declaration_list" {
             return;
         }
-        // A database row's columns have no default from serde's or a builder's: the
-        // default narrowing is for structs that only input fills.
+        // A database row's columns have no default from a builder's: the default
+        // narrowing is for structs that only input fills.
         let row = attrs.iter().any(|a| ROW_DERIVES.iter().any(|d| a.contains(d)));
         let all = defaulted(attrs) && !row;
         let inert = inert_derives(attrs);
@@ -394,7 +398,8 @@ impl<'a> Walk<'a> {
         for f in list.named_children(&mut c).filter(|f| kind_of(f) == "field_declaration") {
             let Some(name) = field(f, "name") else { continue };
             let private = visibility_rank(f, self.src) == 0 && inert;
-            if all || private || (!row && defaulted(&super::attributes(f, self.src))) {
+            let own = super::attributes(f, self.src);
+            if all || private || (!row && defaulted(&own)) || protobuf_field(&own) {
                 self.inv.quiet_option.insert(format!("{owner}.{}", self.t(name)));
             }
         }
@@ -446,14 +451,20 @@ fn inert_derives(attrs: &[String]) -> bool {
     })
 }
 
-/// Whether a field's (or its struct's) attributes give it a default when the input
-/// leaves it out (`#[serde(default)]`, `#[builder(default)]`, `#[serde(default =
-/// "...")]`): absence was already accepted. A field serde skips (`#[serde(skip, default = ...)]`) is never read from input: its
-/// default says nothing about absence being accepted.
+/// Whether a field's (or its struct's) attributes give it a builder's default when
+/// the caller leaves it out (`#[builder(default)]`, `#[builder(default = "...")]`):
+/// absence was already accepted, and a builder has no null beside it. serde's
+/// `default` is not one of these (an explicit null was refused; see `quiet_option`).
 fn defaulted(attrs: &[String]) -> bool {
-    attrs.iter().any(|a| {
-        (a.starts_with("#[serde(") || a.starts_with("#[builder(")) && a.contains("default") && !a.contains("skip")
-    })
+    attrs.iter().any(|a| a.starts_with("#[builder(") && a.contains("default"))
+}
+
+/// Whether a field is a protobuf message field prost generates (`#[prost(bool, tag =
+/// "1")]`): on the wire a proto3 field is never required (absent reads as its zero
+/// value), so its becoming `Option` (`optional` in the `.proto`) only tells absence
+/// apart; no input refused before is accepted.
+fn protobuf_field(attrs: &[String]) -> bool {
+    attrs.iter().any(|a| a.starts_with("#[prost("))
 }
 
 /// Whether a struct or union body has a field that is not `pub` (a tuple struct's
