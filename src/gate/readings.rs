@@ -843,6 +843,20 @@ pub(crate) fn own_slip(command: &str, output: &str, edited: &[String], commands:
             }
         }
     }
+    // Since round 6b: a name the session typed before, mistyped now and named by the
+    // output as matching nothing ("src refspec feature/exprot does not match any" after
+    // `git checkout -b feature/export`): the agent's slip, not a refused access.
+    const UNMATCHED: &[&str] =
+        &["does not match any", "did not match any", "unknown revision", "couldn't find remote ref", "not a valid ref"];
+    if UNMATCHED.iter().any(|u| lower.contains(u)) {
+        let earlier: Vec<&str> =
+            commands.iter().flat_map(|c| c.split_whitespace()).flat_map(|w| w.split('/')).collect();
+        for w in command.split_whitespace().filter(|w| w.len() >= 4 && lower.contains(&w.to_lowercase())) {
+            if w.split('/').any(|part| !earlier.contains(&part) && earlier.iter().any(|q| one_slip(part, q))) {
+                return Some(format!("`{w}` is a name typed wrong"));
+            }
+        }
+    }
     if lower.contains("no such file or directory") || lower.contains("cannot find the path") {
         // Paths the session edited or named, each as its parts.
         let known: Vec<Vec<&str>> = edited
