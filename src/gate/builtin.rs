@@ -128,6 +128,20 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
             &format!("the user's stop condition ({} {}{unit}) is met by a tool result", c.op, c.value),
         );
     }
+    // Since round 6b: the user's instruction licenses the stop only if the message's own
+    // claims hold ("commit your work and stop", and the claimed commit never ran).
+    let instruction_claim_false = f
+        .instruction
+        .as_ref()
+        .and(text)
+        .and_then(|t| claim_refuted(&reasons::claims(t), t, f, evidence, &durable_plans(evidence)));
+    if let Some(why) = instruction_claim_false.as_deref() {
+        return refuse(
+            cont,
+            &format!("the user's instruction holds only if the message's claims do: {why}"),
+            &f.summary(),
+        );
+    }
     // 1. The user's own instruction, read from the user's turns (never from a tool
     //    result that quotes one), is the strongest reason to stop.
     if let Some(i) = f.instruction.as_ref().filter(|_| !scope_unfinished && unreached.is_none()) {

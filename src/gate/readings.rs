@@ -283,7 +283,11 @@ fn leave_in(s: &str, words: &[&str], hard: bool) -> bool {
 /// Whether the words of leave of a turn's sentences count: not in a turn that asks for
 /// the whole work, nor in a sentence of absence, unless they stop or drop now.
 fn counts(sentences: &[String], s: &str, words: &[&str]) -> bool {
-    let hard = sentences.iter().any(|x| asks_completion(x)) || absence(s);
+    // Since round 6b also a sentence that says when the user looks next ("I'll review
+    // the PR tomorrow"): the look follows the work, it is no leave to stop short.
+    let hard = sentences.iter().any(|x| asks_completion(x))
+        || absence(s)
+        || has(s, &[" ill review", " ill look", " ill check", " ill test"]);
     leave_in(s, words, hard) && !has(s, PUSH_ON)
 }
 

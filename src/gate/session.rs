@@ -1078,23 +1078,42 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
             go_on = true;
             continue;
         }
+        // Since round 6b: a look set for a later day ("I'll review the PR tomorrow")
+        // comes after the work, and a sentence that orders the plan's work ("we need
+        // demo data locally, do the seeding plan") asks for no early look.
+        let later = has(&s, LATER_LOOK) && !has(&s, &[" pause", " wait", " hold", " before ", " stop"]);
+        let orders_plan = names_plan && has(&s, ORDERS_PLAN);
         let kind = if has(&s, STOP_WORDS) || super::readings::opens_with_stop(&s) {
             Some(InstructionKind::Stop)
         } else if (has(&s, PAUSE_WORDS)
             // A look put at the end of the work ("let me review it when it's all done")
             // is no pause, unless the sentence also waits or holds.
             && (!super::readings::asks_completion(&s) || has(&s, &[" pause", " wait", " hold", " before "])))
-            || (!widened && (hands_back(&s) || early_look(&s)))
+            || (!widened && !later && !orders_plan && (hands_back(&s) || early_look(&s)))
         {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))) {
+        } else if (has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))))
+            // Since round 6b: "keep your answers short" limits the agent's talk, not the work.
+            && !has(&s, TALK)
+        {
             Some(InstructionKind::Scope)
         } else {
             None
         };
         match kind {
             Some(k) => found = Some(k),
-            None => go_on |= has(&s, GO_ON),
+            None => {
+                go_on |= has(&s, GO_ON);
+                // Since round 6b: a later sentence that sends the agent on ("... instead
+                // of removing it. otherwise carry on") makes the limit before it a
+                // change of the work, not its end.
+                if matches!(found, Some(InstructionKind::Scope | InstructionKind::Pause))
+                    && has(&s, GO_ON)
+                    && RESUMES.iter().any(|r| s.trim_start().starts_with(r))
+                {
+                    found = None;
+                }
+            }
         }
     }
     match found {
@@ -1103,6 +1122,26 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
         None => None,
     }
 }
+
+/// Words of a user's look set for a later day: after the work, not a pause now.
+const LATER_LOOK: &[&str] =
+    &[" tomorrow", " tonight", " next week", " on monday", " in the morning", " later today", " this evening"];
+/// Words that order the plan's work in a sentence that names the plan.
+const ORDERS_PLAN: &[&str] = &[" do the ", " implement the ", " build the ", " follow the ", " execute the "];
+/// Words of the agent's replies: a limit on them limits the talk, not the work.
+const TALK: &[&str] = &[
+    " answers",
+    " answer short",
+    " replies",
+    " reply short",
+    " responses",
+    " messages short",
+    " your messages",
+    " summaries",
+    " explanations",
+];
+/// How a sentence that sends the agent on after a change opens (normalised, trimmed).
+const RESUMES: &[&str] = &["otherwise", "carry on", "keep going", "then carry on", "then continue", "else", "rest as"];
 
 fn has(text: &str, words: &[&str]) -> bool {
     words.iter().any(|w| text.contains(w))
