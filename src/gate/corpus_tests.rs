@@ -723,6 +723,11 @@ fn sessions_heldout_6_parses() {
 const HELDOUT_6_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_6_FIRST_AGREE`].
 const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
+/// Since round 6b (`wt6/gate7`) the set is training data: its error and obstacle
+/// routes and its misread user words were fixed as classes (new scenarios in
+/// `sessions/17-*.txt`) and it agrees on 90 of 98, still 4 of 49 legitimate stops
+/// blocked. Floors only; no blind set has measured these changes.
+const HELDOUT_6_AGREE: usize = 90;
 
 /// The sixth held-out set: never below its first run
 /// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures
@@ -735,4 +740,5 @@ fn sessions_heldout_6_agreement() {
         blocked <= HELDOUT_6_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
+    assert!(agree >= HELDOUT_6_AGREE, "agreement {agree}/{total}, below round 6b's");
 }
