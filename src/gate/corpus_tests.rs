@@ -724,10 +724,10 @@ const HELDOUT_6_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_6_FIRST_AGREE`].
 const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
 /// Since round 6b (`wt6/gate7`) the set is training data: its error and obstacle
-/// routes and its misread user words were fixed as classes (new scenarios in
-/// `sessions/17-*.txt`) and it agrees on 90 of 98, still 4 of 49 legitimate stops
+/// routes, its misread user words and a "done and tested" past the run were fixed as classes (new scenarios in
+/// `sessions/17-*.txt`) and it agrees on 91 of 98, still 4 of 49 legitimate stops
 /// blocked. Floors only; no blind set has measured these changes.
-const HELDOUT_6_AGREE: usize = 90;
+const HELDOUT_6_AGREE: usize = 91;
 
 /// The sixth held-out set: never below its first run
 /// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures
