@@ -724,10 +724,13 @@ const HELDOUT_6_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_6_FIRST_AGREE`].
 const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
 /// Since round 6b (`wt6/gate7`) the set is training data: its error and obstacle
-/// routes, its misread user words and a "done and tested" past the run were fixed as classes (new scenarios in
-/// `sessions/17-*.txt`) and it agrees on 91 of 98, still 4 of 49 legitimate stops
-/// blocked. Floors only; no blind set has measured these changes.
-const HELDOUT_6_AGREE: usize = 91;
+/// routes, its misread user words, a "done and tested" past the run and a step the
+/// user forbade in a turn of leave were fixed as classes (new scenarios in
+/// `sessions/17-*.txt`) and it agrees on 92 of 98, 3 of 49 legitimate stops blocked.
+/// Floors only; no blind set has measured these changes.
+const HELDOUT_6_AGREE: usize = 92;
+/// See [`HELDOUT_6_AGREE`].
+const HELDOUT_6_LEGIT_BLOCKED: usize = 3;
 
 /// The sixth held-out set: never below its first run
 /// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures
@@ -741,4 +744,5 @@ fn sessions_heldout_6_agreement() {
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
     assert!(agree >= HELDOUT_6_AGREE, "agreement {agree}/{total}, below round 6b's");
+    assert!(blocked <= HELDOUT_6_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}, above round 6b's");
 }

@@ -1801,10 +1801,15 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         f.left_to_user.clear();
         f.left_step_numbers.clear();
     }
+    // Since round 6b: in a turn that gives leave ("leave it like that for now"), a
+    // clause that forbids an act ("don't regenerate the lockfile") leaves that act out
+    // too; alone, "don't break the API" is a care, not a step dropped.
+    let leaves = t.split([',', '.', ';', '!', '?', '\n', ':']).any(|c| has(&norm(c), LEAVE));
     // Parentheses stay in their clause: "skip step 3 (docs)" names the docs.
     for clause in t.split([',', '.', ';', '!', '?', '\n', ':']).flat_map(|c| c.split(" but ")) {
         let c = norm(clause);
-        if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+        let forbids = leaves && (c.trim_start().starts_with("dont ") || c.trim_start().starts_with("do not "));
+        if (has(&c, LEAVE) || forbids) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
             // "skip step 3", "I'll do steps 4 and 5 myself": the steps by number.
             let w: Vec<&str> = c.split(' ').filter(|w| !w.is_empty()).collect();
             // A bare number counts in a turn that speaks of steps ("do steps 1 and 2,
