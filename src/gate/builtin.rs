@@ -80,8 +80,11 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // A scope limit holds the work the user asked for; a completion claim for it
     // while the last test run failed is not that work finished ("just make the tests
     // pass" is a softener as often as a limit), so the facts decide then.
+    // Since round 6b: not in a session that changed nothing ("is it safe to go to node
+    // 22? don't change anything, just find out"): a failing probe run is its finding.
     let scope_unfinished = f.instruction.as_ref().is_some_and(|i| i.kind == InstructionKind::Scope)
         && f.last_test.as_ref().is_some_and(|t| !t.ok)
+        && !(f.work_edits == 0 && f.commits == 0 && f.plan_edits == 0 && f.user_turns == 1 && f.asked_question())
         && text.is_some_and(|t| {
             reasons::read(t, None).reason == Some(Reason::Completion) || reasons::claims(t).tests_pass
         });

@@ -724,13 +724,14 @@ const HELDOUT_6_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_6_FIRST_AGREE`].
 const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
 /// Since round 6b (`wt6/gate7`) the set is training data: its error and obstacle
-/// routes, its misread user words, a "done and tested" past the run and a step the
-/// user forbade in a turn of leave were fixed as classes (new scenarios in
-/// `sessions/17-*.txt`) and it agrees on 92 of 98, 3 of 49 legitimate stops blocked.
+/// routes, its misread user words, a "done and tested" past the run, a step the user
+/// forbade in a turn of leave and a question's failing probe run were fixed as classes
+/// (new scenarios in `sessions/17-*.txt`) and it agrees on 93 of 98, 2 of 49
+/// legitimate stops blocked.
 /// Floors only; no blind set has measured these changes.
-const HELDOUT_6_AGREE: usize = 92;
+const HELDOUT_6_AGREE: usize = 93;
 /// See [`HELDOUT_6_AGREE`].
-const HELDOUT_6_LEGIT_BLOCKED: usize = 3;
+const HELDOUT_6_LEGIT_BLOCKED: usize = 2;
 
 /// The sixth held-out set: never below its first run
 /// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures

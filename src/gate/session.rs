@@ -239,6 +239,11 @@ pub struct StopPoint {
 }
 
 impl SessionFacts {
+    /// Whether a user turn asks a question (a `?` in one of the turns kept).
+    pub fn asked_question(&self) -> bool {
+        self.user_texts.iter().any(|t| t.contains('?'))
+    }
+
     /// Whether anything but the plan was worked on: an edit, a commit of it, or a
     /// test or build run.
     pub fn did_work(&self) -> bool {
