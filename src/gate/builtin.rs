@@ -133,11 +133,14 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     }
     // Since round 6b: the user's instruction licenses the stop only if the message's own
     // claims hold ("commit your work and stop", and the claimed commit never ran).
-    let instruction_claim_false = f
-        .instruction
-        .as_ref()
-        .and(text)
-        .and_then(|t| claim_refuted(&reasons::claims(t), t, f, evidence, &durable_plans(evidence)));
+    let instruction_claim_false = f.instruction.as_ref().and(text).and_then(|t| {
+        let c = reasons::claims(t);
+        // A test result told while no test or build ran in the session ("all 412
+        // tests are green" in answer to "does the suite pass on 3.13?").
+        let unrun = (c.tests_pass && f.test_runs == 0 && f.last_build.is_none() && f.tool_calls > 0)
+            .then(|| "says the tests pass, but no test or build ran in the session".to_string());
+        unrun.or_else(|| claim_refuted(&c, t, f, evidence, &durable_plans(evidence)))
+    });
     if let Some(why) = instruction_claim_false.as_deref() {
         return refuse(
             cont,
