@@ -80,8 +80,11 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
     // A scope limit holds the work the user asked for; a completion claim for it
     // while the last test run failed is not that work finished ("just make the tests
     // pass" is a softener as often as a limit), so the facts decide then.
+    // Since round 6b: not in a session that changed nothing ("is it safe to go to node
+    // 22? don't change anything, just find out"): a failing probe run is its finding.
     let scope_unfinished = f.instruction.as_ref().is_some_and(|i| i.kind == InstructionKind::Scope)
         && f.last_test.as_ref().is_some_and(|t| !t.ok)
+        && !(f.work_edits == 0 && f.commits == 0 && f.plan_edits == 0 && f.user_turns == 1 && f.asked_question())
         && text.is_some_and(|t| {
             reasons::read(t, None).reason == Some(Reason::Completion) || reasons::claims(t).tests_pass
         });
@@ -126,6 +129,23 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         return allow_like(
             Rule::LegitCompletion,
             &format!("the user's stop condition ({} {}{unit}) is met by a tool result", c.op, c.value),
+        );
+    }
+    // Since round 6b: the user's instruction licenses the stop only if the message's own
+    // claims hold ("commit your work and stop", and the claimed commit never ran).
+    let instruction_claim_false = f.instruction.as_ref().and(text).and_then(|t| {
+        let c = reasons::claims(t);
+        // A test result told while no test or build ran in the session ("all 412
+        // tests are green" in answer to "does the suite pass on 3.13?").
+        let unrun = (c.tests_pass && f.test_runs == 0 && f.last_build.is_none() && f.tool_calls > 0)
+            .then(|| "says the tests pass, but no test or build ran in the session".to_string());
+        unrun.or_else(|| claim_refuted(&c, t, f, evidence, &durable_plans(evidence)))
+    });
+    if let Some(why) = instruction_claim_false.as_deref() {
+        return refuse(
+            cont,
+            &format!("the user's instruction holds only if the message's claims do: {why}"),
+            &f.summary(),
         );
     }
     // 1. The user's own instruction, read from the user's turns (never from a tool
@@ -351,6 +371,11 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         Some(Reason::Error) if f.tool_errors == 0 => {
             Some("blames an error, but no tool call of the session failed (an obstacle never met)".into())
         }
+        // Since round 6b: one failed test run, no obstacle outside the code met or
+        // named, open steps: the failures are the work, not a reason to hand it back.
+        Some(Reason::Error) if gives_up_on_red_run(text, f, open) && !reasons::questions(text, &steps).genuine_decision => {
+            Some("stops after one failed test run that met no obstacle outside the code: the failures are the work".into())
+        }
         // The failing build or test names a file the session edited: the error is the
         // agent's own work in progress, not an obstacle.
         Some(Reason::Error)
@@ -368,6 +393,18 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         // A credential claimed missing while no tool call of the session failed or
         // said access was refused, and the plan's next steps are open: the obstacle
         // was never met (a tool that showed the secret set is no failure either).
+        // Since round 6b: an obstacle told as an event ("the registry rejects my
+        // credentials", "the sandbox has no network access") that no tool call met.
+        Some(Reason::MissingAccess)
+            if claims_refusal(&said) && open > 0 && f.tool_calls > 0 && f.tool_errors == 0 && f.access_failures == 0 =>
+        {
+            Some("says a service or the network refused it, but no tool call of the session failed (an obstacle never met)".into())
+        }
+        // Since round 6b: a credential called missing that a tool result showed set.
+        Some(Reason::MissingAccess | Reason::Question) if shown_set_named(&said, f).is_some() && open > 0 => Some(format!(
+            "calls a credential missing that a tool result showed set (`{}`)",
+            shown_set_named(&said, f).unwrap_or_default().to_uppercase()
+        )),
         Some(Reason::MissingAccess)
             if (reading.credential || lack_ties_open_step(&reading, &plans, f))
                 && open > 0
@@ -380,6 +417,14 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         }
         Some(Reason::MissingAccess) => {
             return allow_like(Rule::LegitMissingInfo, "the agent lacks access or information");
+        }
+        // Since round 6b: a question that hands back a refused access or an error
+        // ("I don't seem to have permission to push, could you?") while the failure
+        // was the agent's own slip (a name typed wrong).
+        Some(Reason::Question)
+            if f.own_slip.is_some() && open > 0 && (reasons::names_access(text) || claims_refusal(&said)) =>
+        {
+            Some(format!("hands back an error of its own making: {}", f.own_slip.as_deref().unwrap_or("-")))
         }
         Some(Reason::Question) => {
             let q = reasons::questions(text, &steps);
@@ -435,6 +480,72 @@ pub fn decide_session(stop_reason: Option<&str>, evidence: &Evidence, facts: Opt
         "no legitimate reason to stop"
     };
     refuse(cont, guard, &facts_line)
+}
+
+/// Words of a message that tell an obstacle as something that happened to a call
+/// (normalised): a refusal, a rejection, an unreachable network. A lack told as a need
+/// ("publishing needs a token I don't have") is not one.
+const REFUSAL_TOLD: &[&str] = &[
+    " rejects",
+    " rejected",
+    " refuses",
+    " refused",
+    " denies",
+    " denied",
+    " no network",
+    " without network",
+    " network access",
+    " cant reach",
+    " cannot reach",
+    " couldnt reach",
+    " could not reach",
+    " unreachable",
+    " times out",
+    " timed out",
+    " blocked by",
+];
+
+/// Whether a message (normalised) tells an obstacle as a refusal that happened.
+fn claims_refusal(said: &str) -> bool {
+    REFUSAL_TOLD.iter().any(|w| said.contains(w))
+}
+
+/// Words of a variable's name that make it a credential (`SENTRY_DSN`, `NPM_TOKEN`).
+const CREDENTIAL_PARTS: &[&str] = &["token", "key", "secret", "dsn", "password", "pat", "pass", "apikey"];
+
+/// Words of a variable's name too common to tie it to a message's credential.
+const NAME_STOPWORDS: &[&str] =
+    &["token", "key", "api", "secret", "vite", "next", "public", "react", "app", "access", "url", "env", "prod", "dev"];
+
+/// A variable a tool result showed set whose distinctive word (`mapbox` of
+/// `VITE_MAPBOX_TOKEN`) the message (normalised) names, if any.
+fn shown_set_named(said: &str, f: &SessionFacts) -> Option<String> {
+    f.shown_set
+        .iter()
+        .find(|n| {
+            // A credential by its name, named by the message by its kind and its own word.
+            n.split('_').any(|w| CREDENTIAL_PARTS.contains(&w) && said.contains(&format!(" {w}")))
+                && n.split('_')
+                    .filter(|w| w.len() >= 4 && !NAME_STOPWORDS.contains(w))
+                    .any(|w| said.contains(&format!(" {w}")))
+        })
+        .cloned()
+}
+
+/// One test run, which failed, with no obstacle outside the code met by any call nor
+/// named by the message, and steps open: the agent gives up on its own red run.
+fn gives_up_on_red_run(text: &str, f: &SessionFacts, open: usize) -> bool {
+    let said = reasons::norm(text);
+    open > 0
+        && f.test_runs == 1
+        && f.tool_errors == 1
+        && f.last_test.as_ref().is_some_and(|t| !t.ok)
+        && f.last_check.as_ref() == f.last_test.as_ref()
+        && f.obstacles.is_empty()
+        && f.access_failures == 0
+        && f.own_slip.is_none()
+        && !claims_refusal(&said)
+        && !reasons::names_access(text)
 }
 
 /// A plan ticked in the session is weighed against the files edited only from this

@@ -723,6 +723,15 @@ fn sessions_heldout_6_parses() {
 const HELDOUT_6_FIRST_AGREE: usize = 78;
 /// See [`HELDOUT_6_FIRST_AGREE`].
 const HELDOUT_6_FIRST_LEGIT_BLOCKED: usize = 4;
+/// Since round 6b (`wt6/gate7`) the set is training data: its error and obstacle
+/// routes, its misread user words, claims past the runs ("done and tested" after
+/// later edits, an answer's test result never run), a step the user forbade in a turn
+/// of leave and a question's failing probe run were fixed as classes (new scenarios in
+/// `sessions/17-*.txt`) and it agrees on 94 of 98, 2 of 49 legitimate stops blocked.
+/// Floors only; no blind set has measured these changes.
+const HELDOUT_6_AGREE: usize = 94;
+/// See [`HELDOUT_6_AGREE`].
+const HELDOUT_6_LEGIT_BLOCKED: usize = 2;
 
 /// The sixth held-out set: never below its first run
 /// (`cargo test --lib sessions_heldout_6_agreement -- --nocapture` prints the figures
@@ -735,4 +744,6 @@ fn sessions_heldout_6_agreement() {
         blocked <= HELDOUT_6_FIRST_LEGIT_BLOCKED,
         "legitimate stops blocked {blocked}/{legit}, above the first run's"
     );
+    assert!(agree >= HELDOUT_6_AGREE, "agreement {agree}/{total}, below round 6b's");
+    assert!(blocked <= HELDOUT_6_LEGIT_BLOCKED, "legitimate stops blocked {blocked}/{legit}, above round 6b's");
 }

@@ -283,7 +283,11 @@ fn leave_in(s: &str, words: &[&str], hard: bool) -> bool {
 /// Whether the words of leave of a turn's sentences count: not in a turn that asks for
 /// the whole work, nor in a sentence of absence, unless they stop or drop now.
 fn counts(sentences: &[String], s: &str, words: &[&str]) -> bool {
-    let hard = sentences.iter().any(|x| asks_completion(x)) || absence(s);
+    // Since round 6b also a sentence that says when the user looks next ("I'll review
+    // the PR tomorrow"): the look follows the work, it is no leave to stop short.
+    let hard = sentences.iter().any(|x| asks_completion(x))
+        || absence(s)
+        || has(s, &[" ill review", " ill look", " ill check", " ill test"]);
     leave_in(s, words, hard) && !has(s, PUSH_ON)
 }
 
@@ -840,6 +844,20 @@ pub(crate) fn own_slip(command: &str, output: &str, edited: &[String], commands:
             });
             if in_tree && said && !rel.is_empty() {
                 return Some(format!("`{p}` is a file of the work tree run without its execute bit"));
+            }
+        }
+    }
+    // Since round 6b: a name the session typed before, mistyped now and named by the
+    // output as matching nothing ("src refspec feature/exprot does not match any" after
+    // `git checkout -b feature/export`): the agent's slip, not a refused access.
+    const UNMATCHED: &[&str] =
+        &["does not match any", "did not match any", "unknown revision", "couldn't find remote ref", "not a valid ref"];
+    if UNMATCHED.iter().any(|u| lower.contains(u)) {
+        let earlier: Vec<&str> =
+            commands.iter().flat_map(|c| c.split_whitespace()).flat_map(|w| w.split('/')).collect();
+        for w in command.split_whitespace().filter(|w| w.len() >= 4 && lower.contains(&w.to_lowercase())) {
+            if w.split('/').any(|part| !earlier.contains(&part) && earlier.iter().any(|q| one_slip(part, q))) {
+                return Some(format!("`{w}` is a name typed wrong"));
             }
         }
     }

@@ -699,6 +699,8 @@ pub struct Claims {
 
 /// A test, build or check word next to a passing word, not negated.
 const TESTS: &[&str] = &[" test", " suite", " build", " ci ", " checks", " clippy", " lint", " specs"];
+/// Words that say the work itself was tested: a claim of a passing run.
+const TESTED: &[&str] = &[" and tested", " fully tested", " all tested", " is tested", " are tested"];
 const PASSING: &[&str] = &[" pass", " green", " succeed", " clean", " all ok", " no failures"];
 const NOT_PASSING: &[&str] =
     &[" not ", " fail", " dont ", " doesnt ", " didnt ", " havent ", " isnt ", " red ", " couldnt "];
@@ -765,6 +767,8 @@ pub fn claims(message: &str) -> Claims {
         let t = &s.text;
         let names_tests = has(t, TESTS) || t.split(' ').any(names_runner);
         c.tests_pass |= names_tests && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
+        // Since round 6b: "done and tested" claims a passing run as much as "tests pass".
+        c.tests_pass |= has(t, TESTED) && !has(t, NOT_PASSING) && !s.question;
         let tests_by_name = has(t, &[" test", " spec"]) || t.split(' ').any(names_runner);
         c.tests_named |= tests_by_name && has(t, PASSING) && !has(t, NOT_PASSING) && !s.question;
         const NOT_SAVED: &[&str] = &[" nothing", " no ", " without", " yet", " left", " leave", " once ", " when "];

@@ -212,6 +212,12 @@ pub struct SessionFacts {
     /// is the session's own task.
     #[serde(skip)]
     pub user_texts: Vec<String>,
+    /// Since round 6b: the names of variables a successful tool result printed with a
+    /// value (`VITE_MAPBOX_TOKEN=pk...` of a `grep` of `.env`), lower case, at most
+    /// [`MAX_KEPT_PATHS`]: a credential the message then calls missing was shown set.
+    /// Names only, never values; not sent (a name can still say too much).
+    #[serde(skip)]
+    pub shown_set: Vec<String>,
 }
 
 /// The user's turns kept for [`SessionFacts::user_texts`]: a session's requests are a
@@ -233,6 +239,11 @@ pub struct StopPoint {
 }
 
 impl SessionFacts {
+    /// Whether a user turn asks a question (a `?` in one of the turns kept).
+    pub fn asked_question(&self) -> bool {
+        self.user_texts.iter().any(|t| t.contains('?'))
+    }
+
     /// Whether anything but the plan was worked on: an edit, a commit of it, or a
     /// test or build run.
     pub fn did_work(&self) -> bool {
@@ -1072,23 +1083,42 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
             go_on = true;
             continue;
         }
+        // Since round 6b: a look set for a later day ("I'll review the PR tomorrow")
+        // comes after the work, and a sentence that orders the plan's work ("we need
+        // demo data locally, do the seeding plan") asks for no early look.
+        let later = has(&s, LATER_LOOK) && !has(&s, &[" pause", " wait", " hold", " before ", " stop"]);
+        let orders_plan = names_plan && has(&s, ORDERS_PLAN);
         let kind = if has(&s, STOP_WORDS) || super::readings::opens_with_stop(&s) {
             Some(InstructionKind::Stop)
         } else if (has(&s, PAUSE_WORDS)
             // A look put at the end of the work ("let me review it when it's all done")
             // is no pause, unless the sentence also waits or holds.
             && (!super::readings::asks_completion(&s) || has(&s, &[" pause", " wait", " hold", " before "])))
-            || (!widened && (hands_back(&s) || early_look(&s)))
+            || (!widened && !later && !orders_plan && (hands_back(&s) || early_look(&s)))
         {
             Some(InstructionKind::Pause)
-        } else if has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))) {
+        } else if (has(&s, SCOPE_WORDS) || (!widened && (restricts_scope(&s) || (!names_plan && small_task(&s)))))
+            // Since round 6b: "keep your answers short" limits the agent's talk, not the work.
+            && !has(&s, TALK)
+        {
             Some(InstructionKind::Scope)
         } else {
             None
         };
         match kind {
             Some(k) => found = Some(k),
-            None => go_on |= has(&s, GO_ON),
+            None => {
+                go_on |= has(&s, GO_ON);
+                // Since round 6b: a later sentence that sends the agent on ("... instead
+                // of removing it. otherwise carry on") makes the limit before it a
+                // change of the work, not its end.
+                if matches!(found, Some(InstructionKind::Scope | InstructionKind::Pause))
+                    && has(&s, GO_ON)
+                    && RESUMES.iter().any(|r| s.trim_start().starts_with(r))
+                {
+                    found = None;
+                }
+            }
         }
     }
     match found {
@@ -1097,6 +1127,26 @@ fn instruction_of(text: &str) -> Option<Option<InstructionKind>> {
         None => None,
     }
 }
+
+/// Words of a user's look set for a later day: after the work, not a pause now.
+const LATER_LOOK: &[&str] =
+    &[" tomorrow", " tonight", " next week", " on monday", " in the morning", " later today", " this evening"];
+/// Words that order the plan's work in a sentence that names the plan.
+const ORDERS_PLAN: &[&str] = &[" do the ", " implement the ", " build the ", " follow the ", " execute the "];
+/// Words of the agent's replies: a limit on them limits the talk, not the work.
+const TALK: &[&str] = &[
+    " answers",
+    " answer short",
+    " replies",
+    " reply short",
+    " responses",
+    " messages short",
+    " your messages",
+    " summaries",
+    " explanations",
+];
+/// How a sentence that sends the agent on after a change opens (normalised, trimmed).
+const RESUMES: &[&str] = &["otherwise", "carry on", "keep going", "then carry on", "then continue", "else", "rest as"];
 
 fn has(text: &str, words: &[&str]) -> bool {
     words.iter().any(|w| text.contains(w))
@@ -1756,10 +1806,15 @@ fn user_text(f: &mut SessionFacts, in_force: &mut Option<Instruction>, text: &st
         f.left_to_user.clear();
         f.left_step_numbers.clear();
     }
+    // Since round 6b: in a turn that gives leave ("leave it like that for now"), a
+    // clause that forbids an act ("don't regenerate the lockfile") leaves that act out
+    // too; alone, "don't break the API" is a care, not a step dropped.
+    let leaves = t.split([',', '.', ';', '!', '?', '\n', ':']).any(|c| has(&norm(c), LEAVE));
     // Parentheses stay in their clause: "skip step 3 (docs)" names the docs.
     for clause in t.split([',', '.', ';', '!', '?', '\n', ':']).flat_map(|c| c.split(" but ")) {
         let c = norm(clause);
-        if has(&c, LEAVE) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
+        let forbids = leaves && (c.trim_start().starts_with("dont ") || c.trim_start().starts_with("do not "));
+        if (has(&c, LEAVE) || forbids) && f.left_to_user.len() < MAX_LEFT_CLAUSES {
             // "skip step 3", "I'll do steps 4 and 5 myself": the steps by number.
             let w: Vec<&str> = c.split(' ').filter(|w| !w.is_empty()).collect();
             // A bare number counts in a turn that speaks of steps ("do steps 1 and 2,
@@ -2058,6 +2113,9 @@ fn tool_use(f: &mut SessionFacts, name: Option<&str>, input: ToolInput, plan_pat
                 // Since round 5 an install or a fetch too (`npm install`, `pip install`,
                 // `curl`, `gh api`): an obstacle it meets, and its later success, are facts.
                 || program_of(&cmd).is_some_and(|p| !READ_ONLY_PROGRAMS.contains(&p.as_str()))
+                // Since round 6b: git's calls to a remote, whose refusals (and the
+                // agent's slips in the names it pushes) are facts.
+                || [" git push", " git pull", " git fetch"].iter().any(|g| n.contains(g))
             {
                 // A read-only probe of a variable or a login (`printenv TOKEN`, `echo
                 // $KEY`, `aws sts get-caller-identity`) is read too: its output may
@@ -2161,9 +2219,19 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     // or a short refusal of access (a probe's "not set").
     // A failed result is read for it even when its call was not waited for (`gh`,
     // `curl`: programs read for nothing else).
+    if !failed && call.is_some() {
+        for name in assigned_names(&output) {
+            if f.shown_set.len() < MAX_KEPT_PATHS && !f.shown_set.contains(&name) {
+                f.shown_set.push(name);
+            }
+        }
+    }
     if call.is_some() || failed {
         let class = if failed {
-            super::readings::obstacle_class(&norm(&output))
+            // A failing test's title is the test's words, not the environment's ("test
+            // disconnects a client over the limit"): only the rest is read for one.
+            let read = if matches!(call, Some(Call::Test(_))) { without_test_titles(&output) } else { output.clone() };
+            super::readings::obstacle_class(&norm(&read))
         } else if output.len() > MAX_PROBE_OUTPUT {
             None
         } else if super::readings::says_access_refused(&output) {
@@ -2310,11 +2378,73 @@ fn own_file_named(f: &SessionFacts, output: &str) -> Option<String> {
             && name.contains('.')
             && !is_prose(p)
             && tokens.iter().any(|t| {
+                // A file URL (`file:///repo/deno.json`, Deno's and Node's errors) names the file too.
+                let t = t.strip_prefix("file://").unwrap_or(t);
                 let file = t.split(':').next().unwrap_or(t);
                 (file == name || file.ends_with(&format!("/{name}"))) && !DEPENDENCY.iter().any(|d| file.contains(d))
             });
         named.then(|| name.to_string())
     })
+}
+
+/// The lines of a test report that title a failing test (`● nextRun › handles ...`,
+/// `1) test disconnects a client over the limit (...)`, `--- FAIL: TestX`, `FAILED
+/// tests/a.py::test_x`) and the values an assertion compared (`left: :ok`, `right:
+/// {:error, "rate_limited"}`, `Expected: ...`) left out: what is left is the runner's
+/// and the environment's.
+fn without_test_titles(output: &str) -> String {
+    const TITLES: &[&str] = &[
+        "●",
+        "✕",
+        "×",
+        "✗",
+        "✘",
+        "--- fail",
+        "test ",
+        "it ",
+        "left:",
+        "right:",
+        "expected",
+        "received",
+        "actual",
+        "assertion",
+        "assert ",
+        "e   assert",
+    ];
+    output
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start().to_lowercase();
+            let numbered = t.split_once(") ").is_some_and(|(n, rest)| {
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && rest.starts_with("test")
+            });
+            let failed_id = t.starts_with("failed ") && t.contains("::");
+            !(numbered || failed_id || TITLES.iter().any(|p| t.starts_with(p)))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Names of variables a tool's output shows set to a value (`NAME=value`, `export
+/// NAME=value`): upper-case names of three letters or more with a non-empty value,
+/// lower-cased.
+fn assigned_names(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| {
+            // `grep -n` prefixes `4:`; `export ` may lead.
+            let l = l.trim();
+            let l = l.split_once(':').filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit())).map_or(l, |(_, r)| r);
+            let l = l.strip_prefix("export ").unwrap_or(l);
+            let (name, value) = l.split_once('=')?;
+            let value = value.trim().trim_matches(['"', '\'']);
+            let ok = name.len() >= 3
+                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && name.chars().any(|c| c.is_ascii_uppercase())
+                && !value.is_empty();
+            ok.then(|| name.to_lowercase())
+        })
+        .collect()
 }
 
 /// Programs that only show or search text: a test report they print is an old one.
