@@ -30,6 +30,11 @@ pub const MAX_QUOTE_CHARS: usize = 160;
 /// A successful tool output is searched for an access refusal only up to this size: a
 /// probe of a credential prints a line, a test or build log that succeeded prints pages.
 pub const MAX_PROBE_OUTPUT: usize = 1024;
+/// A successful tool output is read for variables it shows set (`NAME=value`) only up
+/// to this size: a probe of the environment (`env`, `printenv`, `cat .env`, `grep TOKEN
+/// .env`) prints lines, not pages, and splitting every line of a build log or a file
+/// read cost the gate about 2 ms on a 10 MB transcript.
+pub const MAX_ASSIGNMENT_OUTPUT: usize = 16 * 1024;
 /// At most this many tool calls wait for their result at once; a transcript with
 /// more unanswered calls than this is not one an agent writes, and the map stays bounded.
 pub const MAX_PENDING_CALLS: usize = 4096;
@@ -2219,7 +2224,7 @@ fn tool_result(f: &mut SessionFacts, latest: &mut Latest, call: Option<Call>, is
     // or a short refusal of access (a probe's "not set").
     // A failed result is read for it even when its call was not waited for (`gh`,
     // `curl`: programs read for nothing else).
-    if !failed && call.is_some() {
+    if !failed && call.is_some() && output.len() <= MAX_ASSIGNMENT_OUTPUT {
         for name in assigned_names(&output) {
             if f.shown_set.len() < MAX_KEPT_PATHS && !f.shown_set.contains(&name) {
                 f.shown_set.push(name);
