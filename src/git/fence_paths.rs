@@ -197,12 +197,7 @@ impl Repo {
 
 impl GitExe {
     fn oldest_new_commit_cli(&self, tip: &str, hide: &[String]) -> Result<Option<String>> {
-        // The hidden tips on stdin: there may be more than a command line holds.
-        let mut input = format!("{tip}\n--not\n");
-        for h in hide {
-            input.push_str(h);
-            input.push('\n');
-        }
+        let input = rev_list_input(tip, hide);
         let out =
             self.output_with_input(&["rev-list", "--topo-order", "--reverse", "--stdin"], input.as_bytes(), true)?;
         let first = out.split(|b| *b == b'\n').next().unwrap_or_default();
@@ -379,12 +374,7 @@ impl Reader for GitExe {
     }
 
     fn new_commits(&self, tip: &str, hide: &[String]) -> Result<Vec<String>> {
-        // The hidden tips on stdin: there may be more than a command line holds.
-        let mut input = format!("{tip}\n--not\n");
-        for h in hide {
-            input.push_str(h);
-            input.push('\n');
-        }
+        let input = rev_list_input(tip, hide);
         let max = format!("--max-count={}", MAX_FENCED_COMMITS + 1);
         let out = self.output_with_input(&["rev-list", "--topo-order", &max, "--stdin"], input.as_bytes(), false)?;
         Ok(String::from_utf8_lossy(&out).lines().map(str::to_string).collect())
@@ -430,6 +420,17 @@ impl Reader for GitExe {
         ];
         Ok(nul_separated(&self.output_with_input(&args, input.as_bytes(), false)?))
     }
+}
+
+/// `rev-list --stdin`'s input for the commits reachable from `tip` and from none of
+/// `hide`: the hidden tips on stdin, since there may be more than a command line holds.
+fn rev_list_input(tip: &str, hide: &[String]) -> String {
+    let mut input = format!("{tip}\n--not\n");
+    for h in hide {
+        input.push_str(h);
+        input.push('\n');
+    }
+    input
 }
 
 fn nul_separated(out: &[u8]) -> Vec<Vec<u8>> {
